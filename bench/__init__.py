@@ -1,0 +1,1 @@
+"""Reproducible benchmarks; ``make bench`` (``python -m bench [NAME...]``) runs them all."""

@@ -1,0 +1,149 @@
+"""The ``openenv-mcp`` command line.
+
+Each subcommand is one ``_cmd_*`` function plus its parser in ``build_parser``.
+Errors the user can fix are printed as one line that says what to do next.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .errors import OpenEnvError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+# -- list ----------------------------------------------------------------------
+def _cmd_list(args: argparse.Namespace) -> int:
+    from .registry import list_envs
+
+    table = Table(title="openenv-mcp environments")
+    table.add_column("name", style="bold")
+    table.add_column("tool servers")
+    table.add_column("description")
+    for spec in list_envs():
+        servers = ", ".join(f"{s.name} ({s.isolation})" for s in spec.tool_servers)
+        table.add_row(spec.name, servers, spec.description)
+    console.print(table)
+    return 0
+
+
+# -- run -------------------------------------------------------------------------
+async def run_reference(target: str, episodes: int, seed: int | None, policy: str = "reference",
+                        progress: bool = True, show_steps: bool = False) -> list[dict[str, Any]]:
+    """Run the environment's scripted ``policy`` for ``episodes`` episodes; one row per episode."""
+    from .registry import load_environment
+
+    environment = load_environment(target)
+    rows: list[dict[str, Any]] = []
+    base = 0 if seed is None else seed
+    columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=err_console, disable=not progress) as bar:
+        job = bar.add_task(f"{environment.name}: {policy} policy", total=episodes)
+        for i in range(episodes):
+            episode = await environment.new_episode(seed=base + i)
+            try:
+                if show_steps:
+                    console.rule(f"episode {i} · task {episode.task.id} · seed {episode.seed}")
+                    console.print(f"[bold]task:[/bold] {episode.task.prompt}")
+                for action in environment.trajectory(episode.task, policy):
+                    if episode.done or episode.truncated:
+                        break
+                    obs = await episode.act(action)
+                    if show_steps:
+                        text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
+                        flag = "[red]error[/red] " if obs.result.is_error else ""
+                        console.print(f"[cyan]{action.name}[/cyan]({_args(action.arguments)})")
+                        console.print(f"  -> {flag}{_clip(text)}  [dim]reward {obs.reward:+.2f}[/dim]")
+                state = episode.state()
+                rows.append({"episode": i, "task": state.task_id, "seed": state.seed, "steps": state.step_count,
+                             "reward": state.cumulative_reward, "done": state.done, "truncated": state.truncated})
+            finally:
+                await episode.close()
+            bar.advance(job)
+    return rows
+
+
+def _args(arguments: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_clip(repr(v), 40)}" for k, v in arguments.items())
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    text = text.replace("\n", "⏎")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _summary(rows: list[dict[str, Any]], title: str) -> None:
+    table = Table(title=title)
+    for col in ("episode", "task", "seed", "steps", "reward", "done", "truncated"):
+        table.add_column(col, justify="right" if col in ("episode", "seed", "steps", "reward") else "left")
+    for row in rows:
+        table.add_row(*(f"{row[c]:.2f}" if c == "reward" else str(row[c]) for c in
+                        ("episode", "task", "seed", "steps", "reward", "done", "truncated")))
+    console.print(table)
+    rewards = [r["reward"] for r in rows]
+    success = sum(1 for r in rows if r["done"]) / len(rows)
+    std = statistics.pstdev(rewards) if len(rewards) > 1 else 0.0
+    console.print(f"[bold]{len(rows)} episodes[/bold]: reward mean {statistics.mean(rewards):.3f} "
+                  f"(std {std:.3f}), success rate {success:.0%}, "
+                  f"mean steps {statistics.mean(r['steps'] for r in rows):.1f}")
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    rows = anyio.run(lambda: run_reference(args.env, args.episodes, args.seed, args.policy))
+    _summary(rows, f"{args.env}: {args.policy} policy")
+    return 0
+
+
+# -- demo -----------------------------------------------------------------------
+def _cmd_demo(args: argparse.Namespace) -> int:
+    console.print(f"[bold]openenv-mcp demo[/bold]: one reference episode of [cyan]{args.env}[/cyan], step by step\n")
+    rows = anyio.run(lambda: run_reference(args.env, 1, args.seed, progress=False, show_steps=True))
+    _summary(rows, f"{args.env}: reference episode")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="openenv-mcp", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="list the environments found by name")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("run", help="run an environment's scripted policy for some episodes")
+    p.add_argument("env", help="environment name, env.toml path or folder")
+    p.add_argument("--episodes", type=int, default=5)
+    p.add_argument("--seed", type=int, default=None, help="seed of the first episode (then +1 each)")
+    p.add_argument("--policy", choices=["reference", "wrong"], default="reference")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("demo", help="the tour: a reference episode shown step by step")
+    p.add_argument("env", nargs="?", default="files")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except OpenEnvError as e:
+        err_console.print(f"[red]error:[/red] {e}")
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""A loaded environment: its spec resolved, ready to create episodes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from .episode import Episode
+from .errors import ConfigError
+from .spec import EnvSpec, ToolServerSpec, load_module, load_object
+from .tasks import TaskSet, load_tasks
+from .types import CallTool, Task, action_from_json
+
+__all__ = ["Environment"]
+
+
+class Environment:
+    """An environment definition, loaded once and shared by its episodes.
+
+    Args:
+        spec: the environment's definition.
+        mode: ``sim`` (rewards, episodes) or ``prod`` (tools only, production
+            variants of the tool servers, no reward).
+        call_timeout: overrides every tool server's per-call time limit.
+        max_steps: overrides the spec's step budget (``0`` for none).
+        workdir: where episode workspaces are created (default: the temp dir,
+            or ``$OPENENV_MCP_WORKDIR``).
+    """
+
+    def __init__(self, spec: EnvSpec, *, mode: str = "sim", call_timeout: float | None = None,
+                 max_steps: int | None = None, workdir: Path | None = None) -> None:
+        if mode not in ("sim", "prod"):
+            raise ConfigError(f"mode must be 'sim' or 'prod', got {mode!r}")
+        self.spec = spec
+        self.mode = mode
+        self.call_timeout = call_timeout
+        self.max_steps = spec.max_steps if max_steps is None else (max_steps or None)
+        if mode == "prod":
+            self.max_steps = None
+        self.workdir = workdir
+        self.servers: list[ToolServerSpec] = [s.variant(mode) for s in spec.tool_servers]
+        self.tasks = TaskSet(load_tasks(spec.tasks, spec.base_dir))
+        reward = spec.reward
+        if isinstance(reward, str):
+            reward = load_object(reward, spec.base_dir)
+        if reward is not None and not callable(reward):
+            raise ConfigError(f"{spec.name}: reward must be 'module:function' or a callable, got {reward!r}")
+        self.reward_fn: Callable[..., Any] | None = reward
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def server_env(self, server: ToolServerSpec) -> dict[str, str]:
+        """Variables a tool server gets: declared ones only, nothing else from the host."""
+        env = {k: os.environ[k] for k in server.pass_env if k in os.environ}
+        env.update(server.env)
+        return env
+
+    async def new_episode(self, seed: int | None = None, task_id: str | None = None,
+                          episode_id: str | None = None) -> Episode:
+        """Create and start an episode (its own workspace and tool servers)."""
+        task, seed = self.tasks.pick(seed, task_id)
+        episode = Episode(self, task, seed, episode_id)
+        await episode.start()
+        return episode
+
+    # -- scripted trajectories ------------------------------------------------
+    def _solutions(self) -> Any:
+        if not self.spec.solutions:
+            return None
+        return load_module(self.spec.solutions, self.spec.base_dir)
+
+    def has_solutions(self) -> bool:
+        return self._solutions() is not None
+
+    def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool]:
+        """The scripted ``reference`` (solves) or ``wrong`` (does not) trajectory for ``task``."""
+        module = self._solutions()
+        if module is None or not hasattr(module, kind):
+            raise ConfigError(f"environment {self.name!r} has no scripted {kind!r} solutions")
+        actions = []
+        for item in getattr(module, kind)(task):
+            if isinstance(item, dict):
+                item = action_from_json({"type": "call_tool", **item})
+            actions.append(item)
+        return actions

@@ -1,0 +1,281 @@
+"""Episodes: one agent's isolated world, and the one dispatch path.
+
+An :class:`Episode` owns a private workspace and one started connection per
+tool server. :meth:`Episode.act` is *the* per-episode function: ``step()`` on
+the Python API, ``step`` on the control plane and ``tools/call`` on the MCP
+face all go through it, so the two faces cannot disagree.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import jsonschema
+from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+
+from .errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError
+from .isolation import Connection, ServerContext, connect
+from .isolation.inprocess import error_result
+from .types import CallTool, ListTools, Observation, Score, State, Task
+from .workspace import Workspace
+
+if TYPE_CHECKING:
+    from .environment import Environment
+
+__all__ = ["RESERVED_TOOL_NAMES", "Episode", "RewardContext"]
+
+RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
+"""Control-plane names: never a tool, whatever a tool server calls its tools."""
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def _validator(schema: dict[str, Any]) -> Any:
+    key = json.dumps(schema, sort_keys=True)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        validator = _VALIDATORS[key] = cls(schema)
+    return validator
+
+
+def _schema_error(name: str, validator: Any, arguments: dict[str, Any]) -> str | None:
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    at = f" at '{where}'" if where else ""
+    return f"Invalid arguments for tool {name!r}{at}: {error.message}"
+
+
+@dataclass
+class RewardContext:
+    """What a reward function sees after each step."""
+
+    task: Task
+    """The episode's task."""
+    workspace: Path
+    """The episode's workspace folder (host path)."""
+    step: int
+    """Tool calls made so far, this one included."""
+    action: CallTool | None
+    """The step's action (``None`` when scoring the initial state)."""
+    result: CallToolResult | None
+    """The step's MCP result."""
+    history: list[tuple[CallTool, CallToolResult]] = field(default_factory=list)
+    """Every (action, result) of the episode so far."""
+    episode: Episode | None = None
+    """The episode, for :meth:`call_tool` (uncounted, unrewarded calls)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        """Call a tool to inspect the world; not a step, not seen by the agent."""
+        assert self.episode is not None
+        return await self.episode.call_tool(name, arguments or {})
+
+
+class Episode:
+    """One isolated world: workspace, tool-server connections, task and counters."""
+
+    def __init__(self, env: Environment, task: Task, seed: int | None, episode_id: str | None = None) -> None:
+        self.env = env
+        self.id = episode_id or uuid.uuid4().hex
+        self.task = task
+        self.seed = seed
+        self.step_count = 0
+        self.score = 0.0
+        self.cumulative_reward = 0.0
+        self.done = False
+        self.truncated = False
+        self.history: list[tuple[CallTool, CallToolResult]] = []
+        self.workspace = Workspace(env.workdir)
+        self.connections: list[Connection] = []
+        self.tools: list[Tool] = []
+        self._routes: dict[str, tuple[Connection, str, Any]] = {}
+        self._prompts: dict[str, tuple[Connection, str]] = {}
+        self._lock = anyio.Lock()
+        self.created = self.last_used = time.monotonic()
+        self.closed = False
+
+    # -- lifecycle ---------------------------------------------------------
+    async def start(self) -> None:
+        """Seed the workspace, start every tool server, compose the tool list."""
+        spec = self.env.spec
+        try:
+            seeds = [spec.path(s.workspace) for s in spec.tool_servers if s.workspace]
+            if self.task.workspace:
+                seeds.append(spec.path(self.task.workspace))
+            self.workspace.seed(*seeds)
+            for server in self.env.servers:
+                ctx = ServerContext(episode_id=self.id, workspace=self.workspace.path, mode=self.env.mode,
+                                    env=self.env.server_env(server))
+                conn = connect(server, ctx, spec.base_dir)
+                self.connections.append(conn)
+                await conn.start()
+            await self._compose()
+            if self.env.reward_fn is not None and self.env.mode == "sim":
+                self.score = await self._score(None, None)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.close()
+            raise
+
+    async def _compose(self) -> None:
+        tools: list[Tool] = []
+        routes: dict[str, tuple[Connection, str, Any]] = {}
+        for conn in self.connections:
+            prefix = conn.spec.prefix
+            for tool in await conn.list_tools():
+                name = f"{prefix}_{tool.name}" if prefix else tool.name
+                if name.lower() in RESERVED_TOOL_NAMES:
+                    raise ToolNameError(
+                        f"tool server {conn.spec.name!r} offers a tool named {tool.name!r}, which would be "
+                        f"exposed as {name!r}: control-plane names ({', '.join(sorted(RESERVED_TOOL_NAMES))}) "
+                        "can never be tools; give the server a namespace or rename the tool"
+                    )
+                if name in routes:
+                    other = routes[name][0].spec.name
+                    raise ToolNameError(
+                        f"duplicate tool name {name!r} (from tool servers {other!r} and {conn.spec.name!r}); "
+                        "give them distinct namespaces"
+                    )
+                routes[name] = (conn, tool.name, _validator(tool.input_schema))
+                tools.append(tool if name == tool.name else tool.model_copy(update={"name": name}))
+            for prompt in await conn.list_prompts():
+                pname = f"{prefix}_{prompt.name}" if prefix else prompt.name
+                self._prompts[pname] = (conn, prompt.name)
+        self.tools, self._routes = tools, routes
+
+    async def close(self) -> None:
+        """Stop every tool server and remove the workspace (idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        for conn in reversed(self.connections):
+            try:
+                await conn.close()
+            except Exception:  # closing must not fail halfway and leak the rest
+                pass
+        self.workspace.remove()
+
+    # -- the one dispatch path ---------------------------------------------
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Validate and route one call; errors the agent causes are error results."""
+        route = self._routes.get(name)
+        if route is None:
+            return error_result(f"Unknown tool: {name!r}")
+        conn, original, validator = route
+        if not isinstance(arguments, dict):
+            return error_result(f"Invalid arguments for tool {name!r}: arguments must be an object")
+        if not validator.is_valid(arguments):
+            return error_result(_schema_error(name, validator, arguments) or "Invalid arguments")
+        timeout = self.env.call_timeout or conn.spec.limits.call_timeout
+        try:
+            with anyio.fail_after(timeout):
+                return await conn.call_tool(original, arguments, name)
+        except TimeoutError:
+            await conn.interrupted()
+            return error_result(f"Tool {name!r} timed out after {timeout:g} s")
+        except BoundaryError as e:
+            return error_result(f"Tool {name!r} failed: {e}")
+
+    async def act(self, action: CallTool | ListTools) -> Observation:
+        """Take one action: the function both faces share."""
+        if self.closed:
+            raise EpisodeEnded(f"episode {self.id} is closed; call reset() to start a new one")
+        self.last_used = time.monotonic()
+        if isinstance(action, ListTools):
+            return Observation(tools=self.tools, task=self.task, info=self._info())
+        if self.done or self.truncated:
+            why = "done" if self.done else "truncated"
+            raise EpisodeEnded(f"episode {self.id} has ended ({why}); call reset() to start a new one")
+        async with self._lock:
+            started = time.perf_counter()
+            result = await self.call_tool(action.name, action.arguments)
+            self.step_count += 1
+            self.history.append((action, result))
+            reward, extra = 0.0, {}
+            if self.env.mode == "sim":
+                if self.env.reward_fn is not None:
+                    score = await self._score(action, result, extra)
+                    reward, self.score = score - self.score, score
+                    self.cumulative_reward += reward
+                max_steps = self.env.max_steps
+                if max_steps is not None and self.step_count >= max_steps and not self.done:
+                    self.truncated = True
+            info = self._info()
+            info["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            info.update(extra)
+            return Observation.model_construct(
+                tools=None, result=result, task=self.task, reward=reward,
+                done=self.done, truncated=self.truncated, info=info,
+            )
+
+    async def _score(self, action: CallTool | None, result: CallToolResult | None,
+                     extra: dict[str, Any] | None = None) -> float:
+        ctx = RewardContext(task=self.task, workspace=self.workspace.path, step=self.step_count,
+                            action=action, result=result, history=self.history, episode=self)
+        value = self.env.reward_fn(ctx)
+        if inspect.isawaitable(value):
+            value = await value
+        done = None
+        if isinstance(value, Score):
+            done = value.done
+            if extra is not None:
+                extra.update(value.info)
+            value = value.score
+        if not isinstance(value, (int, float)):
+            raise OpenEnvError(f"reward function of {self.env.spec.name!r} returned {value!r}, expected a number")
+        value = float(value)
+        self.done = done if done is not None else value >= self.env.spec.success_score
+        return value
+
+    def _info(self) -> dict[str, Any]:
+        return {"episode_id": self.id, "step": self.step_count, "score": self.score}
+
+    # -- views ---------------------------------------------------------------
+    def first_observation(self) -> Observation:
+        return Observation(tools=self.tools, task=self.task, info=self._info())
+
+    def state(self) -> State:
+        return State(episode_id=self.id, step_count=self.step_count, task_id=self.task.id, seed=self.seed,
+                     cumulative_reward=self.cumulative_reward, done=self.done, truncated=self.truncated,
+                     max_steps=self.env.max_steps)
+
+    # -- resources and prompts (MCP face) -------------------------------------
+    async def list_resources(self) -> list[Resource]:
+        out: list[Resource] = []
+        for conn in self.connections:
+            out.extend(await conn.list_resources())
+        return out
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        for conn in self.connections:
+            if any(str(r.uri) == uri for r in await conn.list_resources()):
+                return await conn.read_resource(uri)
+        for conn in self.connections:  # templates: let each server try
+            try:
+                return await conn.read_resource(uri)
+            except KeyError:
+                continue
+        raise KeyError(uri)
+
+    async def list_prompts(self) -> list[Prompt]:
+        out: list[Prompt] = []
+        for name, (conn, original) in self._prompts.items():
+            for prompt in await conn.list_prompts():
+                if prompt.name == original:
+                    out.append(prompt if name == original else prompt.model_copy(update={"name": name}))
+        return out
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
+        route = self._prompts.get(name)
+        if route is None:
+            raise KeyError(name)
+        return await route[0].get_prompt(route[1], arguments)

@@ -1,0 +1,83 @@
+"""Named errors. Everything the framework raises derives from OpenEnvError.
+
+Errors a *trainer* causes (stepping before reset, an unknown episode, a bad
+environment file) are raised as these exceptions and translated once at the
+edge (an HTTP status, a control-plane error message). Errors an *agent* causes
+are never raised: they come back as MCP results with ``isError: true``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BoundaryError",
+    "ConfigError",
+    "EpisodeEnded",
+    "EpisodeLimit",
+    "OpenEnvError",
+    "ResetNeeded",
+    "ToolNameError",
+    "UnknownEnvironment",
+    "UnknownEpisode",
+]
+
+
+class OpenEnvError(Exception):
+    """Root of every error openenv-mcp raises."""
+
+    code = "openenv_error"
+    """A stable machine-readable code, used on the control plane."""
+    http_status = 400
+
+
+class ResetNeeded(OpenEnvError):
+    """``step()`` or ``state()`` before the first ``reset()``."""
+
+    code = "reset_needed"
+    http_status = 409
+
+
+class EpisodeEnded(OpenEnvError):
+    """``step()`` after the episode ended (done or truncated)."""
+
+    code = "episode_ended"
+    http_status = 409
+
+
+class UnknownEpisode(OpenEnvError):
+    """No live episode has this id (never created, closed, or reaped)."""
+
+    code = "unknown_episode"
+    http_status = 404
+
+
+class EpisodeLimit(OpenEnvError):
+    """The server already runs as many episodes as it was allowed."""
+
+    code = "episode_limit"
+    http_status = 503
+
+
+class UnknownEnvironment(OpenEnvError):
+    """``make()`` was given a name or path that is no environment."""
+
+    code = "unknown_environment"
+    http_status = 404
+
+
+class ConfigError(OpenEnvError):
+    """An environment definition (env file, spec, tasks) is invalid."""
+
+    code = "config_error"
+
+
+class ToolNameError(ConfigError):
+    """Two tools share a name after namespacing, or a tool takes a reserved name."""
+
+    code = "tool_name_error"
+
+
+class BoundaryError(OpenEnvError):
+    """A tool server could not be started or reached behind its boundary."""
+
+    code = "boundary_error"
+    http_status = 502

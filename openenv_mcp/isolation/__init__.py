@@ -1,0 +1,27 @@
+"""Isolation boundaries, one backend per module.
+
+``connect(spec, ctx, base_dir)`` returns an unstarted :class:`Connection` for
+the spec's ``isolation``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+from ..spec import ToolServerSpec
+from .base import Connection, ServerContext
+
+__all__ = ["Connection", "ServerContext", "connect"]
+
+
+def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> Connection:
+    """An unstarted connection to ``spec`` behind its boundary."""
+    kind = spec.isolation
+    if kind == "inprocess":
+        from .inprocess import InProcessConnection
+
+        return InProcessConnection(spec, ctx, base_dir)
+    raise ConfigError(
+        f"tool server {spec.name!r}: isolation {kind!r} is not available in this build"
+    )

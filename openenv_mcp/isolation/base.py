@@ -1,0 +1,86 @@
+"""The isolation boundary interface: one started tool server for one episode.
+
+A backend (one file each in this package) turns a :class:`ToolServerSpec` into
+a :class:`Connection`: a live MCP server the episode talks to. Connections
+speak MCP types (``Tool``, ``CallToolResult``) and report failures as
+:class:`~openenv_mcp.errors.BoundaryError`; the episode turns those into error
+results, so a crashed tool server never takes the environment down.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+
+from ..spec import ToolServerSpec
+
+__all__ = ["Connection", "ServerContext"]
+
+
+@dataclass
+class ServerContext:
+    """What a tool server is started with, for one episode."""
+
+    episode_id: str
+    """The episode the server belongs to."""
+    workspace: Path
+    """The episode's private workspace on the host."""
+    mode: str = "sim"
+    """``sim`` (training/evaluation) or ``prod`` (deployment)."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables for the server: the spec's ``env`` plus declared ``pass_env``."""
+
+
+class Connection(abc.ABC):
+    """A started tool server behind a boundary (one per tool server and episode)."""
+
+    def __init__(self, spec: ToolServerSpec, ctx: ServerContext) -> None:
+        self.spec = spec
+        self.ctx = ctx
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Start the server and complete the MCP handshake."""
+
+    @abc.abstractmethod
+    async def list_tools(self) -> list[Tool]:
+        """The server's tools, un-namespaced."""
+
+    @abc.abstractmethod
+    async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
+        """Call a tool by its server-side ``name``; ``label`` is the name the agent
+        used (for messages). Tool failures are error results; a dead server raises
+        :class:`BoundaryError`. The episode enforces the time limit by cancelling
+        this call, then calls :meth:`interrupted`."""
+
+    async def interrupted(self) -> None:
+        """A call was cancelled at its time limit: make the server usable again
+        (e.g. kill and restart a process whose call cannot be cancelled)."""
+
+    async def list_resources(self) -> list[Resource]:
+        """The server's resources (none unless the backend supports them)."""
+        return []
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        """Read one resource."""
+        raise KeyError(uri)
+
+    async def list_prompts(self) -> list[Prompt]:
+        """The server's prompts (none unless the backend supports them)."""
+        return []
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
+        """Render one prompt."""
+        raise KeyError(name)
+
+    async def healthy(self) -> bool:
+        """Whether the server still answers."""
+        return True
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Stop the server and release everything it holds (idempotent)."""

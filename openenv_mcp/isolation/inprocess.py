@@ -1,0 +1,110 @@
+"""In-process boundary: a trusted FastMCP server object in the environment's process.
+
+The fastest boundary, and the one ``step()`` short-cuts: a call runs the
+FastMCP tool directly (no JSON-RPC framing, no memory transport; RFC 003's
+"double marshaling" avoided) and is converted to the very ``CallToolResult``
+FastMCP's own ``tools/call`` handler would send. The parity tests hold that.
+
+Isolation here is a convention, not a wall: the server shares the process.
+Use ``process``, ``sandbox`` or ``docker`` for code you do not trust.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import FastMCPError, NotFoundError
+from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
+
+from ..errors import BoundaryError, ConfigError
+from ..spec import ToolServerSpec, load_object
+from .base import Connection, ServerContext
+
+__all__ = ["InProcessConnection", "error_result"]
+
+
+def error_result(message: str) -> CallToolResult:
+    """An MCP error result carrying ``message`` (what the agent sees)."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def _normalize(result: Any) -> CallToolResult:
+    # Same conversion as fastmcp's tools/call wire handler (_normalize_call_tool_result).
+    if isinstance(result, CallToolResult):
+        return result
+    if isinstance(result, tuple):
+        content, structured = result
+        return CallToolResult(content=content, structured_content=structured)
+    return CallToolResult(content=result)
+
+
+class InProcessConnection(Connection):
+    """A FastMCP server object (or a per-episode factory) run in-process."""
+
+    def __init__(self, spec: ToolServerSpec, ctx: ServerContext, base_dir=None) -> None:
+        super().__init__(spec, ctx)
+        self._base_dir = base_dir
+        self.server: FastMCP | None = None
+        self._tools: dict[str, Any] = {}
+
+    async def start(self) -> None:
+        obj = load_object(self.spec.object, self._base_dir)
+        if not isinstance(obj, FastMCP) and callable(obj):
+            obj = obj(self.ctx)
+            if inspect.isawaitable(obj):
+                obj = await obj
+        if not isinstance(obj, FastMCP):
+            raise ConfigError(
+                f"tool server {self.spec.name!r}: object {self.spec.object!r} is {type(obj).__name__}, "
+                "expected a FastMCP server or a factory returning one"
+            )
+        self.server = obj
+        self._tools = {t.name: t for t in await obj.list_tools()}
+
+    def _require(self) -> FastMCP:
+        if self.server is None:
+            raise BoundaryError(f"tool server {self.spec.name!r} is not started")
+        return self.server
+
+    async def list_tools(self) -> list[Tool]:
+        self._require()
+        return [t.to_mcp_tool() for t in self._tools.values()]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
+        self._require()
+        tool = self._tools.get(name)
+        if tool is None:
+            return error_result(f"Unknown tool: {label!r}")
+        try:
+            result = await tool._run(arguments)
+        except FastMCPError as e:
+            return error_result(str(e) or f"Error calling tool {label!r}")
+        except Exception as e:  # a tool that raises is the agent's problem, not a crash
+            return error_result(f"Error calling tool {label!r}: {e}")
+        return _normalize(result.to_mcp_result())
+
+    async def list_resources(self) -> list[Resource]:
+        return [r.to_mcp_resource() for r in await self._require().list_resources()]
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        try:
+            result = await self._require().read_resource(uri)
+        except NotFoundError:
+            raise KeyError(uri) from None
+        return result.to_mcp_result(uri)
+
+    async def list_prompts(self) -> list[Prompt]:
+        return [p.to_mcp_prompt() for p in await self._require().list_prompts()]
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
+        try:
+            result = await self._require().render_prompt(name, arguments)
+        except NotFoundError:
+            raise KeyError(name) from None
+        return result.to_mcp_prompt_result()
+
+    async def close(self) -> None:
+        self.server = None
+        self._tools = {}

@@ -1,0 +1,187 @@
+"""The openenv-mcp contract: actions, observations, state and tasks.
+
+This one module is the wire contract shared by every face of an environment
+(the Python API, the control plane, the remote client). Every field is
+documented here; the JSON form of each model is what travels on the wire.
+
+* An **action** is what a trainer (or an agent, through MCP) does in one step:
+  :class:`ListTools` or :class:`CallTool`.
+* An **observation** is what comes back: the MCP tool list or the MCP
+  ``CallToolResult`` of the step, plus task, reward and episode-end flags.
+  ``Observation.model_dump(mode="json", by_alias=True)`` uses the MCP wire
+  names (``inputSchema``, ``structuredContent``, ``isError``).
+* **State** is the trainer's view of the episode: id, step count, task, seed
+  and cumulative reward.
+
+Rewards. An environment's reward function returns the *score* of the episode
+as it stands (a float, usually in ``[0, 1]``). The reward of a step is the
+change of that score, so the cumulative reward of an episode always equals its
+current score, whatever path the agent took. ``info["score"]`` carries the
+score itself.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal, Union
+
+from mcp.types import CallToolResult, Tool
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "Action",
+    "CallTool",
+    "ListTools",
+    "Observation",
+    "Score",
+    "State",
+    "Task",
+    "action_from_json",
+    "canonical_json",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class ListTools(_Model):
+    """Ask for the environment's tool list (MCP ``tools/list``).
+
+    Listing tools does not advance the step counter and earns no reward: MCP
+    clients list tools whenever they like, and the two faces must agree.
+    """
+
+    type: Literal["list_tools"] = "list_tools"
+    """Discriminator on the wire."""
+
+
+class CallTool(_Model):
+    """Call one tool (MCP ``tools/call``). One call is one step."""
+
+    type: Literal["call_tool"] = "call_tool"
+    """Discriminator on the wire."""
+    name: str
+    """The tool's name as listed by the environment (namespace included)."""
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The tool's arguments; validated against the tool's ``inputSchema``."""
+
+
+Action = Annotated[Union[ListTools, CallTool], Field(discriminator="type")]
+"""Any action: :class:`ListTools` or :class:`CallTool`."""
+
+_ACTION = TypeAdapter(Action)
+
+
+def action_from_json(data: dict[str, Any] | str | bytes) -> ListTools | CallTool:
+    """Parse an action from its JSON form (a dict or a JSON text)."""
+    if isinstance(data, (str, bytes)):
+        return _ACTION.validate_json(data)
+    return _ACTION.validate_python(data)
+
+
+class Task(_Model):
+    """One task an episode can be about.
+
+    Tasks come from a list or a JSONL file (one object per line).
+    """
+
+    id: str
+    """Stable identifier, unique within the environment."""
+    prompt: str
+    """What the agent is asked to do, in plain words."""
+    data: dict[str, Any] = Field(default_factory=dict)
+    """Anything the reward function or reference solution needs (expected
+    answers, target file contents...). Never shown to the agent by the
+    framework itself."""
+    workspace: str | None = None
+    """Optional folder (relative to the environment's folder) copied into the
+    episode's workspace on reset, after the tool servers' own seed folders."""
+
+
+class Score(_Model):
+    """What a reward function may return instead of a bare float."""
+
+    score: float
+    """The episode's score as it stands now."""
+    done: bool | None = None
+    """Force the episode's end (``True``) or keep it open (``False``) whatever
+    the score; ``None`` ends it when ``score >= success_score``."""
+    info: dict[str, Any] = Field(default_factory=dict)
+    """Extra diagnostics, merged into ``Observation.info``."""
+
+
+class Observation(_Model):
+    """What the environment answers to ``reset()`` and ``step()``."""
+
+    tools: list[Tool] | None = None
+    """The MCP tool list (wire form), given on reset and for :class:`ListTools`."""
+    result: CallToolResult | None = None
+    """The MCP ``CallToolResult`` of a :class:`CallTool` step, exactly as an
+    MCP client receives it. Errors the agent causes (unknown tool, bad
+    arguments, a tool that raises or times out) are results with
+    ``isError: true``, never exceptions."""
+    task: Task | None = None
+    """The episode's task; the agent should be shown ``task.prompt``."""
+    reward: float = 0.0
+    """Reward of this step: the change of the episode's score (see module doc).
+    Always ``0.0`` in production mode."""
+    done: bool = False
+    """The task is finished (solved, or ended by the reward function)."""
+    truncated: bool = False
+    """The episode hit ``max_steps`` before the task was done."""
+    info: dict[str, Any] = Field(default_factory=dict)
+    """Diagnostics: ``score``, ``step``, ``episode_id``, ``elapsed_ms``..."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form (MCP names, ``None`` fields of MCP objects dropped)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class State(_Model):
+    """The trainer's view of one episode (``state()``)."""
+
+    episode_id: str
+    """Identifier of the episode (also its address on the control plane)."""
+    step_count: int = 0
+    """Tool calls made so far (``ListTools`` does not count)."""
+    task_id: str | None = None
+    """The task chosen at reset."""
+    seed: int | None = None
+    """The seed given to (or drawn by) reset; the same seed picks the same task."""
+    cumulative_reward: float = 0.0
+    """Sum of step rewards so far; equals the current score."""
+    done: bool = False
+    """The episode has ended because the task is finished."""
+    truncated: bool = False
+    """The episode has ended because ``max_steps`` was reached."""
+    max_steps: int | None = None
+    """The step budget of the episode, if any."""
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text of a model or JSON value: sorted keys, no spaces.
+
+    MCP objects are dumped in wire form. Protocol stamps a transport adds to
+    ``_meta`` (keys under ``io.modelcontextprotocol/``) are not part of a tool's
+    result and are dropped, so a result read off the wire and the same result
+    from ``step()`` compare equal. This is the one place that rule lives.
+    """
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(_strip_stamps(value), sort_keys=True, separators=(",", ":"))
+
+
+def _strip_stamps(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if key == "_meta" and isinstance(item, dict):
+                item = {k: v for k, v in item.items() if not k.startswith("io.modelcontextprotocol/")}
+                if not item:
+                    continue
+            out[key] = _strip_stamps(item)
+        return out
+    if isinstance(value, list):
+        return [_strip_stamps(v) for v in value]
+    return value

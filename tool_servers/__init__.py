@@ -1,0 +1,1 @@
+"""Reference MCP tool servers. Each runs standalone: ``python -m tool_servers.NAME --help``."""
