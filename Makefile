@@ -23,5 +23,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+# Official MCP conformance suite (Node 22 tooling into .cache/node-tools/) against a served env.
+CONFORMANCE_ENV ?= echo
+conformance: $(STAMP)
+	bash .ci/node-tools.sh
+	$(BIN)/python -m openenv_mcp.official_suite $(CONFORMANCE_ENV)
+
 clean:
 	rm -rf $(VENV) .pytest_cache
