@@ -1,0 +1,125 @@
+"""Reward for ``files``: checks of the workspace's end state, declared per task.
+
+A task's ``data`` holds
+
+* ``goals``: a list of goals, each a list of checks that must *all* hold;
+* ``keep``: guard checks (things the agent must not break).
+
+score = (goals fully met) / (number of goals), and 0 if any guard fails.
+So partial credit comes per goal (e.g. two of three files fixed scores 2/3),
+1.0 only when every goal holds and nothing guarded was damaged.
+
+Checks (each a dict; ``file``/paths are relative to the workspace):
+
+==========================================  ======================================================
+``{"absent": P}``                           nothing exists at P
+``{"file": P, "equals": TEXT}``             P's text equals TEXT (trailing whitespace ignored)
+``{"file": P, "same_as_seed": S}``          P's bytes equal the seed file S of the task
+``{"unchanged": P}``                        P's bytes equal the seed's P
+``{"file": P, "answer": TEXT}``             P's text, stripped, equals TEXT (lines stripped too)
+``{"file": P, "json": VALUE}``              P parses as JSON equal to VALUE
+``{"file": P, "json_at": "a.b", "value": V}``  P parses as JSON and ``P[a][b] == V`` (type included)
+``{"file": P, "ini": {SEC: {KEY: VAL}}}``   P parses as INI and every listed key has that value
+``{"file": P, "lines_include": [L, ...]}``  every L is one of P's stripped lines
+``{"glob": PATTERN, "count": N}``           exactly N paths match PATTERN
+==========================================  ======================================================
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+from pathlib import Path
+from typing import Any
+
+from openenv_mcp.types import Score
+
+ENV_DIR = Path(__file__).resolve().parent
+
+
+def _read(workspace: Path, rel: str) -> bytes | None:
+    path = workspace / rel
+    return path.read_bytes() if path.is_file() else None
+
+
+def _text(workspace: Path, rel: str) -> str | None:
+    raw = _read(workspace, rel)
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _same_type_equal(a: Any, b: Any) -> bool:
+    # JSON true must not pass for 1, nor "8081" for 8081.
+    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))
+                                       and not isinstance(a, bool) and not isinstance(b, bool)):
+        return False
+    return a == b
+
+
+def check(item: dict[str, Any], workspace: Path, seed: Path) -> bool:
+    """Whether one check holds in ``workspace`` (``seed``: the task's seed folder)."""
+    if "absent" in item:
+        return not (workspace / item["absent"]).exists() and not (workspace / item["absent"]).is_symlink()
+    if "unchanged" in item:
+        now = _read(workspace, item["unchanged"])
+        return now is not None and now == (seed / item["unchanged"]).read_bytes()
+    if "glob" in item:
+        return sum(1 for _ in workspace.glob(item["glob"])) == item["count"]
+    rel = item["file"]
+    if "same_as_seed" in item:
+        now = _read(workspace, rel)
+        return now is not None and now == (seed / item["same_as_seed"]).read_bytes()
+    text = _text(workspace, rel)
+    if text is None:
+        return False
+    if "equals" in item:
+        return text.rstrip() == item["equals"].rstrip()
+    if "answer" in item:
+        got = "\n".join(line.strip() for line in text.strip().splitlines())
+        return got == item["answer"]
+    if "lines_include" in item:
+        lines = {line.strip() for line in text.splitlines()}
+        return all(want in lines for want in item["lines_include"])
+    if "ini" in item:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            return False
+        return all(parser.has_option(sec, key) and parser.get(sec, key) == val
+                   for sec, keys in item["ini"].items() for key, val in keys.items())
+    if "json" in item or "json_at" in item:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        if "json" in item:
+            return value == item["json"]
+        for part in item["json_at"].split("."):
+            if not isinstance(value, dict) or part not in value:
+                return False
+            value = value[part]
+        return _same_type_equal(value, item["value"])
+    raise ValueError(f"unknown check {item!r}")
+
+
+def evaluate(data: dict[str, Any], workspace: Path, seed: Path) -> tuple[float, dict[str, Any]]:
+    """(score, info) for a task's ``data`` against a workspace."""
+    goals = data["goals"]
+    met = [all(check(c, workspace, seed) for c in goal) for goal in goals]
+    broken = [c for c in data.get("keep", []) if not check(c, workspace, seed)]
+    score = 0.0 if broken else sum(met) / len(goals)
+    info = {"goals_met": sum(met), "goals": len(goals)}
+    if broken:
+        info["guards_broken"] = len(broken)
+    return score, info
+
+
+def score(ctx) -> Score:
+    seed = ENV_DIR / ctx.task.workspace
+    value, info = evaluate(ctx.task.data, ctx.workspace, seed)
+    return Score(score=value, info=info)

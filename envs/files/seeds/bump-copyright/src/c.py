@@ -1,0 +1,3 @@
+# Copyright 2023 Example Corp.
+
+C = 3
