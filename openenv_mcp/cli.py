@@ -112,6 +112,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- rollout ---------------------------------------------------------------------
+def _cmd_rollout(args: argparse.Namespace) -> int:
+    from .rollout import run_command
+
+    return run_command(args, console, err_console)
+
+
 # -- parser ---------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openenv-mcp", description=__doc__.splitlines()[0])
@@ -131,6 +138,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env", nargs="?", default="files")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("rollout", help="a model plays episodes through an OpenAI-compatible API; JSONL out")
+    p.add_argument("env", help="environment name, env.toml path or folder, or server URL")
+    p.add_argument("--base-url", required=True, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", required=True, help="model name sent to the server")
+    p.add_argument("--api-key", default=None, help="bearer key (default: $OPENAI_API_KEY)")
+    p.add_argument("--episodes", type=int, default=8)
+    p.add_argument("--concurrency", type=int, default=4, help="episodes played at the same time")
+    p.add_argument("--max-steps", type=int, default=30, help="tool calls per episode at most")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 each)")
+    p.add_argument("--task", default=None, help="play only this task id")
+    p.add_argument("--temperature", type=float, default=None)
+    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--system", default=None, help="system prompt (default: a short agent instruction)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
+    p.add_argument("--max-retries", type=int, default=5, help="retries of 429/5xx/connection errors")
+    p.add_argument("--out", default="trajectories.jsonl", help="JSONL file, one episode per line")
+    p.set_defaults(func=_cmd_rollout)
     return parser
 
 
