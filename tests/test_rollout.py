@@ -255,3 +255,23 @@ def test_cli_bad_key_exits_2_with_one_line(tmp_path):
                     "--out", str(tmp_path / "t.jsonl"))
     assert proc.returncode == 2
     assert "error: model server at" in proc.stderr and "refused the API key (401" in proc.stderr
+
+
+async def test_files_episodes_solved_with_mistakes_on_the_way():
+    environment = load_environment("files")
+    mistakes = [[call("fs_read", '{"path": '), call("no_such_tool", {"path": "."})]]
+    plans = plans_from_solutions(environment, prefix=mistakes)
+    with ScriptedModel(plans, flaky=True) as server:
+        async with _policy(server) as policy:
+            trajs = await rollout("files", policy, episodes=6, concurrency=3, seed=0)
+    tasks = {t.task_id for t in trajs}
+    assert len(tasks) > 1
+    for traj in trajs:
+        reference = environment.trajectory(environment.tasks.pick(traj.seed)[0])
+        assert (traj.stop_reason, traj.reward, traj.success) == ("done", 1.0, True), traj.to_json()
+        assert traj.num_steps == 2 + len(reference) and traj.tool_errors >= 2
+        assert [s["name"] for s in traj.steps] == ["fs_read", "no_such_tool", *(a.name for a in reference)]
+        assert traj.steps[1]["result"]["content"][0]["text"] == "Unknown tool: 'no_such_tool'"
+        assert sum(traj.rewards) == pytest.approx(1.0)
+        names = {t["function"]["name"] for t in traj.tools}
+        assert {"fs_list", "fs_read", "fs_write", "fs_edit"} <= names
