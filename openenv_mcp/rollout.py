@@ -227,7 +227,7 @@ class OpenAIPolicy:
                 why = f"{type(e).__name__}: {e or 'no detail'}"
                 if attempt >= self.max_retries:
                     raise PolicyError(
-                        f"cannot reach the model server at {self.url} ({why}) after {attempt + 1} attempts; "
+                        f"cannot reach the model server at {self.url} ({why}) after {_attempts(attempt + 1)}; "
                         "check --base-url and that the server is running") from None
             else:
                 status = response.status_code
@@ -253,7 +253,7 @@ class OpenAIPolicy:
                     raise PolicyError(f"model server at {self.url} rejected the request ({status}{detail})")
                 if attempt >= self.max_retries:
                     raise PolicyError(f"model server at {self.url} kept failing ({status}{detail}) after "
-                                      f"{attempt + 1} attempts; try again later or lower --concurrency")
+                                      f"{_attempts(attempt + 1)}; try again later or lower --concurrency")
                 wait = _retry_after(response)
             delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
             if wait is not None:
@@ -271,6 +271,10 @@ class OpenAIPolicy:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
 
 
 def _error_detail(response: httpx.Response) -> str:

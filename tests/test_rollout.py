@@ -147,7 +147,7 @@ async def test_transient_503s_are_retried_with_backoff():
 async def test_retries_are_bounded():
     with ScriptedModel({}, flaky=True) as server:
         policy = _policy(server, max_retries=0)
-        with pytest.raises(PolicyError, match=r"kept failing \(503: overloaded, try again\) after 1 attempts; "
+        with pytest.raises(PolicyError, match=r"kept failing \(503: overloaded, try again\) after 1 attempt; "
                                               r"try again later or lower --concurrency"):
             await rollout("echo", policy, episodes=1)
         await policy.aclose()
