@@ -1,0 +1,411 @@
+"""The filesystem tool server: every tool, every escape refused, limits, and standalone stdio/HTTP runs.
+
+In-process tests talk MCP to the server through fastmcp's in-memory client;
+the standalone tests start ``python -m tool_servers.filesystem`` and connect
+with the official SDK client over stdio and streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from fastmcp import Client as FastMCPClient
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from openenv_mcp.isolation import ServerContext
+from tool_servers.filesystem import OUTSIDE, create_server
+
+REPO = Path(__file__).resolve().parent.parent
+TOOLS = {"list", "read", "write", "edit", "move", "delete", "search"}
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def layout(tmp_path):
+    """A workspace ``ws`` next to an ``outside`` folder, with links leading out."""
+    ws = tmp_path / "ws"
+    out = tmp_path / "outside"
+    (ws / "src").mkdir(parents=True)
+    out.mkdir()
+    (out / "secret.txt").write_text("top secret\n")
+    (ws / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    (ws / "src" / "app.py").write_text("import os\n\ndef main():\n    return os.getcwd()  # TODO\n")
+    (ws / "src" / "util.py").write_text("def helper():\n    pass  # TODO later\n")
+    os.symlink(out, ws / "linkdir")                      # a symlinked folder pointing out
+    os.symlink(out / "secret.txt", ws / "linkfile")      # a symlinked file pointing out
+    os.symlink(out / "nothing-yet.txt", ws / "dangling")  # a dangling link pointing out
+    os.symlink("notes.txt", ws / "inner")                # a link that stays inside
+    return ws, out
+
+
+@pytest.fixture
+async def fs(layout):
+    ws, _ = layout
+    async with FastMCPClient(create_server(ServerContext(episode_id="t", workspace=ws))) as client:
+        yield client
+
+
+async def call(client, tool: str, **arguments) -> tuple[str, bool]:
+    result = await client.call_tool_mcp(tool, arguments)
+    return result.content[0].text, bool(result.is_error)
+
+
+async def ok(client, tool: str, **arguments) -> str:
+    text, error = await call(client, tool, **arguments)
+    assert not error, f"{tool}({arguments}) failed: {text}"
+    return text
+
+
+async def fails(client, tool: str, **arguments) -> str:
+    text, error = await call(client, tool, **arguments)
+    assert error, f"{tool}({arguments}) should have failed, got: {text}"
+    return text
+
+
+# -- surface -----------------------------------------------------------------------
+async def test_tools_are_named_and_every_argument_is_described(fs):
+    tools = {t.name: t for t in await fs.list_tools()}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 30, tool.name
+        for name, prop in tool.input_schema["properties"].items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+    assert tools["read"].input_schema["required"] == ["path"]
+    assert set(tools["edit"].input_schema["required"]) == {"path", "old_text", "new_text"}
+
+
+def test_create_server_takes_a_context_or_a_plain_path(tmp_path):
+    assert create_server(tmp_path).name == "filesystem"
+    assert create_server(str(tmp_path)).name == "filesystem"
+    with pytest.raises(NotADirectoryError, match="is not a directory"):
+        create_server(tmp_path / "missing")
+    with pytest.raises(TypeError, match="unknown limit"):
+        create_server(tmp_path, max_reads=3)
+
+
+# -- list ----------------------------------------------------------------------------
+async def test_list_shows_sorted_entries_sizes_folders_and_links(fs, layout):
+    _, out = layout
+    assert (await ok(fs, "list", path=".")).splitlines() == [
+        f"dangling -> {out / 'nothing-yet.txt'}",
+        "inner -> notes.txt",
+        f"linkdir -> {out}",
+        f"linkfile -> {out / 'secret.txt'}",
+        "notes.txt (17 bytes)",
+        "src/",
+    ]
+
+
+async def test_list_recursive_and_errors(fs, layout):
+    ws, _ = layout
+    (ws / "src" / "pkg").mkdir()
+    (ws / "src" / "pkg" / "mod.py").write_text("x = 1\n")
+    assert await ok(fs, "list", path="src", recursive=True) == (
+        "app.py (54 bytes)\npkg/\npkg/mod.py (6 bytes)\nutil.py (37 bytes)")
+    assert await ok(fs, "list", path="src") == "app.py (54 bytes)\npkg/\nutil.py (37 bytes)"
+    (ws / "empty").mkdir()
+    assert await ok(fs, "list", path="empty") == "empty/ is empty."
+    assert await fails(fs, "list", path="nope") == "Folder 'nope' does not exist."
+    assert await fails(fs, "list", path="notes.txt") == "'notes.txt' is a file, not a folder; use read to see its content."
+
+
+async def test_list_is_capped_with_a_marker(tmp_path):
+    for i in range(12):
+        (tmp_path / f"f{i:02d}.txt").write_text("x")
+    async with FastMCPClient(create_server(tmp_path, max_list_entries=5)) as client:
+        lines = (await ok(client, "list")).splitlines()
+    assert lines[:5] == [f"f{i:02d}.txt (1 byte)" for i in range(5)]
+    assert lines[5] == "[... truncated: 7 more entries not shown; list a sub-folder instead ...]"
+
+
+# -- read ----------------------------------------------------------------------------
+async def test_read_whole_file_ranges_and_errors(fs, layout):
+    ws, _ = layout
+    assert await ok(fs, "read", path="notes.txt") == "alpha\nbeta\ngamma\n"
+    assert await ok(fs, "read", path="notes.txt", start_line=2, max_lines=1) == "beta\n"
+    assert await ok(fs, "read", path="./src/../notes.txt", start_line=3) == "gamma\n"
+    assert await ok(fs, "read", path="inner") == "alpha\nbeta\ngamma\n"  # a link inside is fine
+    assert await fails(fs, "read", path="notes.txt", start_line=9) == (
+        "File 'notes.txt' has 3 lines; start_line 9 is past its end.")
+    assert await fails(fs, "read", path="missing.txt") == "File 'missing.txt' does not exist."
+    assert await fails(fs, "read", path="src") == "'src' is a folder, not a file; use list to see its entries."
+    (ws / "blob.bin").write_bytes(b"\x89PNG\x00\xff\xfe")
+    assert await fails(fs, "read", path="blob.bin") == (
+        "File 'blob.bin' is not UTF-8 text (7 bytes, binary); it cannot be read as text.")
+    assert await fails(fs, "read", path="") == (
+        "Path is empty: give a path relative to the workspace root, such as '.' or 'notes.txt'.")
+    text = await fails(fs, "read", path="notes.txt", start_line=0)
+    assert "start_line" in text
+
+
+async def test_read_large_file_is_cut_with_a_marker_and_can_be_continued(layout):
+    ws, _ = layout
+    line = "x" * 99 + "\n"
+    (ws / "big.txt").write_text(line * 3000)  # 300 000 characters
+    async with FastMCPClient(create_server(ws)) as client:
+        text = await ok(client, "read", path="big.txt")
+        body, marker = text.rsplit("\n[", 1)
+        assert len(body) + 1 == 100_000
+        assert "[" + marker == ("[... truncated: showing 100000 of 300000 characters; continue with start_line=1001 ...]")
+        nxt = await ok(client, "read", path="big.txt", start_line=1001, max_lines=2)
+        assert nxt == line * 2
+
+
+# -- write ---------------------------------------------------------------------------
+async def test_write_creates_parents_and_overwrites(fs, layout):
+    ws, _ = layout
+    assert await ok(fs, "write", path="docs/new/readme.md", content="# hi\n") == "Created docs/new/readme.md (5 bytes)."
+    assert (ws / "docs/new/readme.md").read_text() == "# hi\n"
+    assert await ok(fs, "write", path="notes.txt", content="é") == "Overwrote notes.txt (2 bytes)."
+    assert (ws / "notes.txt").read_text() == "é"
+    assert await fails(fs, "write", path="src", content="x") == "'src' is a folder; give a file path."
+
+
+async def test_write_size_is_capped(tmp_path):
+    async with FastMCPClient(create_server(tmp_path, max_write_chars=10)) as client:
+        assert await fails(client, "write", path="a.txt", content="x" * 11) == (
+            "Content is 11 characters; the limit is 10.")
+    assert not (tmp_path / "a.txt").exists()
+
+
+# -- edit ----------------------------------------------------------------------------
+async def test_edit_replaces_exactly_one_occurrence(fs, layout):
+    ws, _ = layout
+    assert await ok(fs, "edit", path="notes.txt", old_text="beta\n", new_text="BETA\n") == "Replaced 1 occurrence in notes.txt."
+    assert (ws / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
+
+
+async def test_edit_fails_clearly_and_changes_nothing_when_missing_or_ambiguous(fs, layout):
+    ws, _ = layout
+    (ws / "dup.txt").write_text("a = 1\nb = 1\n")
+    assert await fails(fs, "edit", path="dup.txt", old_text="= 2", new_text="= 3") == (
+        "old_text not found in 'dup.txt'; nothing changed. Read the file and copy the text exactly.")
+    assert await fails(fs, "edit", path="dup.txt", old_text="= 1", new_text="= 3") == (
+        "old_text occurs 2 times in 'dup.txt'; nothing changed. Include more surrounding text to make it "
+        "unique, or set replace_all to true.")
+    assert (ws / "dup.txt").read_text() == "a = 1\nb = 1\n"
+    assert await ok(fs, "edit", path="dup.txt", old_text="= 1", new_text="= 3", replace_all=True) == (
+        "Replaced 2 occurrences in dup.txt.")
+    assert (ws / "dup.txt").read_text() == "a = 3\nb = 3\n"
+    assert await fails(fs, "edit", path="dup.txt", old_text="", new_text="x") == (
+        "old_text is empty; give the exact text to replace (use write to replace a whole file).")
+    assert await fails(fs, "edit", path="nope.txt", old_text="a", new_text="b") == (
+        "File 'nope.txt' does not exist; use write to create it.")
+
+
+# -- move ----------------------------------------------------------------------------
+async def test_move_renames_files_and_folders(fs, layout):
+    ws, _ = layout
+    assert await ok(fs, "move", source="notes.txt", destination="archive/2024/notes.md") == (
+        "Moved notes.txt -> archive/2024/notes.md.")
+    assert not (ws / "notes.txt").exists() and (ws / "archive/2024/notes.md").read_text().startswith("alpha")
+    assert await ok(fs, "move", source="src", destination="lib") == "Moved src -> lib."
+    assert (ws / "lib/app.py").is_file()
+    assert await ok(fs, "move", source="inner", destination="inner2") == "Moved inner -> inner2."
+    assert os.readlink(ws / "inner2") == "notes.txt"  # the link moved, not its target
+
+
+async def test_move_refuses_clobbering_and_nonsense(fs, layout):
+    ws, _ = layout
+    (ws / "other.txt").write_text("other\n")
+    assert await fails(fs, "move", source="notes.txt", destination="other.txt") == (
+        "Destination 'other.txt' already exists; set overwrite to true to replace it.")
+    assert await fails(fs, "move", source="notes.txt", destination="src") == (
+        "Destination 'src' is an existing folder; give the full new path, e.g. 'src/notes.txt'.")
+    assert await fails(fs, "move", source="missing", destination="x") == "Source 'missing' does not exist."
+    assert await fails(fs, "move", source="src", destination="src/inner/src") == (
+        "Cannot move folder 'src' into itself ('src/inner/src').")
+    assert await fails(fs, "move", source=".", destination="x") == "The workspace root itself cannot be moved."
+    assert (ws / "other.txt").read_text() == "other\n"
+    assert await ok(fs, "move", source="notes.txt", destination="other.txt", overwrite=True) == (
+        "Moved notes.txt -> other.txt.")
+    assert (ws / "other.txt").read_text().startswith("alpha")
+
+
+# -- delete --------------------------------------------------------------------------
+async def test_delete_files_folders_and_links(fs, layout):
+    ws, out = layout
+    assert await ok(fs, "delete", path="src/util.py") == "Deleted src/util.py."
+    assert await fails(fs, "delete", path="src") == (
+        "Folder 'src' is not empty (1 entries); set recursive to true to delete it with its contents.")
+    assert await ok(fs, "delete", path="src", recursive=True) == "Deleted folder src and 1 entries in it."
+    (ws / "empty").mkdir()
+    assert await ok(fs, "delete", path="empty") == "Deleted folder empty."
+    assert await ok(fs, "delete", path="inner") == "Deleted inner."
+    assert (ws / "notes.txt").is_file()  # the link went, not the file it pointed to
+    assert await fails(fs, "delete", path=".") == (
+        "The workspace root itself cannot be deleted; delete the entries inside it.")
+    assert await fails(fs, "delete", path="src") == "'src' does not exist."
+
+
+# -- search --------------------------------------------------------------------------
+async def test_search_plain_regex_glob_and_case(fs):
+    assert await ok(fs, "search", pattern="TODO") == (
+        "src/app.py:4:     return os.getcwd()  # TODO\nsrc/util.py:2:     pass  # TODO later")
+    assert await ok(fs, "search", pattern=r"^def \w+", regex=True, path="src") == (
+        "src/app.py:3: def main():\nsrc/util.py:1: def helper():")
+    assert await ok(fs, "search", pattern="todo", glob="util*", case_sensitive=False) == (
+        "src/util.py:2:     pass  # TODO later")
+    assert await ok(fs, "search", pattern="beta", path="notes.txt") == "notes.txt:2: beta"
+    assert await ok(fs, "search", pattern="zzz") == "No matches for 'zzz' in '.'."
+    assert await fails(fs, "search", pattern="(", regex=True) == (
+        "Invalid regular expression '(': missing ), unterminated subpattern at position 0.")
+    assert await fails(fs, "search", pattern="") == "pattern is empty; give the text to look for."
+
+
+async def test_search_never_follows_links_out_and_skips_binaries(fs, layout):
+    ws, _ = layout
+    (ws / "blob.bin").write_bytes(b"secret\x00\x01")
+    assert await ok(fs, "search", pattern="secret") == "No matches for 'secret' in '.'."
+
+
+async def test_search_output_is_bounded(tmp_path):
+    (tmp_path / "many.txt").write_text("hit\n" * 50 + "hit " + "y" * 500 + "\n")
+    async with FastMCPClient(create_server(tmp_path, max_search_results=10, max_line_chars=20)) as client:
+        lines = (await ok(client, "search", pattern="hit")).splitlines()
+        assert lines[:10] == [f"many.txt:{n}: hit" for n in range(1, 11)]
+        assert lines[10] == "[... truncated: 41 more matching lines not shown; narrow the search with path or glob ...]"
+        lines = (await ok(client, "search", pattern="y")).splitlines()
+        assert lines == ["many.txt:51: hit " + "y" * 16 + " [... line truncated ...]"]
+    async with FastMCPClient(create_server(tmp_path, max_search_file_bytes=100)) as client:
+        assert await ok(client, "search", pattern="hit") == (
+            "No matches for 'hit' in '.'.\n[1 file(s) larger than 100 bytes skipped]")
+
+
+# -- escapes -------------------------------------------------------------------------
+def test_the_refusal_message_is_what_agents_see():
+    assert OUTSIDE.format(path="../x") == (
+        "Access denied: path '../x' is outside the workspace. Use a path relative to the workspace root, "
+        "such as 'notes.txt' or 'src/app.py'.")
+
+
+ESCAPES = [
+    "..",
+    "../outside/secret.txt",
+    "src/../../outside/secret.txt",
+    "/etc/passwd",
+    "~/x.txt",
+    "linkdir",                 # symlinked folder pointing out
+    "linkdir/secret.txt",      # a file below it
+    "linkdir/new.txt",         # a new file below it (write must not create it)
+    "linkfile",                # symlinked file pointing out
+    "dangling",                # dangling link pointing out (write would create the target)
+]
+
+
+def _calls(path: str) -> list[tuple[str, dict]]:
+    return [
+        ("list", {"path": path}),
+        ("read", {"path": path}),
+        ("write", {"path": path, "content": "pwned"}),
+        ("edit", {"path": path, "old_text": "top", "new_text": "pwned"}),
+        ("move", {"source": path, "destination": "stolen.txt"}),
+        ("move", {"source": "notes.txt", "destination": path}),
+        ("delete", {"path": path, "recursive": True}),
+        ("search", {"pattern": "secret", "path": path}),
+    ]
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+async def test_every_tool_refuses_every_escape_with_the_exact_message(fs, layout, path):
+    ws, out = layout
+    before = sorted((p.relative_to(out).as_posix(), p.read_bytes()) for p in out.rglob("*") if p.is_file())
+    for tool, arguments in _calls(path):
+        text, error = await call(fs, tool, **arguments)
+        assert error and text == OUTSIDE.format(path=path), f"{tool}({arguments}) -> {text!r}"
+    after = sorted((p.relative_to(out).as_posix(), p.read_bytes()) for p in out.rglob("*") if p.is_file())
+    assert after == before, "something outside the workspace changed"
+    assert not (ws / "stolen.txt").exists() and (ws / "notes.txt").is_file()
+    assert (await ok(fs, "read", path="notes.txt")).startswith("alpha")  # still usable
+
+
+async def test_nul_bytes_and_odd_input_are_errors_not_crashes(fs):
+    assert await fails(fs, "read", path="a\x00b") == "Path 'a\\x00b' contains a NUL byte."
+    text, error = await call(fs, "read", path=5)
+    assert error and "path" in text
+    text, error = await call(fs, "nosuchtool", path=".")
+    assert error
+    assert await ok(fs, "list", path="src") == "app.py (54 bytes)\nutil.py (37 bytes)"
+
+
+async def test_a_link_created_later_is_refused_too(fs, layout):
+    ws, out = layout
+    assert await ok(fs, "write", path="later/x.txt", content="x") == "Created later/x.txt (1 byte)."
+    os.symlink(out, ws / "later" / "door")
+    assert await fails(fs, "write", path="later/door/x.txt", content="x") == OUTSIDE.format(path="later/door/x.txt")
+    assert not (out / "x.txt").exists()
+
+
+# -- standalone ------------------------------------------------------------------------
+def test_cli_help_and_bad_root(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "tool_servers.filesystem", *a],  # noqa: E731
+                                    cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = run("--help")
+    assert result.returncode == 0
+    for flag in ("--root", "--transport", "--host", "--port"):
+        assert flag in result.stdout
+    result = run("--root", str(tmp_path / "missing"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: --root {str(tmp_path / 'missing')!r} is not a directory; create it first"
+
+
+async def test_standalone_stdio_with_the_official_sdk_client(layout):
+    ws, out = layout
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tool_servers.filesystem", "--root", str(ws)],
+                                   cwd=str(REPO))
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            result = await client.call_tool("write", {"path": "from-ide.txt", "content": "hello\n"})
+            assert result.content[0].text == "Created from-ide.txt (6 bytes)."
+            result = await client.call_tool("read", {"path": "../outside/secret.txt"})
+            assert result.is_error and result.content[0].text == OUTSIDE.format(path="../outside/secret.txt")
+            result = await client.call_tool("search", {"pattern": "hello"})
+            assert result.content[0].text == "from-ide.txt:1: hello"
+    assert (ws / "from-ide.txt").read_text() == "hello\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_standalone_http_with_the_official_sdk_client(layout):
+    ws, _ = layout
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tool_servers.filesystem", "--root", str(ws),
+                             "--transport", "http", "--port", str(port)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        with anyio.fail_after(60):
+            while True:  # wait until it accepts connections
+                assert proc.poll() is None, f"server exited: {proc.stderr.read()}"
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    await anyio.sleep(0.05)
+            async with Client(url) as client:
+                assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+                result = await client.call_tool("list", {"path": "src"})
+                assert result.content[0].text == "app.py (54 bytes)\nutil.py (37 bytes)"
+                result = await client.call_tool("delete", {"path": "/etc/passwd"})
+                assert result.is_error and result.content[0].text == OUTSIDE.format(path="/etc/passwd")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
