@@ -336,6 +336,21 @@ async def test_nul_bytes_and_odd_input_are_errors_not_crashes(fs):
     assert await ok(fs, "list", path="src") == "app.py (54 bytes)\nutil.py (37 bytes)"
 
 
+async def test_pipes_are_refused_instead_of_blocking_and_os_errors_name_the_agents_path(fs, layout):
+    ws, _ = layout
+    os.mkfifo(ws / "pipe")
+    message = "'pipe' is not a regular file (a pipe, socket or device); it cannot be opened."
+    with anyio.fail_after(10):
+        assert await fails(fs, "read", path="pipe") == message
+        assert await fails(fs, "write", path="pipe", content="x") == message
+        assert await fails(fs, "edit", path="pipe", old_text="a", new_text="b") == message
+        assert await ok(fs, "search", pattern="x", path=".") == "No matches for 'x' in '.'."
+    long = "a" * 5000
+    assert await fails(fs, "read", path=long) == f"read failed for {long!r}: File name too long."
+    assert await fails(fs, "write", path=long, content="x") == f"write failed for {long!r}: File name too long."
+    assert await ok(fs, "read", path="notes.txt") == "alpha\nbeta\ngamma\n"
+
+
 async def test_a_link_created_later_is_refused_too(fs, layout):
     ws, out = layout
     assert await ok(fs, "write", path="later/x.txt", content="x") == "Created later/x.txt (1 byte)."

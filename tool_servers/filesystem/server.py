@@ -14,11 +14,12 @@ byte-identical results (the parity test relies on it).
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import shutil
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Awaitable, Callable
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -70,6 +71,27 @@ def _text(raw: bytes, path: str) -> str:
         raise ToolError(f"File {path!r} is not UTF-8 text ({len(raw)} bytes, binary); it cannot be read as text.") from None
 
 
+def _regular(real: Path, path: str) -> None:
+    """Refuse FIFOs, sockets and devices: reading or writing them could block the server."""
+    if real.exists() and not real.is_file() and not real.is_dir():
+        raise ToolError(f"{path!r} is not a regular file (a pipe, socket or device); it cannot be opened.")
+
+
+def _safe(fn: Callable[..., Awaitable[str]]) -> Callable[..., Awaitable[str]]:
+    """Turn an operating-system error into a tool error naming the agent's path, never a host path."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> str:
+        try:
+            return await fn(*args, **kwargs)
+        except OSError as e:
+            what = kwargs.get("path", kwargs.get("source", ""))
+            reason = e.strerror or type(e).__name__
+            raise ToolError(f"{fn.__name__.rstrip('_')} failed for {what!r}: {reason}.") from None
+
+    return wrapper
+
+
 def _size(n: int) -> str:
     return f"{n} byte" if n == 1 else f"{n} bytes"
 
@@ -102,6 +124,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
     )
 
     @server.tool(name="list", output_schema=None)
+    @_safe
     async def list_(
         path: Annotated[str, Field(description="Folder to list, relative to the workspace root ('.' for the root).")] = ".",
         recursive: Annotated[bool, Field(description="Also list every sub-folder's contents (depth first).")] = False,
@@ -142,6 +165,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
         return "\n".join(lines)
 
     @server.tool(name="read", output_schema=None)
+    @_safe
     async def read(
         path: Annotated[str, Field(description="File to read, relative to the workspace root.")],
         start_line: Annotated[int, Field(ge=1, description="First line to return (1-based).")] = 1,
@@ -156,6 +180,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
             raise ToolError(f"File {path!r} does not exist.")
         if real.is_dir():
             raise ToolError(f"{path!r} is a folder, not a file; use list to see its entries.")
+        _regular(real, path)
         text = _text(real.read_bytes(), path)
         lines = text.splitlines(keepends=True)
         if start_line > 1 or max_lines is not None:
@@ -177,6 +202,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
         return out
 
     @server.tool(name="write", output_schema=None)
+    @_safe
     async def write(
         path: Annotated[str, Field(description="File to create or overwrite, relative to the workspace root. Missing parent folders are created.")],
         content: Annotated[str, Field(description="The complete new content of the file (UTF-8 text).")],
@@ -185,6 +211,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
         real = resolve(root, path)
         if real.is_dir():
             raise ToolError(f"{path!r} is a folder; give a file path.")
+        _regular(real, path)
         if len(content) > cap["max_write_chars"]:
             raise ToolError(f"Content is {len(content)} characters; the limit is {cap['max_write_chars']}.")
         existed = real.exists()
@@ -194,6 +221,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
         return f"{'Overwrote' if existed else 'Created'} {_rel(root, real)} ({_size(len(data))})."
 
     @server.tool(name="edit", output_schema=None)
+    @_safe
     async def edit(
         path: Annotated[str, Field(description="File to change, relative to the workspace root.")],
         old_text: Annotated[str, Field(description="Exact text to replace (whitespace and newlines included). Must occur exactly once unless replace_all is true; include surrounding lines to make it unique.")],
@@ -206,6 +234,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
             raise ToolError(f"File {path!r} does not exist; use write to create it.")
         if real.is_dir():
             raise ToolError(f"{path!r} is a folder, not a file.")
+        _regular(real, path)
         if old_text == "":
             raise ToolError("old_text is empty; give the exact text to replace (use write to replace a whole file).")
         text = _text(real.read_bytes(), path)
@@ -222,6 +251,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
         return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {_rel(root, real)}."
 
     @server.tool(name="move", output_schema=None)
+    @_safe
     async def move(
         source: Annotated[str, Field(description="File or folder to move or rename, relative to the workspace root.")],
         destination: Annotated[str, Field(description="Its new path (including the new name), relative to the workspace root. Missing parent folders are created.")],
@@ -254,6 +284,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
         return f"Moved {_rel(root, src)} -> {_rel(root, dst)}."
 
     @server.tool(name="delete", output_schema=None)
+    @_safe
     async def delete(
         path: Annotated[str, Field(description="File or folder to delete, relative to the workspace root.")],
         recursive: Annotated[bool, Field(description="Required to delete a folder that is not empty (deletes everything in it).")] = False,
@@ -277,6 +308,7 @@ def create_server(ctx: Any, **limits: int) -> FastMCP:
         return f"Deleted {_rel(root, real)}."
 
     @server.tool(name="search", output_schema=None)
+    @_safe
     async def search(
         pattern: Annotated[str, Field(description="Text to look for in file contents (a regular expression when regex is true).")],
         path: Annotated[str, Field(description="File or folder to search, relative to the workspace root ('.' for everything).")] = ".",
