@@ -22,6 +22,18 @@ def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = No
         from .inprocess import InProcessConnection
 
         return InProcessConnection(spec, ctx, base_dir)
+    if kind == "process":
+        from .process import ProcessConnection
+
+        return ProcessConnection(spec, ctx, base_dir)
+    if kind == "sandbox":
+        from .sandbox import SandboxConnection
+
+        return SandboxConnection(spec, ctx, base_dir)
+    if kind == "remote":
+        from .remote import RemoteConnection
+
+        return RemoteConnection(spec, ctx, base_dir)
     raise ConfigError(
         f"tool server {spec.name!r}: isolation {kind!r} is not available in this build"
     )

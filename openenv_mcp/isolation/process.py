@@ -1,0 +1,589 @@
+"""Process boundary: a stdio MCP server in any language, as a limited child process.
+
+What the boundary enforces (see ``docs/env-file.md``, "Isolation"):
+
+* **One persistent MCP session** per episode and tool server, through the
+  official SDK ``ClientSession`` over our own stdio transport (below).
+* **Resource limits** (``setrlimit`` in the child): memory (``RLIMIT_DATA``,
+  ``limits.memory_mb``), CPU time (``RLIMIT_CPU``, ``limits.cpu_seconds``),
+  open files (``RLIMIT_NOFILE``, ``limits.open_files``), no core dumps.
+* **Process count** (``RLIMIT_NPROC``, ``limits.processes``): the kernel
+  ignores it for root, so when the environment server runs as root each
+  episode's servers run as an unprivileged uid of their own
+  (:data:`UID_BASE` + n, no supplementary groups). That also keeps episodes
+  from signalling or reading each other. As a non-root user the server runs
+  as that user and the process count is not limited (use ``sandbox``).
+* **A scrubbed environment**: only the spec's ``env`` and the declared
+  ``pass_env`` variables, plus ``PATH`` (the command's folder and the system
+  folders), ``HOME`` and ``TMPDIR`` (a private folder per server), ``LANG``
+  (``C.UTF-8``).
+* **A private workspace** (the episode's; the server's working directory,
+  owned by the server's uid) and a private home/tmp folder.
+* **Its own session and process group; the whole tree is killed on close**
+  (the process group, and every process of the server's uid), and the child
+  gets ``PR_SET_PDEATHSIG``: nothing outlives the environment server.
+* **Bounded reads**: one stdout message may take at most
+  ``2 * limits.output_bytes + 64 KiB``; a longer one is cut, never buffered
+  whole, and the call gets the start of its text and a visible marker.
+  stderr keeps only its last 4 KiB (shown in error messages).
+
+A server that cannot start, exits, writes something that is not JSON-RPC to
+stdout or never answers ``initialize`` raises :class:`BoundaryError` with the
+reason (exit status, stderr tail, offending line); the episode turns it into
+an error result and the next call starts the server again.
+
+What it does not do: hide the host's files or network (every world-readable
+file can be read, loopback reached). Use ``sandbox`` for that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import itertools
+import json
+import logging
+import os
+import re
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+from mcp.shared.message import SessionMessage
+
+from ..errors import BoundaryError, ConfigError
+from ..spec import ToolServerSpec
+from .base import ServerContext
+from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
+
+__all__ = ["SYSTEM_PATH", "UID_BASE", "ProcessConnection", "StdioProcess", "Launch"]
+
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+"""System folders on every server's ``PATH`` (after the command's own folder)."""
+
+UID_BASE = int(os.environ.get("OPENENV_MCP_UID_BASE", "1640000000"))
+"""First uid given to episodes when running as root (``$OPENENV_MCP_UID_BASE``)."""
+
+STDERR_TAIL = 4096
+LINE_SLACK = 65536
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+# -- uids ----------------------------------------------------------------------------
+class _Uids:
+    """Unprivileged uids, one per episode (shared by that episode's servers)."""
+
+    def __init__(self) -> None:
+        self._by_episode: dict[str, tuple[int, int]] = {}
+        self._counter = itertools.count(os.getpid() % 1000 * 10000)
+
+    def acquire(self, episode: str) -> int | None:
+        if os.geteuid() != 0:
+            return None
+        uid, refs = self._by_episode.get(episode, (0, 0))
+        if not refs:
+            used = {u for u, _ in self._by_episode.values()}
+            uid = UID_BASE + next(self._counter) % 10_000_000
+            while uid in used:
+                uid = UID_BASE + next(self._counter) % 10_000_000
+        self._by_episode[episode] = (uid, refs + 1)
+        return uid
+
+    def exclusive(self, episode: str) -> bool:
+        """Whether one server alone runs as the episode's uid (then a restart may kill the uid)."""
+        return self._by_episode.get(episode, (0, 0))[1] == 1
+
+    def release(self, episode: str) -> None:
+        uid, refs = self._by_episode.get(episode, (0, 0))
+        if refs <= 1:
+            self._by_episode.pop(episode, None)
+        else:
+            self._by_episode[episode] = (uid, refs - 1)
+
+
+UIDS = _Uids()
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process running as ``uid`` (atomically, by ``kill(-1)`` as that uid)."""
+    kill = shutil.which("kill", path=SYSTEM_PATH) or "/bin/kill"
+    import subprocess
+
+    with contextlib.suppress(OSError):
+        subprocess.run([kill, "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={},
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5, check=False)
+
+
+def descendants(pid: int) -> list[int]:
+    """``pid``'s descendants (by parent links in ``/proc``)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose real uid is ``uid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("State", "").strip().startswith("Z"):
+            continue
+        if int(fields.get("Uid", "-1").split()[0]) == uid:
+            found.append(int(entry))
+    return found
+
+
+def chown_tree(path: Path, uid: int) -> None:
+    """Give ``path`` and everything under it to ``uid`` (links are not followed)."""
+    os.chown(path, uid, uid, follow_symlinks=False)
+    for root, dirs, files in os.walk(path):
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+
+
+# -- launching -----------------------------------------------------------------------
+class Launch:
+    """Everything needed to spawn one server: argv, environment, cwd, uid, limits."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, uid: int | None,
+                 rlimits: list[tuple[int, tuple[int, int]]]) -> None:
+        self.argv, self.env, self.cwd, self.uid, self.rlimits = argv, env, cwd, uid, rlimits
+
+    def preexec(self):  # noqa: ANN201 - runs in the child between fork and exec
+        rlimits = self.rlimits
+        parent = os.getpid()
+
+        def child() -> None:
+            for which, value in rlimits:
+                resource.setrlimit(which, value)
+            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent:  # the parent died before prctl
+                os._exit(1)
+
+        return child
+
+
+def rlimits_for(spec: ToolServerSpec, limit_processes: bool) -> list[tuple[int, tuple[int, int]]]:
+    """The ``setrlimit`` calls for ``spec.limits``."""
+    limits = spec.limits
+    out: list[tuple[int, tuple[int, int]]] = [(resource.RLIMIT_CORE, (0, 0))]
+    if limits.memory_mb:
+        size = limits.memory_mb * 1024 * 1024
+        out.append((resource.RLIMIT_DATA, (size, size)))
+    if limits.cpu_seconds:
+        out.append((resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1)))
+    open_files = getattr(limits, "open_files", None) or 1024
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY:
+        open_files = min(open_files, hard)
+    out.append((resource.RLIMIT_NOFILE, (open_files, open_files)))
+    if limit_processes and limits.processes:
+        out.append((resource.RLIMIT_NPROC, (limits.processes, limits.processes)))
+    return out
+
+
+def resolve_executable(name: str, server: str) -> str:
+    """``python``/``python3`` -> this interpreter; a bare name -> found on the host's ``PATH``."""
+    if name in ("python", "python3"):
+        return sys.executable
+    if os.sep in name:
+        return name
+    found = shutil.which(name)
+    if found is None:
+        raise BoundaryError(f"tool server {server!r} could not start: command {name!r} not found on PATH")
+    return found
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether an unprivileged uid can run ``path``: every folder on its real path
+    searchable by others, the file readable and executable by others."""
+    real = Path(os.path.realpath(path))
+    try:
+        if real.stat().st_mode & 0o005 != 0o005:
+            return False
+        return all(parent.stat().st_mode & 0o001 for parent in real.parents)
+    except OSError:
+        return False
+
+
+_warned: set[str] = set()
+
+
+def warn_once(key: str, message: str) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logging.getLogger("openenv_mcp.isolation").warning(message)
+
+
+def expand(argv: list[str], values: dict[str, str]) -> list[str]:
+    """Replace ``{workspace}`` and ``{env_dir}`` placeholders in ``argv``."""
+    out = []
+    for arg in argv:
+        for key, value in values.items():
+            arg = arg.replace("{" + key + "}", value)
+        out.append(arg)
+    return out
+
+
+# -- the stdio transport ---------------------------------------------------------------
+class StdioProcess:
+    """A spawned server and the pumps between its pipes and the SDK's streams.
+
+    ``stdout`` is read in chunks and split into lines by hand so that no line
+    is ever buffered past ``line_limit`` bytes. A line that is not JSON-RPC
+    ends the connection (:attr:`problem` says why).
+    """
+
+    def __init__(self, name: str, launch: Launch, line_limit: int, output_limit: int,
+                 kill_uid: bool = False) -> None:
+        self.name = name
+        self.kill_uid = kill_uid
+        self.launch = launch
+        self.line_limit = line_limit
+        self.output_limit = output_limit
+        self.proc: asyncio.subprocess.Process | None = None
+        self.stderr_tail = bytearray()
+        self.problem: str | None = None
+        self._pending: dict[Any, str] = {}
+
+    # -- lifecycle
+    async def spawn(self) -> None:
+        launch = self.launch
+        kwargs: dict[str, Any] = {}
+        if launch.uid is not None:
+            kwargs.update(user=launch.uid, group=launch.uid, extra_groups=[])
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *launch.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, env=launch.env, cwd=launch.cwd, start_new_session=True,
+                preexec_fn=launch.preexec(), **kwargs,
+            )
+        except (OSError, ValueError, subprocess_error()) as e:
+            raise BoundaryError(f"tool server {self.name!r} could not start: {describe(e)}") from e
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree: the process group, and every process of the uid."""
+        proc = self.proc
+        if proc is None:
+            return
+        tree = [] if proc.returncode is not None else descendants(proc.pid)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in [proc.pid, *tree]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        if self.kill_uid and self.launch.uid is not None:
+            kill_uid(self.launch.uid)
+
+    async def stop(self) -> None:
+        self.kill()
+        proc = self.proc
+        if proc is not None:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                await proc.wait()
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                with contextlib.suppress(Exception):
+                    transport.close()
+
+    def status(self) -> str:
+        """``exited with code N`` / ``was killed by SIGKILL`` / ``is running``."""
+        proc = self.proc
+        code = None if proc is None else proc.returncode
+        if code is None:
+            return "is running"
+        if code < 0:
+            try:
+                return f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"was killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def stderr_text(self) -> str:
+        text = self.stderr_tail.decode(errors="replace").strip()
+        return text[-1000:]
+
+    # -- the transport as the SDK expects it
+    @contextlib.asynccontextmanager
+    async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
+        await self.spawn()
+        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](16)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._pump_stdout, read_writer)
+                tg.start_soon(self._pump_stdin, write_reader)
+                tg.start_soon(self._pump_stderr)
+                tg.start_soon(self._watch, read_writer)
+                try:
+                    yield read_stream, write_stream
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.stop()
+                for stream in (read_writer, read_stream, write_stream, write_reader):
+                    await stream.aclose()
+
+    async def _watch(self, read_writer: Any) -> None:
+        """When the server process exits, kill what it left behind and end the session."""
+        assert self.proc is not None
+        await self.proc.wait()
+        self.kill()
+        with anyio.move_on_after(0.5):  # let the last messages through
+            while self.proc.stdout is not None and not self.proc.stdout.at_eof():
+                await anyio.sleep(0.01)
+        await read_writer.aclose()
+
+    async def _pump_stdin(self, write_reader: Any) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        stdin = self.proc.stdin
+        try:
+            async for message in write_reader:
+                msg = message.message
+                if isinstance(msg, mcp_types.JSONRPCRequest):
+                    self._pending[msg.id] = msg.method
+                stdin.write(msg.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+                await stdin.drain()
+        except (ConnectionError, OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def _pump_stderr(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        with contextlib.suppress(ConnectionError, OSError):
+            while chunk := await self.proc.stderr.read(65536):
+                self.stderr_tail += chunk
+                del self.stderr_tail[:-STDERR_TAIL]
+
+    async def _pump_stdout(self, read_writer: Any) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        stdout = self.proc.stdout
+        line = bytearray()
+        dropped = 0
+        tail = bytearray()
+        try:
+            while chunk := await stdout.read(262144):
+                start = 0
+                while start < len(chunk):
+                    newline = chunk.find(b"\n", start)
+                    end = len(chunk) if newline < 0 else newline
+                    piece = chunk[start:end]
+                    room = self.line_limit - len(line)
+                    if len(piece) <= room and not dropped:
+                        line += piece
+                    else:
+                        line += piece[:max(room, 0)]
+                        dropped += len(piece) - max(room, 0)
+                        tail += piece[-512:]
+                        del tail[:-512]
+                    if newline < 0:
+                        break
+                    start = newline + 1
+                    if dropped:
+                        item = self._salvage(bytes(line), bytes(tail), len(line) + dropped)
+                    else:
+                        item = self._parse(bytes(line))
+                    line.clear()
+                    tail.clear()
+                    dropped = 0
+                    if item is None:
+                        continue
+                    if isinstance(item, str):
+                        self.problem = item
+                        self.kill()
+                        return
+                    await read_writer.send(item)
+        except (ConnectionError, OSError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def _parse(self, raw: bytes) -> SessionMessage | str | None:
+        if not raw.strip():
+            return None
+        try:
+            message = mcp_types.jsonrpc_message_adapter.validate_json(raw, by_name=False)
+        except ValueError:
+            shown = raw[:200].decode(errors="replace")
+            return f"wrote non-JSON-RPC output to stdout: {shown!r}"
+        if isinstance(message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError)):
+            self._pending.pop(message.id, None)
+        return SessionMessage(message)
+
+    def _salvage(self, head: bytes, tail: bytes, size: int) -> SessionMessage | str:
+        """An over-long line: answer its request with the start of its text and a marker."""
+        request_id = self._guess_id(head, tail)
+        if request_id is None:
+            return f"wrote a {size}-byte message to stdout (limit {self.line_limit}) that answers no pending request"
+        method = self._pending.pop(request_id)
+        marker = truncation_marker(self.output_limit, size)
+        if method == "tools/call":
+            text = _text_prefix(head.decode(errors="ignore"), self.output_limit)
+            result = {"content": [{"type": "text", "text": text + marker}], "isError": False,
+                      "_meta": {TRUNCATED_META: size}}
+            message = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
+        else:
+            message = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(
+                code=mcp_types.INTERNAL_ERROR, message=f"{method} response too large:{marker}"))
+        return SessionMessage(message)
+
+    def _guess_id(self, head: bytes, tail: bytes) -> Any:
+        if len(self._pending) == 1:
+            return next(iter(self._pending))
+        for pattern, text in ((rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"]*")', head),
+                              (rb'"id"\s*:\s*(-?\d+|"[^"]*")\s*\}\s*$', tail)):
+            match = re.search(pattern, text)
+            if match:
+                value = json.loads(match.group(1))
+                if value in self._pending:
+                    return value
+        return None
+
+
+def _text_prefix(head: str, limit: int) -> str:
+    """The decoded start of the first ``"text"`` string in a cut JSON message."""
+    at = head.find('"text"')
+    if at < 0:
+        return ""
+    quote = head.find('"', head.find(":", at) + 1)
+    body = head[quote + 1:]
+    end = re.search(r'(?<!\\)(?:\\\\)*"', body)
+    if end:
+        body = body[:end.end() - 1]
+    for cut in range(min(len(body), 8)):  # drop a trailing partial escape
+        try:
+            text = json.loads('"' + body[:len(body) - cut] + '"')
+            break
+        except ValueError:
+            continue
+    else:
+        text = ""
+    return text.encode()[:limit].decode(errors="ignore")
+
+
+def subprocess_error() -> type[BaseException]:
+    import subprocess
+
+    return subprocess.SubprocessError
+
+
+# -- the connection -----------------------------------------------------------------------
+class _ProcessHost(SessionHost):
+    def __init__(self, name: str, process: StdioProcess) -> None:
+        super().__init__(name, process.streams)
+        self.process = process
+
+    def why(self) -> str | None:
+        process = self.process
+        if process.problem:
+            return process.problem
+        if process.proc is not None and process.proc.returncode is not None:
+            return process.status()
+        return None
+
+    def stderr(self) -> str:
+        return self.process.stderr_text()[-500:]
+
+
+class ProcessConnection(McpConnection):
+    """A stdio MCP server (``command``) as a limited child process of its own."""
+
+    boundary = "process"
+
+    def __init__(self, spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> None:
+        super().__init__(spec, ctx)
+        if not spec.command:
+            raise ConfigError(f"tool server {spec.name!r}: isolation {self.boundary!r} needs a command")
+        self.base_dir = Path(base_dir or Path.cwd()).resolve()
+        self.executable = resolve_executable(spec.command[0], spec.name)
+        self.uid: int | None = None
+        if os.geteuid() == 0:
+            if reachable_by_others(self.executable):
+                self.uid = UIDS.acquire(ctx.episode_id)
+            else:
+                warn_once(self.executable, (
+                    f"tool server {spec.name!r}: {self.executable} is not reachable by an unprivileged uid "
+                    "(a parent folder is private, e.g. /root), so the server runs as root and its process "
+                    "count is not limited; install its runtime in a world-readable place to fix this"))
+        self._private: Path | None = None
+
+    # -- hooks for the sandbox
+    def workspace_path(self) -> str:
+        """The workspace as the server sees it."""
+        return str(self.ctx.workspace)
+
+    def private_dir(self) -> Path:
+        """A folder only this server may use (its ``HOME`` and ``TMPDIR``)."""
+        if self._private is None:
+            self._private = Path(tempfile.mkdtemp(prefix="openenv-mcp-home-", dir=self.ctx.workspace.parent))
+            if self.uid is not None:
+                os.chown(self._private, self.uid, self.uid)
+        return self._private
+
+    def child_env(self, executable: str) -> dict[str, str]:
+        home = str(self.private_dir())
+        folder = os.path.dirname(executable)
+        env = {"PATH": f"{folder}:{SYSTEM_PATH}" if folder else SYSTEM_PATH, "HOME": home, "TMPDIR": home,
+               "LANG": "C.UTF-8"}
+        env.update(self.ctx.env)
+        return env
+
+    def launch(self, argv: list[str]) -> Launch:
+        """Turn the server's command into a :class:`Launch` (the sandbox wraps it)."""
+        executable = self.executable
+        return Launch([executable, *argv[1:]], self.child_env(executable), str(self.ctx.workspace), self.uid,
+                      rlimits_for(self.spec, self.uid is not None))
+
+    def command(self) -> list[str]:
+        values = {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)}
+        return expand(list(self.spec.command or []), values)
+
+    def _new_host(self) -> SessionHost:
+        if self.uid is not None:
+            chown_tree(self.ctx.workspace, self.uid)
+        launch = self.launch(self.command())
+        limit = self.spec.limits.output_bytes
+        process = StdioProcess(self.spec.name, launch, 2 * limit + LINE_SLACK, limit,
+                               kill_uid=UIDS.exclusive(self.ctx.episode_id))
+        return _ProcessHost(self.spec.name, process)
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        try:
+            await super().close()
+        finally:
+            if self.uid is not None:
+                if UIDS.exclusive(self.ctx.episode_id):
+                    kill_uid(self.uid)
+                UIDS.release(self.ctx.episode_id)
+                self.uid = None
+            if self._private is not None:
+                shutil.rmtree(self._private, ignore_errors=True)
+                self._private = None

@@ -1,0 +1,85 @@
+"""Shared helpers for the containment tests: the hostile server, leak checks, listeners."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import openenv_mcp
+from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
+from openenv_mcp.isolation.process import reachable_by_others
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hostile_server.py"
+# The hostile server needs only the standard library: prefer an interpreter an
+# unprivileged uid can run (the process-count limit needs that when root).
+PYTHON = "/usr/bin/python3" if reachable_by_others("/usr/bin/python3") else sys.executable
+IS_ROOT = os.geteuid() == 0
+
+
+def hostile_env(isolation: str, *flags: str, name: str = "h", workspace: str | None = None,
+                base_dir: Path | None = None, **limits) -> tuple[openenv_mcp.Env, str]:
+    """A sync Env around the hostile server and the marker found in its processes' argv."""
+    marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
+    server = ToolServerSpec(name=name, namespace="", command=[PYTHON, str(FIXTURE), "--marker", marker, *flags],
+                            isolation=isolation, workspace=workspace, limits=limits)
+    spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
+    return openenv_mcp.make(spec), marker
+
+
+def call(env: openenv_mcp.Env, name: str, **arguments):
+    """One step; returns ``(text, is_error)``."""
+    result = env.step(CallTool(name=name, arguments=arguments)).result
+    return "".join(getattr(c, "text", "") for c in result.content), result.is_error
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def assert_no_leak(marker: str, within: float = 5.0) -> None:
+    """Every process of the test server is gone (killed processes need a moment to exit)."""
+    deadline = time.monotonic() + within
+    while (alive := marked_processes(marker)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert alive == [], f"leaked processes: {alive}"
+
+
+class Listener:
+    """A TCP listener on host loopback that records whether anyone connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(5)
+        self.port = self.sock.getsockname()[1]
+        self.connected = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        self.connected.set()
+        conn.sendall(b"secret-banner")
+        conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
