@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
+import tempfile
 import sys
 import threading
 import time
@@ -59,6 +62,17 @@ def assert_no_leak(marker: str, within: float = 5.0) -> None:
     while (alive := marked_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert alive == [], f"leaked processes: {alive}"
+
+
+@contextlib.contextmanager
+def world_dir():
+    """A host folder anyone may read and write (so only the boundary can keep a server out)."""
+    path = Path(tempfile.mkdtemp(prefix="openenv-mcp-world-", dir="/tmp"))
+    path.chmod(0o777)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 class Listener:

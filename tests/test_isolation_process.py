@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from containment import IS_ROOT, Listener, assert_no_leak, call, hostile_env, marked_processes
+from containment import IS_ROOT, Listener, assert_no_leak, call, hostile_env, marked_processes, world_dir
 from conftest import need
 from openenv_mcp import BoundaryError
 from openenv_mcp.isolation.mcpsession import truncation_marker
@@ -209,6 +209,17 @@ def test_detached_grandchildren_are_killed_on_close():
         env.reset(seed=0)
         assert call(env, "spawn_orphan") == ("spawned a detached grandchild", False)
         assert len(marked_processes(marker)) == 2
+    assert_no_leak(marker)
+
+
+def test_world_readable_host_files_are_readable_from_the_process_boundary():
+    """Documented limit: the process boundary hides only what file permissions hide (use sandbox)."""
+    env, marker = hostile_env("process")
+    with world_dir() as folder, env:
+        (folder / "public.txt").write_text("anyone may read this")
+        (folder / "public.txt").chmod(0o644)
+        env.reset(seed=0)
+        assert call(env, "read_file", path=str(folder / "public.txt")) == ("anyone may read this", False)
     assert_no_leak(marker)
 
 

@@ -1,0 +1,136 @@
+"""Sandbox boundary: the process boundary inside bubblewrap namespaces.
+
+Everything :mod:`.process` enforces (rlimits, unprivileged uid, scrubbed
+environment, whole-tree kill, bounded reads), plus:
+
+* **no network**: its own network namespace with only a loopback of its own
+  (``network = "host"`` shares the host's);
+* **a read-only root**: the host's top-level folders bound read-only, except
+  the private ones (``/tmp``, ``/var/tmp``, ``/home``, ``/root``, ``/run``,
+  ``/mnt``, ``/media``, ``/srv``), which are empty;
+* **a private ``/tmp``** (also its ``HOME`` and ``TMPDIR``) and the episode's
+  workspace, read-write, at ``/workspace`` (what ``{workspace}`` expands to);
+* what the command needs from private folders, read-only at the same path:
+  the environment's folder (``{env_dir}``), absolute paths in the command,
+  and for Python commands the interpreter, the virtualenv and ``sys.path``;
+* **its own PID, IPC, UTS, user and cgroup namespaces**, ``--die-with-parent``,
+  ``--new-session``, all capabilities dropped.
+
+Needs ``bwrap`` (``apt-get install bubblewrap``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ..errors import BoundaryError
+from ..spec import ToolServerSpec
+from .base import ServerContext
+from .process import SYSTEM_PATH, Launch, ProcessConnection, rlimits_for
+
+__all__ = ["HIDDEN", "SANDBOX_WORKSPACE", "SandboxConnection", "bwrap_path"]
+
+SANDBOX_WORKSPACE = "/workspace"
+"""Where the episode's workspace appears inside the sandbox."""
+
+HIDDEN = ("tmp", "home", "root", "run", "mnt", "media", "srv", "boot", "lost+found", "workspace")
+"""Top-level folders replaced by empty ones inside the sandbox."""
+
+_SKIP = {"proc", "dev"}
+
+
+def bwrap_path() -> str:
+    """The ``bwrap`` executable on ``PATH``, or a :class:`BoundaryError` saying how to install it."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise BoundaryError(
+            "isolation 'sandbox' needs bubblewrap, and 'bwrap' is not installed: "
+            "run `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"
+        )
+    return found
+
+
+def _hidden(path: str) -> bool:
+    parts = Path(path).parts
+    return len(parts) > 1 and (parts[1] in HIDDEN or parts[1:3] == ("var", "tmp"))
+
+
+def _reachable(path: str) -> bool:
+    real = Path(os.path.realpath(path))
+    try:
+        return all(p.stat().st_mode & 0o001 for p in real.parents) and bool(real.stat().st_mode & 0o004)
+    except OSError:
+        return False
+
+
+class SandboxConnection(ProcessConnection):
+    """A stdio MCP server in a bubblewrap sandbox."""
+
+    boundary = "sandbox"
+
+    def __init__(self, spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> None:
+        self.bwrap = bwrap_path()
+        super().__init__(spec, ctx, base_dir)
+
+    def workspace_path(self) -> str:
+        return SANDBOX_WORKSPACE
+
+    def child_env(self, executable: str) -> dict[str, str]:
+        folder = os.path.dirname(executable)
+        env = {"PATH": f"{folder}:{SYSTEM_PATH}" if folder else SYSTEM_PATH, "HOME": "/tmp", "TMPDIR": "/tmp",
+               "LANG": "C.UTF-8"}
+        env.update(self.ctx.env)
+        return env
+
+    def needed_paths(self, argv: list[str]) -> list[str]:
+        """Host paths the command needs, bound read-only at the same place."""
+        paths = [str(self.base_dir), os.path.realpath(argv[0]), argv[0]]
+        paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
+        if argv[0] == sys.executable:
+            import openenv_mcp
+
+            paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix),
+                      str(Path(openenv_mcp.__file__).resolve().parents[1])]
+            paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
+        seen: list[str] = []
+        for path in paths:
+            if _hidden(path) and path not in seen and os.path.exists(path):
+                # bwrap runs as the server's uid: what that uid cannot reach stays out
+                if self.uid is None or _reachable(path):
+                    seen.append(path)
+        return seen
+
+    def bwrap_args(self, argv: list[str]) -> list[str]:
+        """The full ``bwrap ... -- argv`` command line."""
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                "--hostname", "openenv-sandbox"]
+        if self.spec.network == "host":
+            args.append("--share-net")
+        for name in sorted(os.listdir("/")):
+            path = "/" + name
+            if name in _SKIP or name in HIDDEN:
+                continue
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        for name in HIDDEN:
+            if name not in ("lost+found", "workspace") and os.path.isdir("/" + name):
+                args += ["--tmpfs", "/" + name]
+        if os.path.isdir("/var/tmp"):
+            args += ["--tmpfs", "/var/tmp"]
+        for path in self.needed_paths(argv):
+            args += ["--ro-bind", path, path]
+        args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE,
+                 "--remount-ro", "/", "--", *argv]
+        return args
+
+    def launch(self, argv: list[str]) -> Launch:
+        executable = self.executable
+        full = [executable, *argv[1:]]
+        return Launch(self.bwrap_args(full), self.child_env(executable), str(self.ctx.workspace), self.uid,
+                      rlimits_for(self.spec, self.uid is not None))
