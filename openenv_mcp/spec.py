@@ -81,6 +81,10 @@ class ToolServerSpec(_Spec):
     """Variables set for the server. Nothing from the host leaks in otherwise."""
     pass_env: list[str] = Field(default_factory=list)
     """Host variables passed through by name (e.g. ``["DATABASE_URL"]``)."""
+    hide: list[str] = Field(default_factory=list)
+    """Paths (relative to the env folder, or absolute) the server must never
+    see, e.g. hidden tests: the ``sandbox`` boundary mounts an empty folder (or
+    an empty file) over each. Other boundaries cannot hide host files."""
     network: Literal["none", "host"] = "none"
     """Network policy for process-level boundaries: ``none`` cuts it (sandbox,
     docker); ``host`` allows it."""

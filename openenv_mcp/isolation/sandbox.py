@@ -13,6 +13,10 @@ environment, whole-tree kill, bounded reads), plus:
 * what the command needs from private folders, read-only at the same path:
   the environment's folder (``{env_dir}``), absolute paths in the command,
   and for Python commands the interpreter, the virtualenv and ``sys.path``;
+* the spec's ``hide`` paths masked (an empty folder or file over each), so
+  files in a bound folder (e.g. an environment's hidden tests) stay unseen;
+* ``hide`` paths (relative to the env folder) covered by an empty folder
+  or an empty file, e.g. hidden tests next to the server's code;
 * **its own PID, IPC, UTS, user and cgroup namespaces**, ``--die-with-parent``,
   ``--new-session``, all capabilities dropped.
 
@@ -103,6 +107,16 @@ class SandboxConnection(ProcessConnection):
                     seen.append(path)
         return seen
 
+    def hidden_paths(self) -> list[str]:
+        """The spec's ``hide`` paths (resolved against the env folder) that exist on the host.
+        Each is masked: an empty tmpfs over a folder, ``/dev/null`` over a file."""
+        out = []
+        for rel in self.spec.hide:
+            path = os.path.realpath(self.base_dir / rel)
+            if os.path.lexists(path) and path not in out:
+                out.append(path)
+        return out
+
     def bwrap_args(self, argv: list[str]) -> list[str]:
         """The full ``bwrap ... -- argv`` command line."""
         args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
@@ -125,8 +139,16 @@ class SandboxConnection(ProcessConnection):
             args += ["--tmpfs", "/var/tmp"]
         for path in self.needed_paths(argv):
             args += ["--ro-bind", path, path]
-        args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE,
-                 "--remount-ro", "/", "--", *argv]
+        for path in self.hidden_paths():
+            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+        args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
+        for hidden in getattr(self.spec, "hide", None) or []:
+            path = (self.base_dir / hidden).resolve()
+            if path.is_dir():
+                args += ["--tmpfs", str(path)]
+            elif path.exists():
+                args += ["--ro-bind", "/dev/null", str(path)]
+        args += ["--remount-ro", "/", "--", *argv]
         return args
 
     def launch(self, argv: list[str]) -> Launch:
