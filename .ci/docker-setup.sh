@@ -40,8 +40,10 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { tail -20 "$LOG" >&2; say "dockerd did not come up"; exit 1; }
 fi
 
-# 3. The base image, only if missing.
-if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+# 3. The base image, only if missing (or built by an older version of this script).
+BASE_VERSION=3
+have="$(docker image inspect -f '{{index .Config.Labels "openenv-mcp.base-version"}}' "$BASE_IMAGE" 2>/dev/null || true)"
+if [[ "$have" != "$BASE_VERSION" ]]; then
   # The Debian mirror apt already uses (the first URI may be another vendor's repo).
   MIRROR="${MIRROR:-$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null \
             | grep -E '^[[:space:]]*(URIs:|deb )' | grep -oE 'https?://[^ ]+' \
@@ -56,7 +58,15 @@ if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
   rm -rf "$ROOTFS"/usr/share/{doc,man,info,locale,lintian,linda} \
          "$ROOTFS"/var/cache/apt/* "$ROOTFS"/var/lib/apt/lists/* "$ROOTFS"/var/log/*.log \
          "$ROOTFS"/var/cache/debconf/*-old "$ROOTFS"/tmp/* 2>/dev/null || true
+  # The host's trust store, so pip inside image builds trusts what the host trusts
+  # (a TLS-intercepting proxy's CA included).
+  # (Its own path: installing Debian's ca-certificates in an image regenerates the usual bundle.)
+  mkdir -p "$ROOTFS/usr/local/share/openenv-mcp"
+  cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS/usr/local/share/openenv-mcp/host-ca.crt"
   tar -C "$ROOTFS" -c . | docker import \
+      -c "LABEL openenv-mcp.base-version=$BASE_VERSION" \
+      -c 'ENV SSL_CERT_FILE=/usr/local/share/openenv-mcp/host-ca.crt' \
+      -c 'ENV PIP_CERT=/usr/local/share/openenv-mcp/host-ca.crt' \
       -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       -c 'ENV LANG=C.UTF-8' \
       -c 'CMD ["python3"]' - "$BASE_IMAGE" >/dev/null

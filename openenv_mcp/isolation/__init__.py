@@ -34,6 +34,10 @@ def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = No
         from .remote import RemoteConnection
 
         return RemoteConnection(spec, ctx, base_dir)
+    if kind == "docker":
+        from .docker import DockerConnection
+
+        return DockerConnection(spec, ctx, base_dir)
     raise ConfigError(
         f"tool server {spec.name!r}: isolation {kind!r} is not available in this build"
     )

@@ -1,0 +1,26 @@
+# Reference MCP tool servers (tool_servers/: echo, probe, filesystem, ...) in one image.
+#
+#   docker build -f docker/tools.Dockerfile -t openenv-mcp/tools .                       # registry base
+#   docker build -f docker/tools.Dockerfile --build-arg BASE_IMAGE=openenv-mcp/base:bookworm \
+#       -t openenv-mcp/tools .                                                            # CI (no registry)
+#
+# The default command serves the echo server over stdio (`isolation = "docker"`,
+# `image = "openenv-mcp/tools"`); any other server is a command, e.g.
+# `python -m tool_servers.probe`. Runs as an unprivileged user; /workspace is
+# where the episode workspace is mounted.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
+# (These two lines are identical in every Dockerfile here, so builds share the layer.)
+ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python3 -m venv /opt/venv 2>/dev/null || { \
+        apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends python3-venv >/dev/null \
+        && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /usr/share/doc /usr/share/man \
+        && python3 -m venv /opt/venv; }
+# A venv needs ensurepip: Debian's python3-minimal base lacks it, python:*-slim has it.
+RUN pip install -q --no-cache-dir "fastmcp>=4.2,<5" "mcp>=2.3,<3"
+ENV PYTHONPATH=/app
+COPY tool_servers /app/tool_servers
+RUN mkdir -p /workspace && chmod 1777 /workspace
+WORKDIR /workspace
+USER 65534:65534
+CMD ["python", "-m", "tool_servers.echo"]

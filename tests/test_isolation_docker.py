@@ -1,0 +1,381 @@
+"""The docker boundary: a container per episode's tool server, locked down, removed on close.
+
+Every containment case runs the shared hostile server (``tests/fixtures/hostile_server.py``,
+standard library only) inside the ``openenv-mcp/tools`` image with
+``--network none``, a read-only root and an unprivileged user. Each case ends
+contained, with a clear error, the environment still answering, and no
+container (listed by label) and no process (found by marker) left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+
+import openenv_mcp
+from conftest import need
+from containment import FIXTURE, IS_ROOT, Listener, assert_no_leak, call, marked_processes, world_dir
+from openenv_mcp import BoundaryError, CallTool, EnvSpec, ToolServerSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGE = "openenv-mcp/tools"
+pytestmark = pytest.mark.docker
+
+
+def _engine() -> str | None:
+    """Why Docker cannot be used here, or None."""
+    if shutil.which("docker") is None:
+        return "no docker CLI: run .ci/docker-setup.sh (installs docker.io, starts dockerd)"
+    try:
+        import docker
+
+        docker.from_env(timeout=10).ping()
+    except ImportError:
+        return "the Docker SDK is missing: pip install 'openenv-mcp[docker]'"
+    except Exception as e:
+        return f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
+    return None
+
+
+@pytest.fixture(scope="module")
+def image() -> str:
+    """The tools image, built (layers cached) from docker/tools.Dockerfile."""
+    problem = _engine()
+    need(problem is None, problem or "")
+    subprocess.run([str(ROOT / "docker" / "build.sh"), "tools"], check=True, timeout=900)
+    return IMAGE
+
+
+def containers(episode: str | None = None) -> list:
+    from openenv_mcp.isolation.docker import list_containers
+
+    return list_containers(episode)
+
+
+def docker_env(tmp_path: Path, *flags: str, image: str = IMAGE, **limits) -> tuple[openenv_mcp.Env, str]:
+    """A sync Env around the hostile server in a container, and its process marker."""
+    marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
+    seed = tmp_path / f"seed-{marker[-8:]}"
+    seed.mkdir()
+    shutil.copy(FIXTURE, seed / "hostile_server.py")
+    server = ToolServerSpec(name="h", namespace="", isolation="docker", workspace=seed.name, limits=limits,
+                            command=["python3", "{workspace}/hostile_server.py", "--marker", marker, *flags])
+    if image != IMAGE:
+        server = server.model_copy(update={"image": image, "command": None})
+    spec = EnvSpec(name="hostile-docker", max_steps=None, tool_servers=[server], base_dir=tmp_path)
+    return openenv_mcp.make(spec), marker
+
+
+def episode_id(env: openenv_mcp.Env) -> str:
+    return env.unwrapped.episode.id
+
+
+def owned() -> list:
+    """Containers this test process started (any episode), running or not."""
+    import docker
+
+    from openenv_mcp.isolation.docker import _owner
+
+    return docker.from_env().containers.list(all=True, filters={"label": [f"openenv-mcp.owner={_owner()}"]})
+
+
+def assert_clean(marker: str) -> None:
+    """No container of ours and no process of the test server is left."""
+    assert owned() == []
+    assert_no_leak(marker)
+
+
+# -- sessions and configuration ------------------------------------------------------------
+def test_one_persistent_session_per_episode_and_a_fresh_container_after_reset(image, tmp_path):
+    env, marker = docker_env(tmp_path)
+    with env:
+        env.reset(seed=0)
+        first = episode_id(env)
+        assert len(containers(first)) == 1
+        assert call(env, "counter") == ("1", False)
+        assert call(env, "counter") == ("2", False)
+        env.reset(seed=1)
+        assert containers(first) == []
+        second = episode_id(env)
+        assert call(env, "counter") == ("1", False)
+    assert_clean(marker)
+
+
+def test_the_container_is_locked_down(image, tmp_path):
+    env, marker = docker_env(tmp_path, memory_mb=256, processes=32)
+    with env:
+        env.reset(seed=0)
+        (container,) = containers(episode_id(env))
+        host = container.attrs["HostConfig"]
+        assert host["NetworkMode"] == "none"
+        assert host["ReadonlyRootfs"] is True
+        assert host["Memory"] == host["MemorySwap"] == 256 * 1024 * 1024
+        assert host["PidsLimit"] == 32
+        assert host["NanoCpus"] == 1_000_000_000
+        assert host["CapDrop"] == ["ALL"] and host["SecurityOpt"] == ["no-new-privileges"]
+        assert "/tmp" in host["Tmpfs"]
+        assert container.labels["openenv-mcp.episode"] == episode_id(env)
+        assert container.labels["openenv-mcp.server"] == "h"
+        who = json.loads(call(env, "whoami")[0])
+        assert who["cwd"] == "/workspace"
+        assert who["uid"] == (65534 if IS_ROOT else os.getuid())
+        assert json.loads(call(env, "list_dir", path="/workspace")[0]) == ["hostile_server.py"]
+        environ = json.loads(call(env, "environ")[0])
+        assert "HOST_ONLY" not in environ and environ["HOME"] == "/tmp"
+    assert_clean(marker)
+
+
+def test_workspace_is_shared_with_the_host_and_reseeded_on_reset(image, tmp_path):
+    env, marker = docker_env(tmp_path)
+    with env:
+        env.reset(seed=0)
+        assert call(env, "write_file", path="/workspace/out.txt", text="made inside") == ("written", False)
+        assert (env.unwrapped.episode.workspace.path / "out.txt").read_text() == "made inside"
+        env.reset(seed=1)
+        assert json.loads(call(env, "list_dir", path=".")[0]) == ["hostile_server.py"]
+    assert_clean(marker)
+
+
+# -- containment -------------------------------------------------------------------------
+def test_a_host_secret_outside_the_workspace_cannot_be_read(image, tmp_path):
+    with world_dir() as folder:
+        secret = folder / "secret.txt"
+        secret.write_text("host secret")
+        secret.chmod(0o644)
+        env, marker = docker_env(tmp_path)
+        with env:
+            env.reset(seed=0)
+            assert call(env, "read_file", path=str(secret)) == (
+                f"FileNotFoundError: [Errno 2] No such file or directory: '{secret}'", True)
+            text, error = call(env, "read_file", path="/etc/shadow")
+            assert error and text == "PermissionError: [Errno 13] Permission denied: '/etc/shadow'"
+            assert call(env, "counter") == ("1", False)
+        assert_clean(marker)
+
+
+def test_writes_outside_the_workspace_are_refused_or_stay_in_the_container(image, tmp_path):
+    with world_dir() as folder:
+        env, marker = docker_env(tmp_path)
+        with env:
+            env.reset(seed=0)
+            assert call(env, "write_file", path="/etc/evil", text="x") == (
+                "OSError: [Errno 30] Read-only file system: '/etc/evil'", True)
+            assert call(env, "write_file", path=str(folder / "evil"), text="x") == (
+                f"FileNotFoundError: [Errno 2] No such file or directory: '{folder / 'evil'}'", True)
+            # /tmp is the container's own tmpfs: writable, never the host's /tmp
+            assert call(env, "write_file", path="/tmp/scratch", text="x") == ("written", False)
+            assert call(env, "counter") == ("1", False)
+        assert list(folder.iterdir()) == []
+        assert not Path("/tmp/scratch").exists() or Path("/tmp/scratch").read_text() != "x"
+        assert_clean(marker)
+
+
+def test_a_host_loopback_listener_is_unreachable(image, tmp_path):
+    listener = Listener()
+    try:
+        env, marker = docker_env(tmp_path)
+        with env:
+            env.reset(seed=0)
+            assert call(env, "connect", host="127.0.0.1", port=listener.port) == (
+                "ConnectionRefusedError: [Errno 111] Connection refused", True)
+            assert call(env, "connect", host="172.17.0.1", port=listener.port) == (
+                "OSError: [Errno 101] Network is unreachable", True)
+            assert call(env, "counter") == ("1", False)
+        assert not listener.connected.is_set()
+    finally:
+        listener.close()
+    assert_clean(marker)
+
+
+def test_a_fork_bomb_hits_the_pids_limit_and_dies_with_the_container(image, tmp_path):
+    env, marker = docker_env(tmp_path, processes=16)
+    with env:
+        env.reset(seed=0)
+        text, error = call(env, "fork_bomb")
+        assert not error and text.startswith("fork failed after ")
+        assert text.endswith("children: Resource temporarily unavailable")
+        assert int(text.split()[3]) < 16
+        assert call(env, "counter") == ("1", False)
+        assert len(marked_processes(marker)) > 5
+    assert_clean(marker)
+
+
+def test_a_memory_bomb_is_killed_at_the_memory_limit_and_the_server_restarts(image, tmp_path):
+    env, marker = docker_env(tmp_path, memory_mb=128)
+    with env:
+        env.reset(seed=0)
+        text, error = call(env, "memory_bomb")
+        assert error
+        assert text.startswith("Tool 'memory_bomb' failed: tool server 'h' was killed at its memory limit (128 MB) "
+                               "during the call; it is restarted on the next call")
+        assert call(env, "counter") == ("1", False)
+        assert len(containers(episode_id(env))) == 1
+    assert_clean(marker)
+
+
+def test_an_infinite_loop_times_out_and_the_container_is_replaced(image, tmp_path):
+    env, marker = docker_env(tmp_path)
+    env.unwrapped.environment.call_timeout = 1
+    with env:
+        env.reset(seed=0)
+        (before,) = containers(episode_id(env))
+        assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)
+        assert call(env, "counter") == ("1", False)
+        (after,) = containers(episode_id(env))
+        assert after.id != before.id
+    assert_clean(marker)
+
+
+def test_a_crash_is_a_clear_error_and_the_next_call_restarts(image, tmp_path):
+    env, marker = docker_env(tmp_path)
+    with env:
+        env.reset(seed=0)
+        assert call(env, "counter") == ("1", False)
+        assert call(env, "crash") == (
+            "Tool 'crash' failed: tool server 'h' exited with code 3 during the call; "
+            "it is restarted on the next call", True)
+        assert call(env, "counter") == ("1", False)
+    assert_clean(marker)
+
+
+def test_huge_output_is_cut_with_a_marker_or_ends_the_session(image, tmp_path):
+    from openenv_mcp.isolation.mcpsession import truncation_marker
+
+    env, marker = docker_env(tmp_path, output_bytes=100_000)
+    with env:
+        env.reset(seed=0)
+        text, error = call(env, "big_output", size=150_000)
+        assert not error and text.startswith("x" * 100_000)
+        assert text.endswith(truncation_marker(100_000, 150_000))
+        text, error = call(env, "big_output", size=5_000_000)
+        assert (text, error) == ("Tool 'big_output' failed: tool server 'h' wrote a message over 265536 bytes to "
+                                 "stdout (limit: 2 x output_bytes + 64 KiB) during the call; it is restarted on "
+                                 "the next call", True)
+        assert call(env, "counter") == ("1", False)
+    assert_clean(marker)
+
+
+def test_garbage_on_stdout_is_a_clear_error(image, tmp_path):
+    env, marker = docker_env(tmp_path)
+    with env:
+        env.reset(seed=0)
+        assert call(env, "garbage") == (
+            "Tool 'garbage' failed: tool server 'h' wrote non-JSON-RPC output to stdout: 'this is not JSON-RPC' "
+            "during the call; it is restarted on the next call", True)
+        assert call(env, "counter") == ("1", False)
+    assert_clean(marker)
+
+
+@pytest.mark.parametrize(("flag", "message"), [
+    ("--exit-early", "tool server 'h' exited with code 7 before answering initialize; "
+                     "stderr: hostile: exiting early on purpose"),
+    ("--hang-init", "tool server 'h' did not answer initialize within 3 s"),
+])
+def test_a_server_that_fails_to_start_is_a_boundary_error(image, tmp_path, flag, message):
+    env, marker = docker_env(tmp_path, flag, start_timeout=3)
+    with env, pytest.raises(BoundaryError) as info:
+        env.reset(seed=0)
+    assert str(info.value) == message
+    assert_clean(marker)
+
+
+def test_a_missing_image_says_how_to_build_it(image, tmp_path):
+    env, _ = docker_env(tmp_path, image="openenv-mcp/does-not-exist:1")
+    with env, pytest.raises(BoundaryError) as info:
+        env.reset(seed=0)
+    assert str(info.value) == (
+        "tool server 'h': image 'openenv-mcp/does-not-exist:1' is not on this Docker engine (images are never "
+        "pulled implicitly): build it, e.g. `docker build -f docker/tools.Dockerfile -t openenv-mcp/tools .`, "
+        "or `docker pull openenv-mcp/does-not-exist:1`")
+
+
+def test_an_image_entrypoint_serves_stdio(image):
+    spec = EnvSpec(name="echo-docker", max_steps=None,
+                   tool_servers=[ToolServerSpec(name="echo", namespace="", image=IMAGE)])
+    with openenv_mcp.make(spec) as env:
+        obs = env.reset(seed=0)
+        assert [t.name for t in obs.tools] == ["echo"]
+        result = env.step(CallTool(name="echo", arguments={"text": "from a container"})).result
+        assert result.structured_content == {"result": "from a container"} and not result.is_error
+        episode = episode_id(env)
+    assert containers(episode) == []
+
+
+def test_an_http_entrypoint_on_an_internal_network(image, tmp_path):
+    import docker
+
+    client = docker.from_env()
+    tag = "openenv-mcp/tools-http:test"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {IMAGE}\nCMD [\"fastmcp\", \"run\", \"/app/tool_servers/echo.py:server\", \"--transport\", \"http\", "
+        "\"--host\", \"0.0.0.0\", \"--port\", \"8000\", \"--no-banner\"]\n")
+    client.images.build(path=str(tmp_path), tag=tag, rm=True)
+    spec = EnvSpec(name="echo-http", max_steps=None, tool_servers=[
+        ToolServerSpec(name="echo", namespace="", image=tag, transport="http", limits={"start_timeout": 60})])
+    with openenv_mcp.make(spec) as env:
+        env.reset(seed=0)
+        (container,) = containers(episode_id(env))
+        assert list(container.attrs["NetworkSettings"]["Networks"]) == ["openenv-mcp-internal"]
+        assert client.networks.get("openenv-mcp-internal").attrs["Internal"] is True
+        result = env.step(CallTool(name="echo", arguments={"text": "over http"})).result
+        assert result.structured_content == {"result": "over http"}
+        episode = episode_id(env)
+    assert containers(episode) == []
+
+
+def test_containers_of_a_dead_owner_are_reaped(image):
+    import docker
+
+    from openenv_mcp.isolation.docker import reap
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    owner = f"{os.uname().nodename}:{dead.pid}"
+    client = docker.from_env()
+    container = client.containers.create(IMAGE, ["sleep", "60"], network_mode="none",
+                                         labels={"openenv-mcp": "1", "openenv-mcp.episode": "orphan",
+                                                 "openenv-mcp.owner": owner})
+    try:
+        assert len(containers("orphan")) == 1
+        assert reap() >= 1
+        assert containers("orphan") == []
+    finally:
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+
+
+def test_concurrent_episodes_get_their_own_containers(image, tmp_path):
+    async def main() -> list[str]:
+        spec_env, marker = docker_env(tmp_path)
+        spec = spec_env.unwrapped.environment.spec
+        spec_env.close()
+        envs = [openenv_mcp.make_async(spec) for _ in range(3)]
+        try:
+            async with anyio.create_task_group() as tg:
+                for env in envs:
+                    tg.start_soon(env.reset)
+            ids = [env.episode.id for env in envs]
+            assert len({c.id for i in ids for c in containers(i)}) == 3
+            for env in envs:
+                result = (await env.step(CallTool(name="counter", arguments={}))).result
+                assert result.content[0].text == "1"
+            return ids
+        finally:
+            for env in envs:
+                await env.close()
+
+    started = time.monotonic()
+    ids = anyio.run(main)
+    assert time.monotonic() - started < 120
+    for i in ids:
+        assert containers(i) == []
