@@ -72,6 +72,7 @@ class AsyncEnv:
         episode, self._episode = self._episode, None
         if episode is not None:
             await episode.close()
+        await self.environment.aclose()  # the warm pool's servers, if any
 
     async def __aenter__(self) -> AsyncEnv:
         return self

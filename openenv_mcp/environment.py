@@ -11,6 +11,7 @@ from .errors import ConfigError
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
 from .tasks import TaskSet, load_tasks
 from .types import CallTool, Task, action_from_json
+from .warm import WarmPool, World
 
 __all__ = ["Environment"]
 
@@ -26,10 +27,12 @@ class Environment:
         max_steps: overrides the spec's step budget (``0`` for none).
         workdir: where episode workspaces are created (default: the temp dir,
             or ``$OPENENV_MCP_WORKDIR``).
+        warm_pool: pre-started worlds kept ready for fast resets (overrides
+            the spec's ``warm_pool``; see :mod:`openenv_mcp.warm`).
     """
 
     def __init__(self, spec: EnvSpec, *, mode: str = "sim", call_timeout: float | None = None,
-                 max_steps: int | None = None, workdir: Path | None = None) -> None:
+                 max_steps: int | None = None, workdir: Path | None = None, warm_pool: int | None = None) -> None:
         if mode not in ("sim", "prod"):
             raise ConfigError(f"mode must be 'sim' or 'prod', got {mode!r}")
         self.spec = spec
@@ -44,9 +47,15 @@ class Environment:
         reward = spec.reward
         if isinstance(reward, str):
             reward = load_object(reward, spec.base_dir)
+        elif isinstance(reward, dict):  # reward = { command = [...] }: run inside a boundary
+            from .reward_command import CommandReward
+
+            reward = CommandReward(reward, [s.name for s in spec.tool_servers], spec.name)
         if reward is not None and not callable(reward):
             raise ConfigError(f"{spec.name}: reward must be 'module:function' or a callable, got {reward!r}")
         self.reward_fn: Callable[..., Any] | None = reward
+        self.warm_pool_size = getattr(spec, "warm_pool", 0) if warm_pool is None else warm_pool
+        self._pool: WarmPool | None = None
 
     @property
     def name(self) -> str:
@@ -57,6 +66,28 @@ class Environment:
         env = {k: os.environ[k] for k in server.pass_env if k in os.environ}
         env.update(server.env)
         return env
+
+    def warm_world(self, task: Task) -> World | None:
+        """A pre-started world from the warm pool (``None``: start one cold)."""
+        if self.warm_pool_size <= 0:
+            return None
+        if self._pool is None:
+            self._pool = WarmPool(self, self.warm_pool_size)
+        return self._pool.take(task)
+
+    async def warm_up(self, timeout: float = 60) -> bool:
+        """Fill the warm pool now and wait for it (``False`` if it could not)."""
+        if self.warm_pool_size <= 0:
+            return False
+        if self._pool is None:
+            self._pool = WarmPool(self, self.warm_pool_size)
+        return await self._pool.wait_ready(timeout)
+
+    async def aclose(self) -> None:
+        """Stop the warm pool's servers (episodes are closed by their owners)."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
 
     async def new_episode(self, seed: int | None = None, task_id: str | None = None,
                           episode_id: str | None = None) -> Episode:

@@ -21,9 +21,10 @@ import jsonschema
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
 from .errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError
-from .isolation import Connection, ServerContext, connect
+from .isolation import Connection
 from .isolation.inprocess import error_result
 from .types import CallTool, ListTools, Observation, Score, State, Task
+from .warm import prepare
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -106,18 +107,13 @@ class Episode:
     # -- lifecycle ---------------------------------------------------------
     async def start(self) -> None:
         """Seed the workspace, start every tool server, compose the tool list."""
-        spec = self.env.spec
         try:
-            seeds = [spec.path(s.workspace) for s in spec.tool_servers if s.workspace]
-            if self.task.workspace:
-                seeds.append(spec.path(self.task.workspace))
-            self.workspace.seed(*seeds)
-            for server in self.env.servers:
-                ctx = ServerContext(episode_id=self.id, workspace=self.workspace.path, mode=self.env.mode,
-                                    env=self.env.server_env(server))
-                conn = connect(server, ctx, spec.base_dir)
-                self.connections.append(conn)
-                await conn.start()
+            world = self.env.warm_world(self.task)  # pre-started by the warm pool (see warm.py), or None
+            if world is None:
+                world = await prepare(self.env, self.id, self.task, self.workspace)
+            else:
+                self.workspace.remove()
+            self.workspace, self.connections = world.workspace, world.connections
             await self._compose()
             if self.env.reward_fn is not None and self.env.mode == "sim":
                 self.score = await self._score(None, None)

@@ -41,6 +41,8 @@ class Limits(_Spec):
     """CPU time cap per server process (process, sandbox); CPUs for docker."""
     processes: int | None = 64
     """Process (pids) cap (process as an unprivileged uid, sandbox, docker)."""
+    open_files: int | None = 1024
+    """Open file descriptors per server process (process, sandbox)."""
     output_bytes: int = 1_000_000
     """Largest tool output kept; longer text is cut with a visible marker."""
 
@@ -146,6 +148,9 @@ class EnvSpec(_Spec):
     list of actions of a scripted trajectory."""
     success_score: float = 1.0
     """Score at which the episode is done."""
+    warm_pool: int = 0
+    """Worlds (workspace + started tool servers) kept ready in the background so
+    that ``reset()`` only swaps one in; 0 starts every episode cold."""
     tool_servers: list[ToolServerSpec]
     """The composed servers; their tools form one MCP surface."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)

@@ -77,6 +77,15 @@ class Connection(abc.ABC):
         """Render one prompt."""
         raise KeyError(name)
 
+    async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        """Run ``argv`` next to the server, inside its boundary, in the workspace:
+        ``(exit code, stdout, stderr)``, each output cut to 64 KiB. Used by
+        command rewards. This default runs it as a plain child process (right
+        for ``inprocess``); boundaries override it."""
+        from .process import run_plain
+
+        return await run_plain(argv, {**self.ctx.env, **env}, str(self.ctx.workspace), timeout)
+
     async def healthy(self) -> bool:
         """Whether the server still answers."""
         return True

@@ -493,6 +493,45 @@ def subprocess_error() -> type[BaseException]:
     return subprocess.SubprocessError
 
 
+# -- one-shot commands (command rewards) ------------------------------------------------------
+COMMAND_OUTPUT = 65536
+
+
+async def run_launch(launch: Launch, timeout: float, kill_all_of_uid: bool = False) -> tuple[int, str, str]:
+    """Run a :class:`Launch` to completion: ``(code, stdout, stderr)``, outputs cut to 64 KiB.
+    Past ``timeout`` the whole tree is killed and :class:`BoundaryError` raised."""
+    process = StdioProcess(launch.argv[0], launch, COMMAND_OUTPUT, COMMAND_OUTPUT, kill_uid=kill_all_of_uid)
+    await process.spawn()
+    proc = process.proc
+    assert proc is not None and proc.stdin is not None
+    proc.stdin.close()
+    out, err = bytearray(), bytearray()
+
+    async def drain(stream: Any, into: bytearray) -> None:
+        while chunk := await stream.read(65536):
+            into += chunk[:max(0, COMMAND_OUTPUT - len(into))]
+
+    try:
+        with anyio.fail_after(timeout):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, proc.stdout, out)
+                tg.start_soon(drain, proc.stderr, err)
+            await proc.wait()
+    except TimeoutError:
+        raise BoundaryError(f"command {launch.argv[0]!r} did not finish within {timeout:g} s") from None
+    finally:
+        await process.stop()
+    return proc.returncode or 0, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+async def run_plain(argv: list[str], env: dict[str, str], cwd: str, timeout: float) -> tuple[int, str, str]:
+    """Run ``argv`` as a plain child (own session, killed with its tree on timeout)."""
+    executable = resolve_executable(argv[0], argv[0])
+    folder = os.path.dirname(executable)
+    base = {"PATH": f"{folder}:{SYSTEM_PATH}", "HOME": cwd, "LANG": "C.UTF-8"}
+    return await run_launch(Launch([executable, *argv[1:]], {**base, **env}, cwd, None, []), timeout)
+
+
 # -- the connection -----------------------------------------------------------------------
 class _ProcessHost(SessionHost):
     def __init__(self, name: str, process: StdioProcess) -> None:
@@ -554,11 +593,18 @@ class ProcessConnection(McpConnection):
         env.update(self.ctx.env)
         return env
 
-    def launch(self, argv: list[str]) -> Launch:
-        """Turn the server's command into a :class:`Launch` (the sandbox wraps it)."""
-        executable = self.executable
+    def launch(self, argv: list[str], executable: str | None = None) -> Launch:
+        """Turn a command into a :class:`Launch` (the sandbox wraps it)."""
+        executable = executable or self.executable
         return Launch([executable, *argv[1:]], self.child_env(executable), str(self.ctx.workspace), self.uid,
                       rlimits_for(self.spec, self.uid is not None))
+
+    async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        """Run ``argv`` as the server runs: same uid, limits and (sandbox) namespaces."""
+        argv = expand(argv, {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)})
+        launch = self.launch(argv, resolve_executable(argv[0], self.spec.name))
+        launch.env.update(env)
+        return await run_launch(launch, timeout)
 
     def command(self) -> list[str]:
         values = {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)}

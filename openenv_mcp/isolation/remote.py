@@ -22,7 +22,7 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from ..errors import ConfigError
+from ..errors import BoundaryError, ConfigError
 from ..spec import ToolServerSpec
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
@@ -51,6 +51,10 @@ class RemoteConnection(McpConnection):
         async with create_mcp_http_client(headers=self.headers or None, timeout=timeout) as client:
             async with streamable_http_client(self.url, http_client=client) as (read, write):
                 yield read, write
+
+    async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        raise BoundaryError(f"tool server {self.spec.name!r} is remote: a reward command cannot run inside it; "
+                            "give the reward command's server as reward.server, or use a Python reward")
 
     def _new_host(self) -> SessionHost:
         return SessionHost(self.spec.name, self._transport)

@@ -15,8 +15,6 @@ environment, whole-tree kill, bounded reads), plus:
   and for Python commands the interpreter, the virtualenv and ``sys.path``;
 * the spec's ``hide`` paths masked (an empty folder or file over each), so
   files in a bound folder (e.g. an environment's hidden tests) stay unseen;
-* ``hide`` paths (relative to the env folder) covered by an empty folder
-  or an empty file, e.g. hidden tests next to the server's code;
 * **its own PID, IPC, UTS, user and cgroup namespaces**, ``--die-with-parent``,
   ``--new-session``, all capabilities dropped.
 
@@ -142,17 +140,11 @@ class SandboxConnection(ProcessConnection):
         for path in self.hidden_paths():
             args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
-        for hidden in getattr(self.spec, "hide", None) or []:
-            path = (self.base_dir / hidden).resolve()
-            if path.is_dir():
-                args += ["--tmpfs", str(path)]
-            elif path.exists():
-                args += ["--ro-bind", "/dev/null", str(path)]
         args += ["--remount-ro", "/", "--", *argv]
         return args
 
-    def launch(self, argv: list[str]) -> Launch:
-        executable = self.executable
+    def launch(self, argv: list[str], executable: str | None = None) -> Launch:
+        executable = executable or self.executable
         full = [executable, *argv[1:]]
         return Launch(self.bwrap_args(full), self.child_env(executable), str(self.ctx.workspace), self.uid,
                       rlimits_for(self.spec, self.uid is not None))

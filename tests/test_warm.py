@@ -1,0 +1,59 @@
+"""The warm pool: reset swaps in a pre-started world; a new episode never sees the last one's state."""
+
+from __future__ import annotations
+
+import json
+
+from containment import assert_no_leak, call, hostile_env, marked_processes
+
+
+def _pooled(env) -> bool:
+    return env.unwrapped.episode.connections[0].ctx.episode_id.startswith("warm-")
+
+
+def test_reset_takes_a_warm_world_with_fresh_state_and_workspace(tmp_path):
+    (tmp_path / "seed").mkdir()
+    (tmp_path / "seed" / "a.txt").write_text("seed")
+    env, marker = hostile_env("process", workspace="seed", base_dir=tmp_path)
+    env.unwrapped.environment.warm_pool_size = 1
+    portal = env._portal
+    with env:
+        env.reset(seed=0)
+        assert not _pooled(env)  # the first episode starts cold, the pool fills behind it
+        assert call(env, "counter") == ("1", False)
+        assert call(env, "write_file", path="a.txt", text="changed") == ("written", False)
+        assert call(env, "write_file", path="new.txt", text="x") == ("written", False)
+        first = json.loads(call(env, "whoami")[0])
+        assert portal.call(env.unwrapped.environment.warm_up) is True
+        assert len(marked_processes(marker)) == 2  # the episode's server and a warm spare
+        for seed in (1, 2):
+            env.reset(seed=seed)
+            assert _pooled(env)
+            assert call(env, "counter") == ("1", False)
+            assert call(env, "list_dir", path=".") == ('["a.txt"]', False)
+            assert call(env, "read_file", path="a.txt") == ("seed", False)
+            second = json.loads(call(env, "whoami")[0])
+            assert second["pid"] != first["pid"] and second["cwd"] != first["cwd"]
+            call(env, "write_file", path="a.txt", text="changed again")
+            assert portal.call(env.unwrapped.environment.warm_up) is True
+    assert (tmp_path / "seed" / "a.txt").read_text() == "seed"
+    assert_no_leak(marker)
+
+
+def test_a_task_with_its_own_workspace_starts_cold(tmp_path):
+    (tmp_path / "task-seed").mkdir()
+    (tmp_path / "task-seed" / "t.txt").write_text("task")
+    env, marker = hostile_env("process", base_dir=tmp_path)
+    environment = env.unwrapped.environment
+    environment.warm_pool_size = 1
+    from openenv_mcp.tasks import TaskSet
+    from openenv_mcp.types import Task
+
+    environment.tasks = TaskSet([Task(id="t", prompt="p", workspace="task-seed")])
+    with env:
+        env.reset(seed=0)
+        assert env._portal.call(environment.warm_up) is True
+        env.reset(seed=1)
+        assert not _pooled(env)
+        assert call(env, "read_file", path="t.txt") == ("task", False)
+    assert_no_leak(marker)
