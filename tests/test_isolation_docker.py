@@ -379,3 +379,20 @@ def test_concurrent_episodes_get_their_own_containers(image, tmp_path):
     assert time.monotonic() - started < 120
     for i in ids:
         assert containers(i) == []
+
+
+def test_run_command_executes_inside_the_container(image, tmp_path):
+    env, marker = docker_env(tmp_path)
+    with env:
+        env.reset(seed=0)
+        conn = env.unwrapped.episode.connections[0]
+
+        async def run(argv, timeout=10.0):
+            return await conn.run_command(argv, {"EXTRA": "yes"}, timeout)
+
+        code, out, err = env._run(run, ["sh", "-c", "echo $EXTRA; id -u; pwd; ls {workspace}"])
+        assert (code, err) == (0, "")
+        assert out.split() == ["yes", str(65534 if IS_ROOT else os.getuid()), "/workspace", "hostile_server.py"]
+        code, _, _ = env._run(run, ["sleep", "30"], 1.0)
+        assert code == 137
+    assert_clean(marker)

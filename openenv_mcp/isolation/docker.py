@@ -61,6 +61,8 @@ LABEL = "openenv-mcp"
 """Label prefix; every container carries ``openenv-mcp=1``."""
 WORKSPACE = "/workspace"
 """Where the episode workspace is mounted in the container."""
+ENV_DIR = "/env"
+"""Where the environment's folder is mounted (read-only) when the command uses ``{env_dir}``."""
 INTERNAL_NETWORK = "openenv-mcp-internal"
 """Internal network (no outbound route) for ``transport = "http"`` containers."""
 UNPRIVILEGED = (65534, 65534)
@@ -385,6 +387,36 @@ class DockerConnection(McpConnection):
     def _new_host(self) -> SessionHost:
         return _DockerHost(self.spec.name, Container(self))
 
+    def uses_env_dir(self) -> bool:
+        """Whether the command names ``{env_dir}`` (then the env folder is mounted read-only
+        at ``/env``; otherwise nothing of the host but the workspace is visible)."""
+        return any("{env_dir}" in a for a in self.spec.command or [])
+
+    def expand(self, argv: list[str]) -> list[str]:
+        """``{workspace}`` and ``{env_dir}`` as the container sees them."""
+        return [a.replace("{workspace}", WORKSPACE).replace("{env_dir}", ENV_DIR) for a in argv]
+
+    async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        """Run ``argv`` inside the server's container (``docker exec``: same user,
+        limits, network and mounts), in ``/workspace``, killed after ``timeout``."""
+        if any("{env_dir}" in a for a in argv) and not self.uses_env_dir():
+            raise BoundaryError(f"tool server {self.spec.name!r}: {{env_dir}} is mounted in the container only when "
+                                "the server's command uses it")
+        host = await self._ensure()
+        handle = host.container.handle
+        uid, gid = self.user()
+        full = ["timeout", "-s", "KILL", f"{timeout:g}", *self.expand(argv)]
+
+        def run() -> tuple[int, bytes | None, bytes | None]:
+            code, (out, err) = handle.exec_run(full, environment={"HOME": "/tmp", **self.ctx.env, **env},
+                                               workdir=WORKSPACE, user=f"{uid}:{gid}", demux=True)
+            return code, out, err
+
+        with anyio.fail_after(timeout + 10):
+            code, out, err = await anyio.to_thread.run_sync(run)
+        cut = 65536
+        return code, (out or b"")[:cut].decode(errors="replace"), (err or b"")[:cut].decode(errors="replace")
+
     def user(self) -> tuple[int, int]:
         """uid:gid in the container: this user, or nobody when running as root."""
         uid = os.getuid()
@@ -408,9 +440,10 @@ class DockerConnection(McpConnection):
 
         limits = self.spec.limits
         uid, gid = self.user()
-        command = None
-        if self.spec.command:
-            command = [a.replace("{workspace}", WORKSPACE) for a in self.spec.command]
+        command = self.expand(list(self.spec.command)) if self.spec.command else None
+        volumes = {str(self.ctx.workspace): {"bind": WORKSPACE, "mode": "rw"}}
+        if self.uses_env_dir():
+            volumes[str(self.base_dir)] = {"bind": ENV_DIR, "mode": "ro"}
         ulimits = [docker.types.Ulimit(name="nofile", soft=1024, hard=1024),
                    docker.types.Ulimit(name="core", soft=0, hard=0)]
         if limits.cpu_seconds:
@@ -426,7 +459,7 @@ class DockerConnection(McpConnection):
             network_mode=network,
             read_only=True,
             tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},
-            volumes={str(self.ctx.workspace): {"bind": WORKSPACE, "mode": "rw"}},
+            volumes=volumes,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             nano_cpus=int(float(os.environ.get("OPENENV_MCP_DOCKER_CPUS", "1")) * 1e9),
