@@ -1,0 +1,322 @@
+"""The control plane (simulation mode only): episodes for trainers, over WebSocket and HTTP.
+
+``/ws`` carries JSON messages with request ids; one connection drives many
+episodes, and a ``batch`` message runs many operations (usually steps of many
+episodes) in one message, answered in one message. The HTTP routes are the
+same operations one request at a time. The wire forms are documented with
+examples in ``docs/protocol.md``.
+
+Every operation goes through :class:`ControlPlane`, which reaches episodes via
+the :class:`~openenv_mcp.episodes.EpisodeManager` and steps them with
+:meth:`Episode.act` (the one dispatch path the MCP face uses too). Errors are
+:class:`~openenv_mcp.errors.OpenEnvError` subclasses raised deep and translated
+here, once, with their ``code`` and ``http_status``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from .errors import EpisodeEnded, OpenEnvError
+from .types import CallTool, ListTools, action_from_json
+
+if TYPE_CHECKING:
+    from .episode import Episode
+    from .episodes import EpisodeManager
+    from .metrics import Metrics
+
+__all__ = ["OPS", "BadRequest", "ControlPlane", "error_body"]
+
+OPS = ("create", "reset", "step", "state", "close", "batch", "list")
+"""The operations of the control plane (the ``op`` of a WebSocket message)."""
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+class BadRequest(OpenEnvError):
+    """A control-plane message that is not valid (bad JSON, unknown op, missing field)."""
+
+    code = "bad_request"
+    http_status = 400
+
+
+class RequestTooLarge(OpenEnvError):
+    """A message over the server's ``--max-request-bytes``."""
+
+    code = "request_too_large"
+    http_status = 413
+
+
+def error_body(err: OpenEnvError) -> dict[str, str]:
+    """The wire form of an error: ``{"code": ..., "message": ...}``."""
+    return {"code": err.code, "message": str(err)}
+
+
+def _int_or_none(msg: dict[str, Any], key: str) -> int | None:
+    value = msg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"{key!r} must be an integer or null, got {value!r}")
+    return value
+
+
+def _str_or_none(msg: dict[str, Any], key: str) -> str | None:
+    value = msg.get(key)
+    if value is not None and not isinstance(value, str):
+        raise BadRequest(f"{key!r} must be a string or null, got {value!r}")
+    return value
+
+
+def _episode_id(msg: dict[str, Any]) -> str:
+    value = msg.get("episode_id")
+    if not isinstance(value, str) or not value:
+        raise BadRequest("'episode_id' (a string) is required: the id 'create' returned")
+    return value
+
+
+def _action(msg: dict[str, Any]) -> CallTool | ListTools:
+    action = msg.get("action")
+    if not isinstance(action, dict):
+        raise BadRequest('\'action\' (an object) is required, e.g. {"type": "call_tool", "name": "echo", '
+                         '"arguments": {"text": "hi"}} or {"type": "list_tools"}')
+    try:
+        return action_from_json(action)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise BadRequest(f"invalid action{f' at {where!r}' if where else ''}: {first.get('msg')}") from None
+
+
+class ControlPlane:
+    """The control plane's operations, shared by the WebSocket and the HTTP routes."""
+
+    def __init__(self, manager: EpisodeManager, metrics: Metrics, *, max_request_bytes: int | None = None) -> None:
+        self.manager = manager
+        self.metrics = metrics
+        self.max_request_bytes = max_request_bytes
+
+    # -- operations (each returns the JSON text of its result) ---------------------
+    def _created(self, episode: Episode, base: str) -> str:
+        obs = episode.first_observation().model_dump_json(by_alias=True, exclude_none=True)
+        path = f"/episodes/{episode.id}/mcp"
+        return (f'{{"episode_id":{_dumps(episode.id)},"mcp_path":{_dumps(path)},'
+                f'"mcp_url":{_dumps(base + path)},"observation":{obs}}}')
+
+    async def create(self, msg: dict[str, Any], owner: str | None, base: str) -> str:
+        episode = await self.manager.create(_int_or_none(msg, "seed"), _str_or_none(msg, "task_id"), owner=owner)
+        return self._created(episode, base)
+
+    async def reset(self, msg: dict[str, Any], base: str) -> str:
+        episode = await self.manager.reset(_episode_id(msg), _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"))
+        return self._created(episode, base)
+
+    async def step(self, msg: dict[str, Any]) -> str:
+        episode = self.manager.get(_episode_id(msg))
+        action = _action(msg)
+        obs = await self.act(episode, action, "control")
+        return f'{{"observation":{obs.model_dump_json(by_alias=True, exclude_none=True)}}}'
+
+    async def act(self, episode: Episode, action: CallTool | ListTools, face: str) -> Any:
+        """``episode.act(action)``, counted in the metrics."""
+        if isinstance(action, ListTools):
+            return await episode.act(action)
+        started = time.perf_counter()
+        try:
+            obs = await episode.act(action)
+        except EpisodeEnded:
+            self.metrics.tool_call(action.name, "failed", time.perf_counter() - started, face)
+            raise
+        self.metrics.tool_call(action.name, "error" if obs.result.is_error else "ok",
+                               time.perf_counter() - started, face)
+        return obs
+
+    def state(self, msg: dict[str, Any]) -> str:
+        return f'{{"state":{self.manager.get(_episode_id(msg)).state().model_dump_json()}}}'
+
+    async def close(self, msg: dict[str, Any]) -> str:
+        closed = await self.manager.close(_episode_id(msg))
+        return '{"closed":true}' if closed else '{"closed":false}'
+
+    def list(self) -> str:
+        return f'{{"episodes":{_dumps(self.manager.ids())}}}'
+
+    async def run(self, msg: Any, owner: str | None, base: str, *, nested: bool = False) -> str:
+        """One operation (``msg["op"]``); raises :class:`OpenEnvError` for the edge to translate."""
+        if not isinstance(msg, dict):
+            raise BadRequest("a message must be a JSON object with an 'op'")
+        op = msg.get("op", "step" if nested else None)
+        if op == "step":
+            return await self.step(msg)
+        if op == "state":
+            return self.state(msg)
+        if op == "create":
+            return await self.create(msg, owner, base)
+        if op == "reset":
+            return await self.reset(msg, base)
+        if op == "close":
+            return await self.close(msg)
+        if op == "list":
+            return self.list()
+        if op == "batch" and not nested:
+            return await self.batch(msg, owner, base)
+        if op == "batch":
+            raise BadRequest("a batch cannot contain another batch")
+        raise BadRequest(f"unknown op {op!r}; expected one of: {', '.join(OPS)}")
+
+    async def batch(self, msg: dict[str, Any], owner: str | None, base: str) -> str:
+        """Run ``items`` (operations, ``op`` defaults to ``step``): different episodes
+        concurrently, items of one episode in their order. One result per item."""
+        items = msg.get("items")
+        if not isinstance(items, list):
+            raise BadRequest("'items' (a list of operations, e.g. [{\"episode_id\": ..., \"action\": ...}]) "
+                             "is required")
+        results: list[str] = [""] * len(items)
+        groups: dict[Any, list[int]] = {}
+        for i, item in enumerate(items):
+            key = item.get("episode_id") if isinstance(item, dict) and item.get("episode_id") else ("#", i)
+            groups.setdefault(key, []).append(i)
+
+        async def run_group(indices: list[int]) -> None:
+            for i in indices:
+                try:
+                    results[i] = f'{{"ok":true,"result":{await self.run(items[i], owner, base, nested=True)}}}'
+                except OpenEnvError as e:
+                    results[i] = f'{{"ok":false,"error":{_dumps(error_body(e))}}}'
+
+        if len(groups) == 1:
+            await run_group(next(iter(groups.values())))
+        else:
+            async with anyio.create_task_group() as tg:
+                for indices in groups.values():
+                    tg.start_soon(run_group, indices)
+        return f'{{"results":[{",".join(results)}]}}'
+
+    # -- WebSocket ---------------------------------------------------------------
+    async def websocket(self, ws: WebSocket) -> None:
+        """Serve one WebSocket connection; its episodes are closed when it goes away."""
+        await ws.accept()
+        owner = f"ws:{uuid.uuid4().hex}"
+        scheme = "https" if ws.url.scheme == "wss" else "http"
+        base = f"{scheme}://{ws.url.netloc}"
+        locks: dict[str, anyio.Lock] = {}
+        send_lock = anyio.Lock()
+
+        async def reply(text: str) -> None:
+            async with send_lock:
+                await ws.send({"type": "websocket.send", "text": text})
+
+        async def handle(raw: str) -> None:
+            rid: Any = None
+            try:
+                if self.max_request_bytes is not None and len(raw) > self.max_request_bytes:
+                    raise RequestTooLarge(f"message of {len(raw)} bytes exceeds the limit of "
+                                          f"{self.max_request_bytes} bytes (--max-request-bytes)")
+                try:
+                    msg = json.loads(raw)
+                except ValueError as e:
+                    raise BadRequest(f"message is not valid JSON: {e}") from None
+                if isinstance(msg, dict):
+                    rid = msg.get("id")
+                key = msg.get("episode_id") if isinstance(msg, dict) and msg.get("op") != "batch" else None
+                if isinstance(key, str):
+                    lock = locks.get(key)
+                    if lock is None:
+                        lock = locks[key] = anyio.Lock()
+                    async with lock:
+                        text = await self.run(msg, owner, base)
+                    if msg.get("op") == "close":
+                        locks.pop(key, None)
+                else:
+                    text = await self.run(msg, owner, base)
+                out = f'{{"id":{_dumps(rid)},"ok":true,"result":{text}}}'
+            except OpenEnvError as e:
+                out = f'{{"id":{_dumps(rid)},"ok":false,"error":{_dumps(error_body(e))}}}'
+            except Exception as e:  # a bug must not kill the connection; say what happened
+                out = (f'{{"id":{_dumps(rid)},"ok":false,"error":'
+                       f'{_dumps({"code": "internal_error", "message": f"{type(e).__name__}: {e}"})}}}')
+            try:
+                await reply(out)
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                pass
+
+        try:
+            async with anyio.create_task_group() as tg:
+                while True:
+                    message = await ws.receive()
+                    kind = message["type"]
+                    if kind == "websocket.disconnect":
+                        break
+                    raw = message.get("text")
+                    if raw is None:
+                        data = message.get("bytes") or b""
+                        raw = data.decode("utf-8", errors="replace")
+                    tg.start_soon(handle, raw)
+                tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.manager.close_owner(owner, "disconnect")
+
+    # -- HTTP ----------------------------------------------------------------------
+    async def _http(self, request: Request, op: str, with_body: bool = True, status: int = 200) -> Response:
+        try:
+            msg: dict[str, Any] = {}
+            if with_body:
+                body = await request.body()
+                if body.strip():
+                    try:
+                        msg = json.loads(body)
+                    except ValueError as e:
+                        raise BadRequest(f"request body is not valid JSON: {e}") from None
+                    if not isinstance(msg, dict):
+                        raise BadRequest("request body must be a JSON object")
+            msg["op"] = op
+            if "episode_id" in request.path_params:
+                msg["episode_id"] = request.path_params["episode_id"]
+            base = f"{request.url.scheme}://{request.url.netloc}"
+            text = await self.run(msg, None, base)
+            return Response(text, status_code=status, media_type="application/json")
+        except OpenEnvError as e:
+            return Response(_dumps({"error": error_body(e)}), status_code=e.http_status,
+                            media_type="application/json")
+
+    def routes(self) -> list[BaseRoute]:
+        """``/ws`` and the HTTP equivalents."""
+
+        async def create(request: Request) -> Response:
+            return await self._http(request, "create", status=201)
+
+        async def list_(request: Request) -> Response:
+            return await self._http(request, "list", with_body=False)
+
+        async def reset(request: Request) -> Response:
+            return await self._http(request, "reset")
+
+        async def step(request: Request) -> Response:
+            return await self._http(request, "step")
+
+        async def state(request: Request) -> Response:
+            return await self._http(request, "state", with_body=False)
+
+        async def close(request: Request) -> Response:
+            return await self._http(request, "close", with_body=False)
+
+        return [
+            WebSocketRoute("/ws", self.websocket, name="control-ws"),
+            Route("/episodes", create, methods=["POST"], name="control-create"),
+            Route("/episodes", list_, methods=["GET"], name="control-list"),
+            Route("/episodes/{episode_id}/reset", reset, methods=["POST"], name="control-reset"),
+            Route("/episodes/{episode_id}/step", step, methods=["POST"], name="control-step"),
+            Route("/episodes/{episode_id}/state", state, methods=["GET"], name="control-state"),
+            Route("/episodes/{episode_id}", close, methods=["DELETE"], name="control-close"),
+        ]

@@ -1,0 +1,217 @@
+"""The episode manager of a server: live episodes by id, owners, a cap, idle reaping.
+
+Every face of ``openenv-mcp serve`` finds its episodes here: the control plane
+(WebSocket and HTTP), ``/episodes/{id}/mcp``, the ``openenv/episode`` ``_meta``
+key and the episode of each 2025-11-25 MCP session. Lookups, creation and
+closing are O(1) dict operations; the reaper scans once per interval.
+
+* **Cap.** ``max_episodes`` bounds live episodes (those being created
+  included); one more raises :class:`~openenv_mcp.errors.EpisodeLimit` with a
+  message that says what to do.
+* **Owners.** An episode may belong to an owner (a WebSocket connection, an
+  MCP session): :meth:`close_owner` closes all of an owner's episodes when it
+  goes away.
+* **Idle reaping.** With ``idle_timeout`` set, an episode unused for that long
+  (no step, no state read) and not in the middle of a call is closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+
+from .errors import EpisodeLimit, UnknownEpisode
+
+if TYPE_CHECKING:
+    from .environment import Environment
+    from .episode import Episode
+    from .metrics import Metrics
+
+__all__ = ["EpisodeManager"]
+
+log = logging.getLogger("openenv_mcp.episodes")
+
+
+def _busy(episode: Episode) -> bool:
+    """Whether a tool call is in flight (the episode's step lock is held)."""
+    lock = getattr(episode, "_lock", None)
+    return lock is not None and lock.locked()
+
+
+class EpisodeManager:
+    """Live episodes of one environment, by id.
+
+    Args:
+        environment: the served environment.
+        max_episodes: cap on live episodes (``None``: no cap).
+        idle_timeout: seconds after which an unused episode is closed (``None``: never).
+        metrics: where creations and closings are counted.
+    """
+
+    def __init__(self, environment: Environment, *, max_episodes: int | None = None,
+                 idle_timeout: float | None = None, metrics: Metrics | None = None) -> None:
+        if max_episodes is not None and max_episodes < 1:
+            raise ValueError("max_episodes must be at least 1 (or None for no cap)")
+        if idle_timeout is not None and not idle_timeout > 0:
+            raise ValueError("idle_timeout must be a positive number of seconds (or None)")
+        self.environment = environment
+        self.max_episodes = max_episodes
+        self.idle_timeout = idle_timeout
+        self.metrics = metrics
+        self._episodes: dict[str, Episode] = {}
+        self._owner_of: dict[str, str] = {}
+        self._owned: dict[str, set[str]] = {}
+        self._creating = 0
+        self.reaped: dict[str, float] = {}
+        """Recently reaped episode ids (id -> when), so lookups can say why an id is gone."""
+
+    # -- queries -------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._episodes)
+
+    def __contains__(self, episode_id: str) -> bool:
+        return episode_id in self._episodes
+
+    def ids(self) -> list[str]:
+        return list(self._episodes)
+
+    def peek(self, episode_id: str) -> Episode | None:
+        """The live episode ``episode_id`` or ``None``, without counting as a use."""
+        return self._episodes.get(episode_id)
+
+    def get(self, episode_id: str) -> Episode:
+        """The live episode ``episode_id`` (raises :class:`UnknownEpisode`)."""
+        episode = self._episodes.get(episode_id)
+        if episode is None:
+            raise self.unknown(episode_id)
+        episode.last_used = time.monotonic()
+        return episode
+
+    def unknown(self, episode_id: str) -> UnknownEpisode:
+        """The error for an id that names no live episode, saying why when known."""
+        if episode_id in self.reaped:
+            return UnknownEpisode(
+                f"episode {episode_id!r} was closed after {self.idle_timeout:g} s idle (--idle-timeout); "
+                "create a new episode")
+        return UnknownEpisode(f"unknown episode {episode_id!r}: never created, closed, or reaped; "
+                              "create one first (op 'create' or POST /episodes)")
+
+    # -- lifecycle -----------------------------------------------------------
+    def _reserve(self) -> None:
+        cap = self.max_episodes
+        if cap is not None and len(self._episodes) + self._creating >= cap:
+            if self.metrics is not None:
+                self.metrics.rejected_request("episode_limit")
+            raise EpisodeLimit(
+                f"the server is full: {len(self._episodes) + self._creating} live episodes, the cap is {cap} "
+                "(--max-episodes); close episodes you no longer need, or retry later")
+        self._creating += 1
+
+    async def create(self, seed: int | None = None, task_id: str | None = None, *,
+                     episode_id: str | None = None, owner: str | None = None) -> Episode:
+        """Create and start an episode (counted against the cap while it starts)."""
+        self._reserve()
+        try:
+            episode = await self.environment.new_episode(seed=seed, task_id=task_id, episode_id=episode_id)
+        finally:
+            self._creating -= 1
+        self._add(episode, owner)
+        return episode
+
+    def _add(self, episode: Episode, owner: str | None) -> None:
+        self._episodes[episode.id] = episode
+        if owner is not None:
+            self._owner_of[episode.id] = owner
+            self._owned.setdefault(owner, set()).add(episode.id)
+        if self.metrics is not None:
+            self.metrics.episode_created()
+
+    async def reset(self, episode_id: str, seed: int | None = None, task_id: str | None = None) -> Episode:
+        """A fresh world under the same id (and owner): the old one is closed first."""
+        old = self.get(episode_id)
+        owner = self._owner_of.get(episode_id)
+        await self.close(episode_id, reason="reset")
+        del old
+        return await self.create(seed, task_id, episode_id=episode_id, owner=owner)
+
+    def _forget(self, episode_id: str) -> Episode | None:
+        episode = self._episodes.pop(episode_id, None)
+        owner = self._owner_of.pop(episode_id, None)
+        if owner is not None:
+            owned = self._owned.get(owner)
+            if owned is not None:
+                owned.discard(episode_id)
+                if not owned:
+                    del self._owned[owner]
+        return episode
+
+    async def close(self, episode_id: str, reason: str = "closed") -> bool:
+        """Close one episode; ``False`` when it was not live."""
+        episode = self._forget(episode_id)
+        if episode is None:
+            return False
+        if self.metrics is not None:
+            self.metrics.episode_closed(reason)
+        with anyio.CancelScope(shield=True):
+            await episode.close()
+        return True
+
+    async def close_owner(self, owner: str, reason: str = "disconnect") -> int:
+        """Close every episode of ``owner`` (a connection that went away)."""
+        ids = list(self._owned.pop(owner, ()))
+        for episode_id in ids:
+            self._owner_of.pop(episode_id, None)
+        for episode_id in ids:
+            await self.close(episode_id, reason)
+        return len(ids)
+
+    def owned(self, owner: str) -> set[str]:
+        return set(self._owned.get(owner, ()))
+
+    async def close_all(self) -> None:
+        for episode_id in list(self._episodes):
+            await self.close(episode_id, "shutdown")
+
+    # -- reaping ---------------------------------------------------------------
+    async def reap(self, now: float | None = None) -> int:
+        """Close episodes idle for longer than ``idle_timeout``; how many were closed."""
+        if self.idle_timeout is None:
+            return 0
+        now = time.monotonic() if now is None else now
+        limit = now - self.idle_timeout
+        idle = [e.id for e in self._episodes.values() if e.last_used < limit and not _busy(e)]
+        for episode_id in idle:
+            self.reaped[episode_id] = now
+            await self.close(episode_id, "idle")
+        if len(self.reaped) > 10_000:  # remember recent ones only
+            for key in list(self.reaped)[: len(self.reaped) - 5_000]:
+                del self.reaped[key]
+        return len(idle)
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[EpisodeManager]:
+        """Reap idle episodes in the background; close every episode on exit."""
+        async with anyio.create_task_group() as tg:
+            if self.idle_timeout is not None:
+                tg.start_soon(self._reaper)
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    await self.close_all()
+
+    async def _reaper(self) -> None:
+        assert self.idle_timeout is not None
+        interval = min(max(self.idle_timeout / 4, 0.05), 30.0)
+        while True:
+            await anyio.sleep(interval)
+            try:
+                await self.reap()
+            except Exception:  # the reaper must survive one bad close
+                log.exception("reaping idle episodes failed")

@@ -1,0 +1,184 @@
+"""The MCP face over streamable HTTP: ``/mcp`` and ``/episodes/{id}/mcp``.
+
+Built on the official SDK's machinery (:class:`StreamableHTTPSessionManager`:
+the 2025-11-25 handshake with ``Mcp-Session-Id`` and the stateless 2026-07-28
+single-exchange form, Host/Origin validation, body size cap) around one
+low-level server from :func:`openenv_mcp.mcpserver.build_server`, so every
+``tools/call`` goes through :meth:`Episode.act`.
+
+Which episode serves a request (first match wins):
+
+1. ``params._meta["openenv/episode"]`` (:data:`EPISODE_META_KEY`) names a live
+   episode — any generation, any path;
+2. the path ``/episodes/{id}/mcp`` names it — usable by any client, stateless
+   ones included;
+3. a 2025-11-25 session on ``/mcp``: the session's own fresh episode, created
+   on its first request and closed when the session ends (DELETE, idle);
+4. otherwise (a stateless request on ``/mcp``): a fresh episode for this one
+   request, closed after it.
+
+An id that names no live episode is a JSON-RPC error (code
+:data:`UNKNOWN_EPISODE_CODE`) whose message says what to do.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.types import Receive, Scope, Send
+
+from .errors import OpenEnvError
+from .mcpserver import build_server
+
+if TYPE_CHECKING:
+    from .episode import Episode
+    from .episodes import EpisodeManager
+    from .metrics import Metrics
+
+__all__ = ["EPISODE_META_KEY", "EPISODE_SCOPE_KEY", "UNKNOWN_EPISODE_CODE", "McpFace"]
+
+EPISODE_META_KEY = "openenv/episode"
+"""The ``_meta`` key naming the episode a request is for (a request's ``params._meta``)."""
+
+EPISODE_SCOPE_KEY = "openenv.episode"
+"""ASGI scope key set by the router for ``/episodes/{id}/mcp``."""
+
+UNKNOWN_EPISODE_CODE = -32001
+"""JSON-RPC error code for an episode that cannot serve the request (unknown, reaped, cap reached)."""
+
+EPISODE_METHODS = frozenset({
+    "tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list",
+    "prompts/list", "prompts/get",
+})
+"""Methods answered by an episode (everything else is protocol: initialize, ping, discover...)."""
+
+_current: contextvars.ContextVar[Episode] = contextvars.ContextVar("openenv_mcp_episode")
+
+
+def _error(err: OpenEnvError) -> MCPError:
+    return MCPError(code=UNKNOWN_EPISODE_CODE, message=str(err), data={"code": err.code})
+
+
+class _SessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager; a session that ends also closes its episode."""
+
+    face: McpFace
+
+    async def _discard_session(self, session_id: str, transport: Any) -> None:
+        await super()._discard_session(session_id, transport)
+        await self.face.session_ended(session_id)
+
+
+class McpFace:
+    """The MCP face of one served environment (an ASGI app for ``/mcp``)."""
+
+    def __init__(self, manager: EpisodeManager, metrics: Metrics, *, name: str, instructions: str | None,
+                 security: TransportSecuritySettings, max_request_bytes: int, idle_timeout: float | None,
+                 json_response: bool = True) -> None:
+        self.manager = manager
+        self.metrics = metrics
+        self._sessions: dict[str, str] = {}  # MCP session id -> episode id
+        self._creating: dict[str, anyio.Event] = {}
+
+        async def resolve(ctx: Any) -> Episode:
+            return _current.get()
+
+        self.server = build_server(name, resolve, instructions=instructions)
+        self.server.middleware = [self._middleware]  # one middleware: episode resolution + metrics
+        self.sessions = _SessionManager(
+            self.server,
+            json_response=json_response,
+            security_settings=security,
+            session_idle_timeout=idle_timeout,
+            max_request_body_size=max_request_bytes,
+            max_sessions=None,  # the episode cap rules (--max-episodes)
+        )
+        self.sessions.face = self
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        async with self.sessions.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.sessions.asgi_app(scope, receive, send)
+
+    # -- episode resolution ---------------------------------------------------------
+    async def _middleware(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method not in EPISODE_METHODS:
+            return await call_next(ctx)
+        episode, ephemeral = await self._resolve(ctx)
+        token = _current.set(episode)
+        try:
+            if ctx.method != "tools/call":
+                return await call_next(ctx)
+            name = ctx.params.get("name") if ctx.params else None
+            started = time.perf_counter()
+            outcome = "failed"
+            try:
+                result = await call_next(ctx)
+                if isinstance(result, dict):
+                    outcome = "error" if result.get("isError") else "ok"
+                return result
+            finally:
+                self.metrics.tool_call(str(name), outcome, time.perf_counter() - started, "mcp")
+        finally:
+            _current.reset(token)
+            if ephemeral:
+                await self.manager.close(episode.id)
+
+    async def _resolve(self, ctx: Any) -> tuple[Episode, bool]:
+        try:
+            params = ctx.params
+            meta = params.get("_meta") if params else None
+            if isinstance(meta, dict) and EPISODE_META_KEY in meta:
+                episode_id = meta[EPISODE_META_KEY]
+                if not isinstance(episode_id, str):
+                    raise MCPError(code=-32602, message=f"_meta[{EPISODE_META_KEY!r}] must be an episode id string")
+                return self.manager.get(episode_id), False
+            request = ctx.request
+            if request is not None:
+                episode_id = request.scope.get(EPISODE_SCOPE_KEY)
+                if episode_id is not None:
+                    return self.manager.get(episode_id), False
+                session_id = request.headers.get("mcp-session-id")
+                if session_id:
+                    return await self._session_episode(session_id), False
+            return await self.manager.create(), True
+        except OpenEnvError as e:
+            raise _error(e) from None
+
+    async def _session_episode(self, session_id: str) -> Episode:
+        while True:
+            episode_id = self._sessions.get(session_id)
+            if episode_id is not None:
+                if episode_id in self.manager:
+                    return self.manager.get(episode_id)
+                err = self.manager.unknown(episode_id)
+                raise type(err)(f"the episode of this MCP session is gone ({err}); "
+                                "start a new session (initialize again)")
+            pending = self._creating.get(session_id)
+            if pending is None:
+                break
+            await pending.wait()  # a concurrent first request is creating it
+        done = self._creating[session_id] = anyio.Event()
+        try:
+            episode = await self.manager.create(owner=f"mcp:{session_id}")
+            self._sessions[session_id] = episode.id
+        finally:
+            del self._creating[session_id]
+            done.set()
+        return episode
+
+    async def session_ended(self, session_id: str) -> None:
+        """A 2025-11-25 session ended (DELETE, idle timeout, shutdown): close its episode."""
+        if self._sessions.pop(session_id, None) is not None:
+            await self.manager.close_owner(f"mcp:{session_id}", "disconnect")

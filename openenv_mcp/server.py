@@ -1,0 +1,307 @@
+"""``openenv-mcp serve``: one Starlette app with both faces of an environment.
+
+Routes (simulation mode; production mode keeps only the first three):
+
+* ``/mcp`` — the MCP face, streamable HTTP (both protocol generations), see
+  :mod:`openenv_mcp.mcphttp`;
+* ``GET /health`` — liveness, live episodes, tool-server health (never behind
+  the token), see :mod:`openenv_mcp.health`;
+* ``GET /metrics`` — Prometheus text, see :mod:`openenv_mcp.metrics`;
+* ``/ws``, ``POST /episodes``, ``GET /episodes``, ``POST /episodes/{id}/reset``,
+  ``POST /episodes/{id}/step``, ``GET /episodes/{id}/state``,
+  ``DELETE /episodes/{id}`` — the control plane, see :mod:`openenv_mcp.control`;
+* ``/episodes/{id}/mcp`` — the MCP face bound to one episode.
+
+Extra routes (e.g. the playground at ``/``) come in through ``extra_routes``.
+Every request first passes :class:`Edge`: Host/Origin validation against DNS
+rebinding (loopback allowed by default), the bearer token, and the request
+size cap — each refusal a clear JSON error.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .control import ControlPlane, RequestTooLarge
+from .environment import Environment
+from .episodes import EpisodeManager
+from .errors import ConfigError
+from .health import health_report
+from .mcphttp import EPISODE_SCOPE_KEY, McpFace
+from .metrics import Metrics
+
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "create_app"]
+
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""Default cap on one request body or WebSocket message (4 MiB)."""
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+"""Host names always allowed (with any port) unless ``allowed_hosts`` contains ``*``."""
+
+_WILDCARD_BINDS = ("0.0.0.0", "::", "")
+
+
+def _split_host(host: str) -> str:
+    """``example.com:8000`` -> ``example.com``; ``[::1]:80`` -> ``[::1]``."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1] if end >= 0 else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _json_error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps({"error": {"code": code, "message": message}})
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+class Edge:
+    """ASGI middleware in front of every route: Host/Origin, bearer token, size cap.
+
+    It also routes ``/mcp`` (and ``/episodes/{id}/mcp`` when ``episode_mcp``) to
+    the MCP face directly, skipping the router on the hottest path.
+    """
+
+    def __init__(self, app: ASGIApp, *, mcp: ASGIApp, metrics: Metrics, allowed_hosts: Sequence[str],
+                 allowed_origins: Sequence[str], token: str | None, max_request_bytes: int,
+                 public: Callable[[str], bool], episode_mcp: bool) -> None:
+        self.app = app
+        self.mcp = mcp
+        self.metrics = metrics
+        self.any_host = "*" in allowed_hosts
+        self.hosts = {h.lower() for h in allowed_hosts}
+        self.any_origin = "*" in allowed_origins
+        self.origins = {o.lower().rstrip("/") for o in allowed_origins}
+        self.auth = f"Bearer {token}".encode() if token else None
+        self.max_bytes = max_request_bytes
+        self.public = public
+        self.episode_mcp = episode_mcp
+        self.allowed_text = ", ".join(sorted(self.hosts))
+
+    # -- checks ----------------------------------------------------------------
+    def _host_ok(self, host: str) -> bool:
+        if self.any_host:
+            return True
+        host = host.lower()
+        return host in self.hosts or _split_host(host) in self.hosts
+
+    def _origin_ok(self, origin: str) -> bool:
+        if self.any_origin:
+            return True
+        origin = origin.lower().rstrip("/")
+        if origin in self.origins:
+            return True
+        scheme, sep, rest = origin.partition("://")
+        if not sep:
+            return False
+        return f"{scheme}://{_split_host(rest)}" in self.origins
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str,
+                      reason: str, headers: dict[str, str] | None = None) -> None:
+        self.metrics.rejected_request(reason)
+        if scope["type"] == "websocket":
+            # Before accept: uvicorn answers the handshake with HTTP 403.
+            await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
+            return
+        await _json_error(status, code, message, headers)(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind != "http" and kind != "websocket":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if self.public(path):
+            await self.app(scope, receive, send)
+            return
+        host = origin = auth = length = None
+        for key, value in scope["headers"]:
+            if key == b"host":
+                host = value
+            elif key == b"origin":
+                origin = value
+            elif key == b"authorization":
+                auth = value
+            elif key == b"content-length":
+                length = value
+        if host is None or not self._host_ok(host.decode("latin-1")):
+            shown = host.decode("latin-1") if host is not None else "(none)"
+            await self._refuse(scope, receive, send, 421, "invalid_host",
+                               f"Invalid Host header {shown!r}: this server answers for {self.allowed_text} "
+                               "(DNS-rebinding protection); start it with --allowed-host NAME to allow another",
+                               "host")
+            return
+        if origin is not None and not self._origin_ok(origin.decode("latin-1")):
+            await self._refuse(scope, receive, send, 403, "invalid_origin",
+                               f"Invalid Origin header {origin.decode('latin-1')!r} (DNS-rebinding protection); "
+                               "start the server with --allowed-origin ORIGIN to allow it", "origin")
+            return
+        if self.auth is not None and (auth is None or not hmac.compare_digest(auth, self.auth)):
+            await self._refuse(scope, receive, send, 401, "unauthorized",
+                               "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                               "(the --token the server was started with)", "token",
+                               {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'})
+            return
+        if kind == "http":
+            if length is not None:
+                try:
+                    size = int(length)
+                except ValueError:
+                    size = 0
+                if size > self.max_bytes:
+                    await self._refuse(scope, receive, send, 413, "request_too_large",
+                                       f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes "
+                                       "(--max-request-bytes)", "too_large")
+                    return
+            else:
+                receive = self._capped(receive)
+            if path == "/mcp" or path == "/mcp/":
+                await self.mcp(scope, receive, send)
+                return
+            if self.episode_mcp and path.startswith("/episodes/") and (path.endswith("/mcp") or path.endswith("/mcp/")):
+                episode_id = path[len("/episodes/"):].rstrip("/")[: -len("/mcp")]
+                if episode_id and "/" not in episode_id:
+                    scope = dict(scope)
+                    scope[EPISODE_SCOPE_KEY] = episode_id
+                    await self.mcp(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+    def _capped(self, receive: Receive) -> Receive:
+        """A ``receive`` that refuses a streamed (chunked) body beyond the cap."""
+        seen = 0
+        limit = self.max_bytes
+
+        async def capped() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise RequestTooLarge(f"request body exceeds the limit of {limit} bytes (--max-request-bytes)")
+            return message
+
+        return capped
+
+
+def _public_paths(paths: Iterable[str]) -> Callable[[str], bool]:
+    exact = {p for p in paths if not p.endswith("/") or p == "/"}
+    prefixes = tuple(p for p in paths if p.endswith("/") and p != "/")
+
+    def public(path: str) -> bool:
+        return path in exact or (bool(prefixes) and path.startswith(prefixes))
+
+    return public
+
+
+def create_app(
+    environment: Environment,
+    *,
+    mode: str | None = None,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    max_episodes: int | None = None,
+    idle_timeout: float | None = 1800.0,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    extra_routes: Sequence[BaseRoute] = (),
+    public_paths: Sequence[str] = ("/health",),
+    json_response: bool = True,
+) -> Starlette:
+    """The ASGI app serving ``environment``.
+
+    Args:
+        environment: the loaded environment (its ``mode`` decides the routes
+            unless ``mode`` is given, which must then agree).
+        mode: ``sim`` (control plane + MCP) or ``prod`` (MCP, health, metrics).
+        token: require ``Authorization: Bearer <token>`` on every route but
+            ``public_paths``.
+        host: the address the server binds; a specific one is allowed as Host.
+        allowed_hosts: more Host values (``name`` or ``name:port``; ``*`` allows
+            any). Loopback names are always allowed.
+        allowed_origins: more Origin values (``scheme://host[:port]``; ``*``
+            allows any). Loopback origins are always allowed.
+        max_episodes: cap on live episodes (``None``: none).
+        idle_timeout: close episodes (and MCP sessions) unused this long, in
+            seconds (``None``: never).
+        max_request_bytes: cap on a request body or WebSocket message.
+        extra_routes: more routes (the playground's ``/``...), added last.
+        public_paths: paths served without Host/Origin/token checks; an entry
+            ending in ``/`` is a prefix.
+        json_response: answer MCP POSTs with JSON (``False``: SSE streams).
+
+    The app exposes ``app.state.manager`` (:class:`EpisodeManager`),
+    ``app.state.metrics``, ``app.state.mcp`` (:class:`McpFace`) and
+    ``app.state.environment``.
+    """
+    mode = mode or environment.mode
+    if mode not in ("sim", "prod"):
+        raise ConfigError(f"mode must be 'sim' or 'prod', got {mode!r}")
+    if mode != environment.mode:
+        raise ConfigError(f"the environment was loaded in {environment.mode!r} mode but the server runs in "
+                          f"{mode!r} mode; load it with Environment(spec, mode={mode!r})")
+    if max_request_bytes <= 0:
+        raise ConfigError("max_request_bytes must be a positive number of bytes")
+
+    metrics = Metrics()
+    manager = EpisodeManager(environment, max_episodes=max_episodes, idle_timeout=idle_timeout, metrics=metrics)
+    metrics.live = manager.__len__
+    face = McpFace(manager, metrics, name=environment.name, instructions=environment.spec.description or None,
+                   security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+                   max_request_bytes=max_request_bytes, idle_timeout=idle_timeout, json_response=json_response)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse(await health_report(environment, manager, mode))
+
+    async def metrics_route(request: Request) -> Response:
+        return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    routes: list[BaseRoute] = [
+        Route("/health", health, methods=["GET"], name="health"),
+        Route("/metrics", metrics_route, methods=["GET"], name="metrics"),
+    ]
+    if mode == "sim":
+        routes += ControlPlane(manager, metrics, max_request_bytes=max_request_bytes).routes()
+    routes += list(extra_routes)
+
+    hosts = [*LOOPBACK_HOSTS, *allowed_hosts]
+    if host not in _WILDCARD_BINDS:
+        hosts.append(f"[{host}]" if ":" in host and not host.startswith("[") else host)
+    origins = [f"{scheme}://{h}" for scheme in ("http", "https") for h in LOOPBACK_HOSTS]
+    origins += list(allowed_origins)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            async with manager.running(), face.running():
+                yield
+        finally:
+            aclose = getattr(environment, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[Middleware(Edge, mcp=face, metrics=metrics, allowed_hosts=hosts, allowed_origins=origins,
+                               token=token, max_request_bytes=max_request_bytes,
+                               public=_public_paths(public_paths), episode_mcp=mode == "sim")],
+    )
+    app.state.environment = environment
+    app.state.manager = manager
+    app.state.metrics = metrics
+    app.state.mcp = face
+    app.state.mode = mode
+    return app
