@@ -119,6 +119,30 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
     return run_command(args, console, err_console)
 
 
+# -- serve / stdio ----------------------------------------------------------------
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .server import serve
+
+    if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
+        err_console.print(f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
+                          "anyone who can reach the port can drive the environment")
+    err_console.print(f"[bold]openenv-mcp[/bold] serving [cyan]{args.env}[/cyan] ({args.mode}) on "
+                      f"http://{args.host}:{args.port}  MCP: /mcp"
+                      + ("  control plane: /ws, /episodes" if args.mode == "sim" else ""))
+    serve(args.env, host=args.host, port=args.port, mode=args.mode, token=args.token,
+          allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
+          max_episodes=args.max_episodes, idle_timeout=args.idle_timeout or None,
+          max_request_bytes=args.max_request_bytes, log_level=args.log_level)
+    return 0
+
+
+def _cmd_stdio(args: argparse.Namespace) -> int:
+    from .server import serve_stdio
+
+    anyio.run(lambda: serve_stdio(args.env, mode=args.mode, seed=args.seed, task_id=args.task))
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openenv-mcp", description=__doc__.splitlines()[0])
@@ -156,6 +180,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-retries", type=int, default=5, help="retries of 429/5xx/connection errors")
     p.add_argument("--out", default="trajectories.jsonl", help="JSONL file, one episode per line")
     p.set_defaults(func=_cmd_rollout)
+
+    p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")
+    p.add_argument("env", help="environment name, env.toml path or folder")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--mode", choices=["sim", "prod"], default="sim",
+                   help="sim: control plane + rewards; prod: MCP, /health and /metrics only")
+    p.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN' on every route but /health")
+    p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
+                   help="another Host header to accept (name or name:port; repeatable; '*' for any)")
+    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
+                   help="another Origin to accept (scheme://host[:port]; repeatable; '*' for any)")
+    p.add_argument("--max-episodes", type=int, default=None, help="cap on live episodes (default: none)")
+    p.add_argument("--idle-timeout", type=float, default=1800.0,
+                   help="close episodes and MCP sessions idle this many seconds (0: never; default 1800)")
+    p.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
+                   help="cap on one request body or WebSocket message (default 4 MiB)")
+    p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("stdio", help="serve one episode as an MCP server over stdin/stdout (IDE configs)")
+    p.add_argument("env", help="environment name, env.toml path or folder")
+    p.add_argument("--mode", choices=["sim", "prod"], default="sim")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--task", default=None, help="task id of the episode")
+    p.set_defaults(func=_cmd_stdio)
+
+    from .conformance.cli import add_parser as add_conformance  # openenv-mcp conformance TARGET ...
+
+    add_conformance(sub)
     return parser
 
 

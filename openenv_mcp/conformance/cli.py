@@ -1,0 +1,60 @@
+"""``openenv-mcp conformance TARGET``: the subcommand (registered by ``openenv_mcp.cli``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import anyio
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(sub: Any) -> None:
+    """Add the ``conformance`` subcommand to the CLI's subparsers."""
+    p = sub.add_parser("conformance", help="check that an environment (or any MCP server) keeps the promise",
+                       description="Run the conformance rules against TARGET and print the report. "
+                                   "Exit code 0 only when no rule of severity error failed.")
+    p.add_argument("target", help="environment name, env.toml path or folder, or URL of a running server")
+    p.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON")
+    p.add_argument("--only", action="append", default=None, metavar="RULES",
+                   help="run only these rules (comma-separated ids or prefixes: tools, env.parity, official)")
+    p.add_argument("--skip", action="append", default=None, metavar="RULES", help="skip these rules")
+    p.add_argument("--known-failures", metavar="FILE", default=None,
+                   help="TOML or JSON file accepting listed failures, each with a reason")
+    p.add_argument("--seed", type=int, default=0, help="seed of the episodes and generated arguments")
+    p.add_argument("--no-official", action="store_true", help="do not run the official MCP conformance suite")
+    p.add_argument("--list-rules", action="store_true", help="print the rules and exit")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from .base import RULES
+    from .runner import check_env_async
+
+    console = Console()
+    if args.list_rules:
+        table = Table(title="openenv-mcp conformance rules")
+        for col in ("rule", "severity", "promise"):
+            table.add_column(col)
+        for r in RULES.values():
+            table.add_row(r.id, r.severity, r.title)
+        table.add_row("official.<scenario>", "error", "the official MCP conformance suite's server scenarios")
+        console.print(table)
+        return 0
+    err = Console(stderr=True)
+    with err.status(f"conformance: {args.target}") as status:
+        def progress(rule_id: str) -> None:
+            status.update(f"conformance: {args.target}: {rule_id}")
+
+        report = anyio.run(lambda: check_env_async(
+            args.target, only=args.only, skip=args.skip, known_failures=args.known_failures, seed=args.seed,
+            official=False if args.no_official else None, progress=progress))
+    report.print(console)
+    if args.json:
+        report.write_json(args.json)
+        console.print(f"JSON report: {args.json}")
+    return report.exit_code

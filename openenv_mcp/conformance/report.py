@@ -1,0 +1,202 @@
+"""The conformance report: one row per rule, a summary, JSON, and known failures.
+
+A :class:`Result` is one rule's verdict: ``passed``, ``failed``, ``skipped``
+(the rule does not apply to this target, with the reason) or ``known`` (it
+failed, and a known-failures file gives the reason it is accepted). Only
+``failed`` rows of severity ``error`` make the exit code non-zero.
+
+Known-failures files (TOML or JSON) must give a reason for every rule::
+
+    # known-failures.toml
+    [known."env.determinism"]
+    reason = "the clock tool returns the wall-clock time by design"
+
+or ``{"known": {"env.determinism": {"reason": "..."}}}`` in JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import ConfigError
+
+__all__ = ["KnownFailure", "KnownFailures", "Report", "Result", "load_known_failures"]
+
+Severity = Literal["error", "warning"]
+Status = Literal["passed", "failed", "skipped", "known"]
+
+
+class Result(BaseModel):
+    """One rule's verdict."""
+
+    rule: str
+    """Stable rule id (e.g. ``tools.schema``); ``official.<scenario>`` for the official suite."""
+    severity: Severity
+    """``error`` fails the run; ``warning`` is reported but does not."""
+    status: Status
+    """``passed`` | ``failed`` | ``skipped`` (does not apply, see message) | ``known``."""
+    message: str = ""
+    """What was checked, or what went wrong: the call and the actual value."""
+    duration: float = 0.0
+    """Seconds the rule took."""
+    title: str = ""
+    """One line saying what the rule promises."""
+    section: str = "openenv-mcp"
+    """``openenv-mcp`` for this checker's rules, ``official`` for the official suite."""
+
+
+class KnownFailure(BaseModel):
+    """One accepted failure: the rule id and why it is accepted."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str
+
+    @field_validator("reason")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("reason must say why the failure is accepted")
+        return value.strip()
+
+
+class KnownFailures(BaseModel):
+    """The content of a known-failures file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    known: dict[str, KnownFailure] = Field(default_factory=dict)
+
+
+def load_known_failures(path: str | Path) -> dict[str, str]:
+    """Rule id -> reason from a TOML or JSON known-failures file (validated)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"known-failures file {str(path)!r} does not exist")
+    text = path.read_text()
+    try:
+        raw = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{path}: cannot parse known-failures file: {e}") from e
+    try:
+        data = KnownFailures.model_validate(raw)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        raise ConfigError(
+            f"{path}: invalid known-failures file ({problems}); expected "
+            '[known."RULE"] tables each with reason = "why it is accepted"'
+        ) from e
+    return {rule: entry.reason for rule, entry in data.known.items()}
+
+
+class Report(BaseModel):
+    """Every rule's verdict for one target."""
+
+    target: str
+    """What was checked (name, path or URL)."""
+    results: list[Result] = Field(default_factory=list)
+    duration: float = 0.0
+    """Seconds the whole run took."""
+
+    # -- verdict ----------------------------------------------------------------
+    def result(self, rule: str) -> Result:
+        """The row of ``rule`` (KeyError when it was not run)."""
+        for r in self.results:
+            if r.rule == rule:
+                return r
+        raise KeyError(rule)
+
+    @property
+    def errors(self) -> list[Result]:
+        """Failed rules of severity ``error`` (these fail the run)."""
+        return [r for r in self.results if r.status == "failed" and r.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Result]:
+        """Failed rules of severity ``warning``."""
+        return [r for r in self.results if r.status == "failed" and r.severity == "warning"]
+
+    @property
+    def failed(self) -> list[Result]:
+        return [r for r in self.results if r.status == "failed"]
+
+    @property
+    def ok(self) -> bool:
+        """True when no rule of severity ``error`` failed."""
+        return not self.errors
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def counts(self) -> dict[str, int]:
+        out = {"passed": 0, "failed": 0, "skipped": 0, "known": 0}
+        for r in self.results:
+            out[r.status] += 1
+        return out
+
+    def summary(self) -> str:
+        """One line: the verdict and the counts."""
+        c = self.counts()
+        verdict = "CONFORMANT" if self.ok else "NOT CONFORMANT"
+        return (f"{verdict}: {self.target}: {c['passed']} passed, {len(self.errors)} errors, "
+                f"{len(self.warnings)} warnings, {c['known']} known failures, {c['skipped']} skipped "
+                f"in {self.duration:.1f} s")
+
+    def apply_known(self, known: dict[str, str]) -> None:
+        """Mark failures listed in ``known`` as accepted (their reason is appended)."""
+        for r in self.results:
+            if r.status == "failed" and r.rule in known:
+                r.status = "known"
+                r.message = f"{r.message} [known failure: {known[r.rule]}]"
+
+    # -- output -------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "ok": self.ok,
+            "summary": self.summary(),
+            "counts": self.counts() | {"errors": len(self.errors), "warnings": len(self.warnings)},
+            "duration": round(self.duration, 3),
+            "results": [r.model_dump() | {"duration": round(r.duration, 3)} for r in self.results],
+        }
+
+    def write_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n")
+
+    def table(self) -> Any:
+        """A rich table of every row."""
+        from rich.table import Table
+
+        style = {"passed": "green", "failed": "red", "skipped": "dim", "known": "yellow"}
+        table = Table(title=f"openenv-mcp conformance · {self.target}", show_lines=False)
+        table.add_column("rule", style="bold", no_wrap=True)
+        table.add_column("severity")
+        table.add_column("status")
+        table.add_column("time", justify="right")
+        table.add_column("message", overflow="fold")
+        section = None
+        for r in self.results:
+            if r.section != section and section is not None:
+                table.add_section()
+            section = r.section
+            status = r.status
+            if status == "failed" and r.severity == "warning":
+                shown = "[yellow]warning[/]"
+            else:
+                shown = f"[{style[status]}]{status}[/]"
+            table.add_row(r.rule, r.severity, shown, f"{r.duration:.2f}s", r.message or r.title)
+        return table
+
+    def print(self, console: Any = None) -> None:
+        from rich.console import Console
+
+        console = console or Console()
+        console.print(self.table())
+        colour = "green" if self.ok else "red"
+        console.print(f"[bold {colour}]{self.summary()}[/]")

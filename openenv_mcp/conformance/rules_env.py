@@ -1,0 +1,269 @@
+"""Episode rules: parity of the two faces, determinism, reset, isolation, sim/prod identity.
+
+They need an environment with episodes (an openenv-mcp environment loaded
+locally, or served with a control plane). The trajectory they replay is the
+environment's scripted reference trajectory for the episode's task where it
+has one, else seeded calls generated from the tools' input schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from mcp.types import Tool
+
+from ..environment import Environment
+from ..types import CallTool, canonical_json
+from .argsgen import generate_calls, nonce_words
+from .base import Context, Failed, Skipped, fail_if, rule
+from .subject import EpisodeHandle
+
+TIME_BOX = 30.0
+"""Seconds the parity rule spends on further tasks once the first one is checked."""
+MAX_TASKS = 8
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tools_json(tools: list[Tool]) -> str:
+    return canonical_json([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+
+
+def _state_json(state: Any) -> dict[str, Any]:
+    return state.model_dump(mode="json", exclude={"episode_id"})
+
+
+async def _actions(ctx: Context, handle: EpisodeHandle, kind: str = "reference") -> list[CallTool]:
+    scripted = ctx.subject.trajectory(handle.task, kind)
+    if scripted is not None:
+        return scripted
+    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
+    return generate_calls(tools, ctx.seed, ctx.calls)
+
+
+def _probe_actions(ctx: Context, handle: EpisodeHandle) -> list[CallTool]:
+    """Generated calls over a vocabulary unique to this experiment: reads and writes hit the
+    same keys, and nothing an earlier rule wrote can look like it."""
+    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
+    return generate_calls(tools, ctx.seed, ctx.calls, nonce_words())
+
+
+def _brief(canonical: str) -> str:
+    """A result as a person reads it: its text content (and the error flag)."""
+    try:
+        data = json.loads(canonical)
+    except json.JSONDecodeError:
+        return _short(canonical)
+    if not isinstance(data, dict) or "content" not in data:
+        return _short(canonical)
+    texts = [c.get("text", f"<{c.get('type')}>") for c in data.get("content", []) if isinstance(c, dict)]
+    text = json.dumps(" ".join(texts))
+    if data.get("structuredContent") is not None:
+        text += f" structured {json.dumps(data['structuredContent'], sort_keys=True)}"
+    return _short(("error " if data.get("isError") else "") + text)
+
+
+async def _replay(handle: EpisodeHandle, actions: list[CallTool]) -> list[tuple[CallTool, str]]:
+    """Step ``actions`` until the episode ends; (action, canonical result) per step."""
+    out = []
+    for action in actions:
+        if handle.ended:
+            break
+        obs = await handle.step(action)
+        out.append((action, canonical_json(obs.result)))
+    return out
+
+
+def _first_difference(label_a: str, a: list[tuple[CallTool, str]], label_b: str,
+                      b: list[tuple[CallTool, str]]) -> str | None:
+    for i, ((action, ra), (_, rb)) in enumerate(zip(a, b), 1):
+        if ra != rb:
+            full = "" if _brief(ra) != _brief(rb) else f" (full results {_short(ra, 300)} vs {_short(rb, 300)})"
+            return (f"step {i} tools/call {action.name!r} {_short(json.dumps(action.arguments), 60)} returned "
+                    f"{_brief(ra)} {label_a} and {_brief(rb)} {label_b}{full}")
+    if len(a) != len(b):
+        return f"{label_a} took {len(a)} steps, {label_b} took {len(b)}"
+    return None
+
+
+def _observation_difference(label_a: str, a: dict[str, Any], label_b: str, b: dict[str, Any]) -> str | None:
+    for key in sorted(set(a) | set(b)):
+        va, vb = canonical_json(a.get(key)), canonical_json(b.get(key))
+        if va != vb:
+            return f"first observation field {key!r} is {_short(va)} {label_a} and {_short(vb)} {label_b}"
+    return None
+
+
+def _caveat(ctx: Context, claim: str = "leaked state") -> str:
+    if ctx.failed("env.determinism"):
+        return f" (env.determinism failed too: this may be nondeterminism rather than {claim})"
+    return ""
+
+
+# -- determinism -------------------------------------------------------------------
+@rule("env.determinism", "error", "the same seed gives the same task, first observation and results",
+      needs=("episodes",), timeout=120)
+async def check_determinism(ctx: Context) -> None:
+    for seed in (ctx.seed + 1, ctx.seed + 2):
+        a = await ctx.subject.new_episode(seed=seed)
+        b = await ctx.subject.new_episode(seed=seed)
+        try:
+            if a.task.id != b.task.id:
+                raise Failed(f"reset(seed={seed}) picked task {a.task.id!r} once and {b.task.id!r} the next time")
+        finally:
+            await a.close()
+            await b.close()
+    a = await ctx.subject.new_episode(seed=ctx.seed)
+    b = await ctx.subject.new_episode(seed=ctx.seed)
+    try:
+        diff = _observation_difference("in one episode", a.first_observation(), "in the other",
+                                       b.first_observation())
+        if diff:
+            raise Failed(f"reset(seed={ctx.seed}) twice: {diff}")
+        actions = await _actions(ctx, a)
+        steps_a: list[tuple[CallTool, str]] = []
+        steps_b: list[tuple[CallTool, str]] = []
+        for action in actions:  # interleaved, so neither episode runs ahead of the other
+            if a.ended or b.ended:
+                break
+            steps_a += await _replay(a, [action])
+            steps_b += await _replay(b, [action])
+        diff = _first_difference("in one episode", steps_a, "in the other", steps_b)
+        if diff:
+            raise Failed(f"two episodes reset with seed {ctx.seed}, same trajectory: {diff}")
+        sa, sb = _state_json(await a.state()), _state_json(await b.state())
+        if sa != sb:
+            raise Failed(f"two episodes reset with seed {ctx.seed}, same trajectory: end states differ: {sa} != {sb}")
+    finally:
+        await a.close()
+        await b.close()
+
+
+# -- parity ------------------------------------------------------------------------
+@rule("env.parity", "error", "the MCP face and step() give the same tools, results, end state and reward",
+      needs=("episodes",), timeout=120)
+async def check_parity(ctx: Context) -> None:
+    environment = ctx.subject.environment
+    tasks = environment.tasks.tasks[:MAX_TASKS] if environment is not None else [None]
+    started = time.monotonic()
+    checked = 0
+    for n, task in enumerate(tasks):
+        if checked and time.monotonic() - started > TIME_BOX:
+            break
+        seed = ctx.seed + n
+        task_id = task.id if task is not None else None
+        for kind in ("reference", "wrong"):
+            a = await ctx.subject.new_episode(seed=seed, task_id=task_id)
+            try:
+                actions = await _actions(ctx, a, kind)
+                tools_a = json.dumps(a.first_observation().get("tools"), sort_keys=True)
+                steps_a = await _replay(a, actions)
+                state_a = _state_json(await a.state())
+            finally:
+                await a.close()
+            b = await ctx.subject.new_episode(seed=seed, task_id=task_id)
+            try:
+                steps_b: list[tuple[CallTool, str]] = []
+                async with b.mcp() as client:
+                    listed = json.loads(_tools_json((await client.list_tools()).tools))
+                    for action in actions:
+                        if b.ended:
+                            break
+                        steps_b.append((action, canonical_json(await client.call_tool(action.name, action.arguments))))
+                state_b = _state_json(await b.state())
+            finally:
+                await b.close()
+            where = f"task {b.task.id!r} ({kind} trajectory, seed {seed})"
+            if json.dumps(listed, sort_keys=True) != tools_a:
+                raise Failed(f"{where}: tools/list over MCP differs from the reset observation's tools")
+            diff = _first_difference("via step()", steps_a, "via MCP tools/call", steps_b)
+            if diff:
+                raise Failed(f"{where}: {diff}{_caveat(ctx, 'a difference between the faces')}")
+            if state_a != state_b:
+                keys = [k for k in state_a if state_a[k] != state_b.get(k)]
+                raise Failed(f"{where}: end state differs in {keys}: via step() "
+                             f"{ {k: state_a[k] for k in keys} }, via MCP { {k: state_b.get(k) for k in keys} }")
+            if ctx.subject.trajectory(b.task, kind) is None:
+                break  # generated calls: one trajectory per task is enough
+        checked += 1
+
+
+# -- reset and isolation -----------------------------------------------------------
+@rule("env.reset_restores", "error", "changes made in an episode are gone after reset",
+      needs=("episodes",), timeout=120)
+async def check_reset_restores(ctx: Context) -> None:
+    a = await ctx.subject.new_episode(seed=ctx.seed)
+    try:
+        first_a = a.first_observation()
+        actions = _probe_actions(ctx, a)
+        steps_a = await _replay(a, actions)
+    finally:
+        await a.close()
+    b = await ctx.subject.new_episode(seed=ctx.seed)  # the reset
+    try:
+        diff = _observation_difference("after reset", b.first_observation(), "in the first episode", first_a)
+        if diff is None:
+            diff = _first_difference("after reset", await _replay(b, actions), "in the first episode", steps_a)
+    finally:
+        await b.close()
+    if diff:
+        raise Failed(f"replaying generated calls after reset(seed={ctx.seed}): {diff}: changes made in the "
+                     f"previous episode are still visible{_caveat(ctx)}")
+
+
+@rule("env.episode_isolation", "error", "two concurrent episodes never see each other's writes",
+      needs=("episodes",), timeout=120)
+async def check_episode_isolation(ctx: Context) -> None:
+    a = await ctx.subject.new_episode(seed=ctx.seed)
+    try:
+        b = await ctx.subject.new_episode(seed=ctx.seed)
+    except BaseException:
+        await a.close()
+        raise
+    try:
+        actions = _probe_actions(ctx, a)
+        steps_a = await _replay(a, actions)  # A writes while B is live ...
+        steps_b = await _replay(b, actions)  # ... then B replays the same calls
+        diff = _first_difference("in episode B", steps_b, "in episode A", steps_a)
+    finally:
+        await a.close()
+        await b.close()
+    if diff:
+        raise Failed(f"two live episodes (seed {ctx.seed}), A replayed generated calls, then B the same ones: "
+                     f"{diff}: A's writes are visible in B{_caveat(ctx)}")
+
+
+# -- sim/prod identity ---------------------------------------------------------------
+@rule("env.prod_identity", "error", "tool servers with a production variant offer the same tool names and schemas",
+      needs=("local",), timeout=120)
+async def check_prod_identity(ctx: Context) -> None:
+    environment = ctx.subject.environment
+    if environment is None:
+        raise Skipped("needs an environment loaded locally")
+    variants = [s.name for s in environment.spec.tool_servers if s.prod]
+    if not variants:
+        raise Skipped("no tool server declares a production variant (prod = {...})")
+    listed: dict[str, dict[str, Tool]] = {}
+    for mode in ("sim", "prod"):
+        env = Environment(environment.spec, mode=mode, workdir=environment.workdir)
+        episode = await env.new_episode(seed=ctx.seed)
+        try:
+            listed[mode] = {t.name: t for t in episode.tools}
+        finally:
+            await episode.close()
+    sim, prod = listed["sim"], listed["prod"]
+    problems = []
+    if set(sim) != set(prod):
+        problems.append(f"tools only in sim: {sorted(set(sim) - set(prod))}, only in prod: "
+                        f"{sorted(set(prod) - set(sim))}")
+    for name in sorted(set(sim) & set(prod)):
+        for field, alias in (("input_schema", "inputSchema"), ("output_schema", "outputSchema")):
+            a, b = getattr(sim[name], field), getattr(prod[name], field)
+            if canonical_json(a) != canonical_json(b):
+                problems.append(f"tool {name!r} {alias} differs: sim {_short(canonical_json(a), 100)}, "
+                                f"prod {_short(canonical_json(b), 100)}")
+    fail_if([f"servers {variants}: {p}" for p in problems])

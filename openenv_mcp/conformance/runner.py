@@ -1,0 +1,122 @@
+"""Running the rules: selection, time limits, the official suite section, the report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..errors import ConfigError
+from . import rules_mcp, rules_env, rules_wire  # noqa: F401,I001  (registration order = run order)
+from .base import RULES, Context, Failed, Rule, Skipped, leaf
+from .report import Report, Result, load_known_failures
+from .subject import Subject, make_subject
+
+__all__ = ["check_env", "check_env_async", "select_rules"]
+
+_NEEDS_WHY = {
+    "episodes": "needs episodes (an openenv-mcp environment, not a plain MCP server)",
+    "local": "needs the environment's definition (give a name, env file or folder, not a URL)",
+    "http": "needs the MCP face over HTTP (serving is not installed)",
+}
+
+
+def _split(value: str | list[str] | tuple[str, ...] | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [value]
+    return [part.strip() for item in value for part in item.split(",") if part.strip()]
+
+
+def _matches(rule_id: str, selector: str) -> bool:
+    return rule_id == selector or rule_id.startswith(selector + ".") or (
+        selector == "official" and rule_id.startswith("official"))
+
+
+def select_rules(only: Any = None, skip: Any = None) -> list[Rule]:
+    """The rules chosen by ``only``/``skip`` (ids or id prefixes such as ``env`` or ``tools``)."""
+    only_l, skip_l = _split(only), _split(skip)
+    known = list(RULES) + ["official"]
+    for sel in only_l + skip_l:
+        if not any(_matches(r, sel) for r in known):
+            raise ConfigError(f"unknown rule {sel!r}; rules: {', '.join(RULES)}, official")
+    chosen = [r for r in RULES.values() if not only_l or any(_matches(r.id, s) for s in only_l)]
+    return [r for r in chosen if not any(_matches(r.id, s) for s in skip_l)]
+
+
+async def _run_rule(rule: Any, ctx: Context) -> Result:
+    started = time.perf_counter()
+    missing = sorted(rule.needs - ctx.subject.capabilities)
+    status, message = "passed", ""
+    if missing:
+        status, message = "skipped", _NEEDS_WHY.get(missing[0], f"needs {missing[0]}")
+    elif rule.id != "mcp.handshake" and ctx.failed("mcp.handshake"):
+        status, message = "skipped", "mcp.handshake failed: no MCP session, nothing else can be checked"
+    else:
+        try:
+            with anyio.fail_after(rule.timeout):
+                await rule.fn(ctx)
+        except Exception as raised:  # task groups (SDK clients) wrap what a rule raises: unwrap
+            e = leaf(raised)
+            if isinstance(e, Failed):
+                status, message = "failed", str(e)
+            elif isinstance(e, Skipped):
+                status, message = "skipped", str(e)
+            elif isinstance(e, TimeoutError):
+                status, message = "failed", f"the rule did not finish within {rule.timeout:g} s"
+            else:  # the target broke the check itself: that is a failure, with the cause
+                status, message = "failed", f"{type(e).__name__}: {e}"
+    return Result(rule=rule.id, severity=rule.severity, status=status, message=message,
+                  duration=time.perf_counter() - started, title=rule.title)
+
+
+async def check_env_async(target: Any, *, only: Any = None, skip: Any = None,
+                          known_failures: str | Path | dict[str, str] | None = None, seed: int = 0,
+                          calls: int = 12, official: bool | None = None, progress: Any = None,
+                          **options: Any) -> Report:
+    """Check ``target`` and return a :class:`Report` (see :func:`check_env`)."""
+    known = (known_failures if isinstance(known_failures, dict)
+             else load_known_failures(known_failures) if known_failures else {})
+    rules = select_rules(only, skip)
+    if official is None:  # default: when Node 22 tooling is there and the selection allows it
+        from .. import official_suite
+
+        official = official_suite.available() and (
+            not _split(only) or any(_matches("official", s) for s in _split(only)))
+    want_official = official and not any(_matches("official", s) for s in _split(skip))
+    subject: Subject = make_subject(target, **options)
+    report = Report(target=subject.label)
+    ctx = Context(subject=subject, seed=seed, calls=calls)
+    started = time.perf_counter()
+    try:
+        for r in rules:
+            if progress is not None:
+                progress(r.id)
+            result = await _run_rule(r, ctx)
+            ctx.results[r.id] = result
+            report.results.append(result)
+        if want_official:
+            from .official import official_results
+
+            report.results.extend(await official_results(subject, progress=progress))
+    finally:
+        await subject.aclose()
+    report.duration = time.perf_counter() - started
+    report.apply_known(known)
+    return report
+
+
+def check_env(target: Any, **kwargs: Any) -> Report:
+    """Check an environment (name, env file or folder, URL, EnvSpec, Environment or MCP server object).
+
+    Options: ``only``/``skip`` (rule ids or prefixes, comma-separated or lists),
+    ``known_failures`` (a TOML/JSON file or a dict rule -> reason), ``seed``,
+    ``calls`` (generated calls per trajectory), ``official`` (also run the
+    official MCP conformance suite; default: when its Node 22 tooling is
+    installed and ``only`` does not exclude it).
+    Inside an event loop use :func:`check_env_async`.
+    """
+    return anyio.run(lambda: check_env_async(target, **kwargs))

@@ -1,0 +1,311 @@
+"""The conformance checker: built-in environments pass, every rule fails on its broken fixture.
+
+Broken fixtures live in ``conformance/fixtures/``: plain MCP servers
+(``raw_servers.py``), environments (``envs/*``), a hand-written HTTP server with
+faults (``fragile_http.py``) and broken faces (``broken_subjects.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openenv_mcp.cli import main
+from openenv_mcp.conformance import RULES, ConformanceError, assert_conformant_async, check_env_async
+from openenv_mcp.conformance.report import load_known_failures
+from openenv_mcp.conformance.runner import select_rules
+from openenv_mcp.conformance.subject import free_port
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.registry import list_envs, load_environment
+from openenv_mcp.spec import load_module
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "conformance" / "fixtures"
+ENVS = FIXTURES / "envs"
+raw = load_module("raw_servers", FIXTURES)
+broken_subjects = load_module("broken_subjects", FIXTURES)
+
+COVERED: set[str] = set()
+"""Rules some test below makes fail (checked against RULES at the end)."""
+
+
+def _covers(*rules: str) -> list[str]:
+    COVERED.update(rules)
+    return list(rules)
+
+
+# -- every built-in environment passes --------------------------------------------------
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", [spec.name for spec in list_envs()])
+async def test_every_builtin_environment_passes(name):
+    report = await check_env_async(name, official=False)
+    bad = [f"{r.rule}: {r.message}" for r in report.failed]
+    assert report.ok and not bad, f"{name}: {bad}"
+    assert report.result("env.parity").status == "passed"
+    assert report.result("env.determinism").status == "passed"
+
+
+# -- plain MCP servers, one broken rule each ------------------------------------------------
+RAW_CASES = [
+    ("reserved_name", "control_plane.hidden",
+     "tools/list exposes 'reset': control-plane names (close, reset, state, step) must never be tools, "
+     "an agent must not learn it can reset"),
+    ("bad_schema", "tools.schema",
+     "tools/list: tool 'echo' inputSchema is not a valid JSON Schema (Draft202012Validator): 'strin' is not "
+     "valid under any of the given schemas at 'properties/text/type'"),
+    ("bad_name", "tools.names", "tools/list: tool name 'echo this!' does not match [A-Za-z0-9_.-]{1,128} "
+     "(MCP 2025-11-25)"),
+    ("long_dotted_name", "tools.names_portable", "tools/list: tool name 'files.read' is not accepted by common "
+     "function-calling APIs ([A-Za-z0-9_-]{1,64})"),
+    ("no_descriptions", "tools.descriptions", "tools/list: tool 'echo' has description None"),
+    ("no_tools", "tools.list", "tools/list returned no tools"),
+    ("unknown_tool_succeeds", "call.unknown_tool", "tools/call 'openenv_conformance_no_such_tool' returned "
+     "isError=false with content 'ok'; an unknown tool must be an error"),
+    ("no_validation", "call.invalid_arguments",
+     "tools/call 'echo' with required property 'text' missing ({}) returned isError=false: '{}'; "
+     "tools/call 'echo' with property 'text' given dict instead of string ({\"text\": {\"conformance\": true}}) "
+     "returned isError=false: \"{'text': {'conformance': True}}\""),
+    ("bad_content", "call.content", "tools/call 'echo' content[0] image has mimeType 'text/plain', expected "
+     "'image/...'; tools/call 'echo' content[0] image data is not base64: 'not base64!'"),
+    ("bad_structured", "call.content", re.compile(
+        r"tools/call 'echo' \{\"text\": .*\}: the official SDK client rejected the result: Invalid structured "
+        r"content returned by tool echo: 'one' is not of type 'integer'")),
+    ("broken_resources", "resources.list", "resources/read 'test://listed' returned no contents; "
+     "resources/read 'openenv-conformance://no-such-resource' (not listed) succeeded; expected an error (-32002)"),
+    ("broken_prompts", "prompts.list", "prompts/get 'greet' {} answered JSON-RPC error -32603: template missing; "
+     "prompts/get 'openenv_conformance_no_such_prompt' (not listed) succeeded; expected an error (-32602)"),
+]
+
+
+def _match(expected, message: str) -> bool:
+    return bool(expected.fullmatch(message)) if isinstance(expected, re.Pattern) else message == expected
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("builder", "rule", "message"), RAW_CASES, ids=[c[0] for c in RAW_CASES])
+async def test_broken_mcp_server_fails_its_rule(builder, rule, message):
+    _covers(rule)
+    report = await check_env_async(getattr(raw, builder)(), only=rule, official=False)
+    result = report.result(rule)
+    assert result.status == "failed", result
+    assert _match(message, result.message), result.message
+    assert report.ok == (RULES[rule].severity == "warning")
+
+
+@pytest.mark.anyio
+async def test_a_correct_plain_mcp_server_passes_every_mcp_rule_and_skips_episode_rules():
+    report = await check_env_async(raw.good(), official=False)
+    assert report.ok and not report.failed, [(r.rule, r.message) for r in report.failed]
+    assert report.result("resources.list").message == "the server declares no resources capability"
+    assert report.result("env.parity").status == "skipped"
+    assert report.result("env.parity").message == "needs episodes (an openenv-mcp environment, not a plain MCP server)"
+    assert report.result("wire.robustness").status == "passed"  # served over real HTTP in-process
+
+
+# -- broken environments -----------------------------------------------------------------------
+NONCE = r"[kv]-[0-9a-f]{6}"
+ENV_CASES = [
+    ("nondeterministic", "env.determinism", re.compile(
+        r"two episodes reset with seed 0, same trajectory: step 1 tools/call 'roll' \{\} returned \"\d+\" "
+        r"structured \{\"result\": \"\d+\"\} in one episode and \"\d+\" structured \{\"result\": \"\d+\"\} "
+        r"in the other")),
+    ("leaky", "env.episode_isolation", re.compile(
+        r"two live episodes \(seed 0\), A replayed generated calls, then B the same ones: step 1 tools/call "
+        rf"'read_note' \{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} "
+        r"in episode B and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in episode A: "
+        r"A's writes are visible in B")),
+    ("sticky", "env.reset_restores", re.compile(
+        r"replaying generated calls after reset\(seed=0\): step 1 tools/call 'read_note' "
+        rf"\{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} after reset "
+        r"and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in the first episode: changes made in the "
+        r"previous episode are still visible")),
+    ("prod_drift", "env.prod_identity",
+     "servers ['db']: tool 'db_lookup' inputSchema differs: sim {\"additionalProperties\":false,\"properties\":"
+     "{\"key\":{\"type\":\"string\"}},\"required\":[\"key\"],\"type\":\"obj…, prod {\"additionalProperties\":"
+     "false,\"properties\":{\"key\":{\"type\":\"integer\"}},\"required\":[\"key\"],\"type\":\"ob…"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("folder", "rule", "message"), ENV_CASES, ids=[c[0] for c in ENV_CASES])
+async def test_broken_environment_fails_its_rule(folder, rule, message, tmp_path, monkeypatch):
+    _covers(rule)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the sticky fixture's state file goes here
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    report = await check_env_async(ENVS / folder, only="env", official=False)
+    result = report.result(rule)
+    assert result.status == "failed", result
+    assert _match(message, result.message), result.message
+    assert not report.ok
+
+
+@pytest.mark.anyio
+async def test_leaky_environment_passes_determinism_so_the_isolation_verdict_is_not_caveated():
+    report = await check_env_async(ENVS / "leaky", only="env", official=False)
+    assert report.result("env.determinism").status == "passed"
+    assert report.result("env.reset_restores").status == "failed"
+    assert "may be nondeterminism" not in report.result("env.episode_isolation").message
+
+
+@pytest.mark.anyio
+async def test_nondeterminism_caveats_the_verdicts_that_depend_on_it():
+    report = await check_env_async(ENVS / "nondeterministic", only="env", official=False)
+    assert report.result("env.episode_isolation").message.endswith(
+        "(env.determinism failed too: this may be nondeterminism rather than leaked state)")
+
+
+@pytest.mark.anyio
+async def test_a_face_that_rewrites_results_fails_parity():
+    _covers("env.parity")
+    subject = broken_subjects.TamperedMcpSubject(load_environment("echo"))
+    report = await check_env_async(subject, only="env.parity", official=False)
+    assert report.result("env.parity").message == (
+        "task 'echo-00' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"hello world\"} "
+        "returned \"hello world\" structured {\"result\": \"hello world\"} via step() and \"HELLO WORLD\" "
+        "structured {\"result\": \"hello world\"} via MCP tools/call")
+
+
+@pytest.mark.anyio
+async def test_a_server_that_leaves_a_process_behind_fails_shutdown():
+    _covers("shutdown.clean")
+    module = load_module("server", ENVS / "leaks_process")
+    try:
+        report = await check_env_async(ENVS / "leaks_process", only="shutdown", official=False)
+        result = report.result("shutdown.clean")
+        pid = module.STARTED[-1].pid
+        assert result.message == (f"pid {pid} ({sys.executable} -c import time; time.sleep(120)) "
+                                  "still running 5 s after close()")
+    finally:
+        for proc in module.STARTED:
+            proc.kill()
+            proc.wait()
+
+
+# -- a hand-written HTTP server with faults ------------------------------------------------------
+@pytest.fixture
+def fragile(request):
+    procs = []
+
+    def start(*flags: str) -> str:
+        port = free_port()
+        proc = subprocess.Popen([sys.executable, str(FIXTURES / "fragile_http.py"), str(port), *flags],
+                                stdout=subprocess.PIPE, text=True)
+        procs.append(proc)
+        assert proc.stdout.readline().strip() == "ready"
+        return f"http://127.0.0.1:{port}/mcp"
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+@pytest.mark.anyio
+async def test_a_server_that_dies_on_bad_input_fails_robustness(fragile):
+    _covers("wire.robustness")
+    report = await check_env_async(fragile("--die-on-bad-input"), only="wire", official=False)
+    assert report.result("wire.robustness").message == (
+        "POST a malformed JSON body: got no answer (RemoteProtocolError: Server disconnected without sending "
+        "a response.); after POST a malformed JSON body: ping got no answer (ConnectError: All connection "
+        "attempts failed): the server stopped answering")
+
+
+@pytest.mark.anyio
+async def test_a_hand_written_server_without_faults_passes_but_warns_about_discover(fragile):
+    _covers("mcp.discover")
+    report = await check_env_async(fragile(), official=False)
+    assert report.ok, [(r.rule, r.message) for r in report.errors]
+    assert [r.rule for r in report.warnings] == ["mcp.discover"]
+    assert report.result("mcp.discover").message == (
+        "server/discover was not answered: the client fell back to initialize and negotiated '2025-11-25' "
+        "instead of '2026-07-28'")
+    assert report.result("wire.robustness").status == "passed"
+
+
+@pytest.mark.anyio
+async def test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_run(fragile):
+    _covers("mcp.handshake")
+    report = await check_env_async(fragile("--bad-version"), official=False)
+    assert report.result("mcp.handshake").message == (
+        "initialize failed: Unsupported protocol version from the server: 1999-01-01")
+    assert report.result("tools.list").message == "mcp.handshake failed: no MCP session, nothing else can be checked"
+
+
+@pytest.mark.anyio
+async def test_a_server_without_ping_fails_ping(fragile):
+    _covers("mcp.ping")
+    report = await check_env_async(fragile("--no-ping"), only="mcp.ping", official=False)
+    assert report.result("mcp.ping").message == "ping answered JSON-RPC error -32601: Method not found: ping"
+
+
+# -- report, known failures, selection, CLI ----------------------------------------------------------
+def test_known_failures_need_a_reason(tmp_path):
+    good = tmp_path / "known.toml"
+    good.write_text('[known."env.determinism"]\nreason = "the dice are random by design"\n')
+    assert load_known_failures(good) == {"env.determinism": "the dice are random by design"}
+    as_json = tmp_path / "known.json"
+    as_json.write_text(json.dumps({"known": {"tools.names": {"reason": "legacy client names"}}}))
+    assert load_known_failures(as_json) == {"tools.names": "legacy client names"}
+    missing = tmp_path / "missing.toml"
+    missing.write_text('[known."env.determinism"]\n')
+    with pytest.raises(ConfigError, match=r"invalid known-failures file \(known\.env\.determinism\.reason: Field "
+                                          r"required\)"):
+        load_known_failures(missing)
+    empty = tmp_path / "empty.toml"
+    empty.write_text('[known."env.determinism"]\nreason = "  "\n')
+    with pytest.raises(ConfigError, match="reason must say why the failure is accepted"):
+        load_known_failures(empty)
+
+
+@pytest.mark.anyio
+async def test_a_known_failure_is_accepted_with_its_reason(tmp_path):
+    known = tmp_path / "known.toml"
+    known.write_text('[known."env.determinism"]\nreason = "the dice are random by design"\n')
+    report = await check_env_async(ENVS / "nondeterministic", only="env.determinism", known_failures=known,
+                                   official=False)
+    result = report.result("env.determinism")
+    assert result.status == "known"
+    assert result.message.endswith("[known failure: the dice are random by design]")
+    assert report.ok and report.exit_code == 0
+
+
+def test_rule_selection_by_id_and_prefix():
+    assert [r.id for r in select_rules(only="env.parity")] == ["env.parity"]
+    assert {r.id for r in select_rules(only="tools")} == {"tools.list", "tools.schema", "tools.names",
+                                                          "tools.names_portable", "tools.descriptions"}
+    assert "env.parity" not in {r.id for r in select_rules(skip=["env", "wire"])}
+    with pytest.raises(ConfigError, match="unknown rule 'nope'"):
+        select_rules(only="nope")
+
+
+def test_cli_prints_the_report_writes_json_and_exits_by_verdict(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    assert main(["conformance", "echo", "--json", str(out), "--no-official", "--skip", "wire"]) == 0
+    text = capsys.readouterr().out
+    assert "CONFORMANT: echo:" in text and "env.parity" in text
+    data = json.loads(out.read_text())
+    assert data["ok"] is True
+    row = next(r for r in data["results"] if r["rule"] == "env.parity")
+    assert set(row) >= {"rule", "severity", "status", "message", "duration"}
+    assert main(["conformance", str(ENVS / "nondeterministic"), "--only", "env.determinism", "--no-official"]) == 1
+    assert "NOT CONFORMANT" in capsys.readouterr().out
+
+
+@pytest.mark.anyio
+async def test_assert_conformant_raises_with_the_errors():
+    with pytest.raises(ConformanceError, match=r"env\.determinism \[error\]: two episodes reset with seed 0"):
+        await assert_conformant_async(ENVS / "nondeterministic", only="env.determinism", official=False)
+
+
+def test_every_rule_has_a_fixture_that_fails_it():
+    """Runs last in this file: every rule id was made to fail by some test above."""
+    pending = {"containment.host_file", "containment.network"}  # failed in tests/test_conformance_containment.py
+    assert set(RULES) - pending <= COVERED, f"rules no fixture fails: {sorted(set(RULES) - pending - COVERED)}"
