@@ -305,3 +305,44 @@ def create_app(
     app.state.mcp = face
     app.state.mode = mode
     return app
+
+
+# -- running ---------------------------------------------------------------------
+def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str = "sim", log_level: str = "warning",
+          extra_routes: Callable[[Environment, str, str | None], Sequence[BaseRoute]] | None = None,
+          **options: Any) -> None:
+    """Load ``target`` (a name, env file or folder) in ``mode`` and serve it with uvicorn until stopped.
+
+    ``extra_routes(environment, mode, token)`` may add routes (the playground);
+    other keyword arguments go to :func:`create_app`.
+    """
+    import uvicorn
+
+    from .registry import load_environment
+
+    environment = load_environment(target, mode=mode)
+    routes = list(extra_routes(environment, mode, options.get("token")) if extra_routes else ())
+    app = create_app(environment, mode=mode, host=host, extra_routes=routes, **options)
+    max_bytes = options.get("max_request_bytes", DEFAULT_MAX_REQUEST_BYTES)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_bytes + 1024,
+                backlog=8192, timeout_keep_alive=30, access_log=False, server_header=False)
+
+
+async def serve_stdio(target: Any, *, mode: str = "sim", seed: int | None = None, task_id: str | None = None) -> None:
+    """Serve one episode of ``target`` as an MCP server over stdin/stdout (IDE and desktop clients)."""
+    from mcp.server.stdio import stdio_server
+
+    from .mcpserver import episode_server
+    from .registry import load_environment
+
+    environment = load_environment(target, mode=mode)
+    episode = await environment.new_episode(seed=seed, task_id=task_id)
+    try:
+        server = episode_server(episode)
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        await episode.close()
+        aclose = getattr(environment, "aclose", None)
+        if aclose is not None:
+            await aclose()
