@@ -1,9 +1,21 @@
 """Python MCP tool server: a stateful interpreter (child process) with time, memory and output limits.
 
 ``create_server(ctx_or_path)`` builds a FastMCP server whose interpreter works
-in a folder; ``python -m tool_servers.python --root DIR`` runs it standalone.
+in a folder; ``python -m tool_servers.python --root DIR`` runs it standalone
+(stdio or HTTP); ``--lean`` serves stdio without importing MCP libraries (fast
+start, used by environments).
 """
 
-from .server import DEFAULT_LIMITS, OUTPUT_SCHEMA, Interpreter, create_server
+from typing import Any
+
+from .core import DEFAULT_LIMITS, OUTPUT_SCHEMA, Interpreter
 
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "Interpreter", "create_server"]
+
+
+def __getattr__(name: str) -> Any:  # FastMCP is imported only when the FastMCP server is wanted
+    if name == "create_server":
+        from .server import create_server
+
+        return create_server
+    raise AttributeError(name)

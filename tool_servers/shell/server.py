@@ -1,29 +1,8 @@
-"""The shell tool server: ``run`` one command in the workspace.
+"""The shell tool server as a FastMCP server (standalone stdio/HTTP and in-process use).
 
-A command runs as ``bash -c COMMAND`` (``sh`` where bash is missing) in the
-root folder, in a process group of its own, with stdin from the ``stdin``
-argument (or empty). It ends when it exits or when its ``timeout`` passes; then
-the whole group is killed. Background processes (``cmd &``) end with the
-command: nothing a call starts outlives the call.
-
-stdout and stderr are each kept up to ``max_output_bytes``; the rest is read
-and dropped, and the kept text ends with a visible marker saying how much was
-cut. The result is structured (:data:`OUTPUT_SCHEMA`) and also text for
-clients that only show content. A non-zero exit status is a normal result (the
-agent reads ``exit_code``); a timeout is an error result (``isError``) that
-still carries the structured fields.
-
-This server does not confine what a command may touch: standalone it has the
-rights of the user running it. Inside an environment it runs behind the
-``sandbox`` boundary, which is what keeps commands away from the host.
+The behaviour lives in :mod:`.core` (shared with the lean stdio mode); see its docstring.
 """
 
-
-import asyncio
-import contextlib
-import os
-import shutil
-import signal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,184 +11,34 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
+from .core import (COMMAND_HELP, DEFAULT_LIMITS, INSTRUCTIONS, OUTPUT_SCHEMA, RUN_DESCRIPTION, STDIN_HELP, Refused,
+                   call, limits, root_of, run_command, timeout_help)
+
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "create_server", "run_command"]
 
-DEFAULT_LIMITS: dict[str, float] = {
-    "max_output_bytes": 50_000,   # per stream: bytes kept before the cut marker
-    "default_timeout": 30.0,      # seconds, when the call gives none
-    "max_timeout": 120.0,         # largest timeout a call may ask for
-    "max_command_chars": 100_000, # longest command accepted
-    "max_stdin_bytes": 1_000_000, # largest stdin accepted
-}
 
-OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "exit_code": {"type": ["integer", "null"],
-                      "description": "The command's exit status; a negative number -N when killed by signal N; null when it timed out."},
-        "stdout": {"type": "string", "description": "Standard output (UTF-8, undecodable bytes replaced), cut with a marker past the cap."},
-        "stderr": {"type": "string", "description": "Standard error, same rules."},
-        "timed_out": {"type": "boolean", "description": "Whether the command was killed at its timeout."},
-        "truncated": {"type": "boolean", "description": "Whether stdout or stderr was cut."},
-    },
-    "required": ["exit_code", "stdout", "stderr", "timed_out", "truncated"],
-}
-
-TRUNCATED = "[... truncated: {n} more bytes of {stream} not shown; redirect to a file and read parts of it, or filter with grep/head/tail ...]\n"
-"""The visible marker ending a cut stream (``.format(n=..., stream=...)``)."""
-
-_SHELL = shutil.which("bash") or "/bin/sh"
-_GRACE = 2.0  # seconds to finish reading the pipes once the command has ended
-
-
-class _Capped:
-    """Keeps the first ``cap`` bytes of a stream and counts the rest."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.data, self.dropped = cap, bytearray(), 0
-
-    async def pump(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(65536):
-            room = self.cap - len(self.data)
-            if room > 0:
-                self.data += chunk[:room]
-            self.dropped += max(0, len(chunk) - max(room, 0))
-
-    def text(self, name: str) -> str:
-        out = self.data.decode("utf-8", errors="replace")
-        if self.dropped:
-            kept = self.data.decode("utf-8", errors="ignore")
-            out = kept + ("" if kept.endswith("\n") or not kept else "\n") + TRUNCATED.format(n=self.dropped, stream=name)
-        return out
-
-
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """Signals the command's exit itself: ``Process.wait()`` also waits for the pipes,
-    which a background job may hold open."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=65536, loop=loop)
-        self.exited = asyncio.Event()
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
-
-
-def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-async def run_command(command: str, cwd: Path, timeout: float, max_output_bytes: int,
-                      stdin: str | None = None) -> dict[str, Any]:
-    """Run ``command`` in ``cwd``; the structured result (see :data:`OUTPUT_SCHEMA`)."""
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(loop), _SHELL, "-c", command, cwd=str(cwd), start_new_session=True,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    proc = asyncio.subprocess.Process(transport, protocol, loop)
-    out, err = _Capped(max_output_bytes), _Capped(max_output_bytes)
-    readers = [asyncio.ensure_future(out.pump(proc.stdout)), asyncio.ensure_future(err.pump(proc.stderr))]
-    timed_out = False
-    try:
-        if stdin is not None:
-            with contextlib.suppress(ConnectionError, OSError):
-                proc.stdin.write(stdin.encode())
-                await proc.stdin.drain()
-            with contextlib.suppress(ConnectionError, OSError):
-                proc.stdin.close()
-        try:
-            await asyncio.wait_for(protocol.exited.wait(), timeout)
-        except asyncio.TimeoutError:
-            timed_out = True
-    finally:
-        _kill_group(proc)  # the command's leftovers (background jobs) too
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await protocol.exited.wait()
-        done, pending = await asyncio.wait(readers, timeout=_GRACE)
-        for task in pending:  # a pipe held open by a process that left the group
-            task.cancel()
-        transport.close()
-    return {
-        "exit_code": None if timed_out else transport.get_returncode(),
-        "stdout": out.text("stdout"),
-        "stderr": err.text("stderr"),
-        "timed_out": timed_out,
-        "truncated": bool(out.dropped or err.dropped),
-    }
-
-
-def render(result: dict[str, Any], timeout: float) -> str:
-    """The text form of a result: status line, then the non-empty streams."""
-    if result["timed_out"]:
-        head = f"timed out after {timeout:g} s: the command was killed (exit_code null)"
-    else:
-        head = f"exit_code: {result['exit_code']}"
-    parts = [head]
-    for name in ("stdout", "stderr"):
-        if result[name]:
-            parts.append(f"--- {name} ---\n{result[name]}")
-    if not result["stdout"] and not result["stderr"]:
-        parts.append("(no output)")
-    return "\n".join(parts)
-
-
-def create_server(ctx: Any, **limits: float) -> FastMCP:
+def create_server(ctx: Any, **overrides: float) -> FastMCP:
     """A FastMCP shell server whose commands run in ``ctx.workspace``.
 
     Args:
         ctx: an :class:`openenv_mcp.isolation.ServerContext` (its ``workspace``
             is the working folder) or a plain path.
-        **limits: overrides of :data:`DEFAULT_LIMITS`.
+        **overrides: overrides of :data:`DEFAULT_LIMITS`.
     """
-    unknown = set(limits) - set(DEFAULT_LIMITS)
-    if unknown:
-        raise TypeError(f"unknown limit(s) {sorted(unknown)}; known: {sorted(DEFAULT_LIMITS)}")
-    cap = {**DEFAULT_LIMITS, **limits}
-    root = Path(os.path.realpath(Path(getattr(ctx, "workspace", ctx)).expanduser()))
-    if not root.is_dir():
-        raise NotADirectoryError(f"shell root {str(root)!r} is not a directory; create it or pass another --root")
-    max_timeout = float(cap["max_timeout"])
+    cap = limits(overrides)
+    root: Path = root_of(ctx)
+    server = FastMCP("shell", instructions=INSTRUCTIONS)
 
-    server = FastMCP(
-        "shell",
-        instructions=(
-            "Run shell commands (bash) in the workspace folder, which is the working directory. "
-            "Each call is a fresh shell: `cd` and variables do not carry over (chain with && instead). "
-            "Long outputs are cut with a marker; redirect to a file and read it in parts."
-        ),
-    )
-
-    @server.tool(name="run", output_schema=OUTPUT_SCHEMA)
+    @server.tool(name="run", description=RUN_DESCRIPTION, output_schema=OUTPUT_SCHEMA)
     async def run(
-        command: Annotated[str, Field(description="The command line, run with bash -c in the workspace folder, e.g. 'ls -la' or 'python -m pytest -q'.")],
-        timeout: Annotated[float | None, Field(gt=0, description=f"Seconds before the command is killed (default {cap['default_timeout']:g}, at most {max_timeout:g}).")] = None,
-        stdin: Annotated[str | None, Field(description="Text given to the command on standard input (default: none).")] = None,
+        command: Annotated[str, Field(description=COMMAND_HELP)],
+        timeout: Annotated[float | None, Field(gt=0, description=timeout_help(cap))] = None,
+        stdin: Annotated[str | None, Field(description=STDIN_HELP)] = None,
     ) -> ToolResult:
-        """Run a shell command in the workspace; returns exit_code, stdout, stderr.
-
-        Each call starts a new shell in the workspace folder. The command and anything it started are
-        killed at the timeout or when it exits. Output beyond the cap is cut with a visible marker.
-        """
-        if not command.strip():
-            raise ToolError("command is empty; give a shell command such as 'ls'.")
-        if len(command) > cap["max_command_chars"]:
-            raise ToolError(f"command is {len(command)} characters; the limit is {int(cap['max_command_chars'])}. Write a script file and run it instead.")
-        if stdin is not None and len(stdin.encode()) > cap["max_stdin_bytes"]:
-            raise ToolError(f"stdin is {len(stdin.encode())} bytes; the limit is {int(cap['max_stdin_bytes'])}. Write it to a file instead.")
-        seconds = cap["default_timeout"] if timeout is None else timeout
-        if seconds > max_timeout:
-            raise ToolError(f"timeout {seconds:g} s is above this server's limit of {max_timeout:g} s.")
-        if not root.is_dir():
-            raise ToolError("the workspace folder no longer exists; it cannot be used as the working directory.")
         try:
-            result = await run_command(command, root, seconds, int(cap["max_output_bytes"]), stdin)
-        except OSError as e:
-            raise ToolError(f"could not start the shell: {e.strerror or e}.") from None
-        return ToolResult(content=render(result, seconds), structured_content=result, is_error=result["timed_out"])
+            text, structured, is_error = await call(root, cap, command, timeout, stdin)
+        except Refused as e:
+            raise ToolError(str(e)) from None
+        return ToolResult(content=text, structured_content=structured, is_error=is_error)
 
     return server
