@@ -78,6 +78,20 @@ def _str_or_none(msg: dict[str, Any], key: str) -> str | None:
     return value
 
 
+def _overrides(msg: dict[str, Any]) -> dict[str, Any]:
+    """Per-episode ``max_steps`` / ``call_timeout`` of a create or reset message."""
+    out: dict[str, Any] = {}
+    max_steps = _int_or_none(msg, "max_steps")
+    if max_steps is not None:
+        out["max_steps"] = max_steps
+    timeout = msg.get("call_timeout")
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise BadRequest(f"'call_timeout' must be a number of seconds or null, got {timeout!r}")
+        out["call_timeout"] = float(timeout)
+    return out
+
+
 def _episode_id(msg: dict[str, Any]) -> str:
     value = msg.get("episode_id")
     if not isinstance(value, str) or not value:
@@ -110,15 +124,17 @@ class ControlPlane:
     def _created(self, episode: Episode, base: str) -> str:
         obs = episode.first_observation().model_dump_json(by_alias=True, exclude_none=True)
         path = f"/episodes/{episode.id}/mcp"
-        return (f'{{"episode_id":{_dumps(episode.id)},"mcp_path":{_dumps(path)},'
+        return (f'{{"episode_id":{_dumps(episode.id)},"env":{_dumps(episode.env.name)},"mcp_path":{_dumps(path)},'
                 f'"mcp_url":{_dumps(base + path)},"observation":{obs}}}')
 
     async def create(self, msg: dict[str, Any], owner: str | None, base: str) -> str:
-        episode = await self.manager.create(_int_or_none(msg, "seed"), _str_or_none(msg, "task_id"), owner=owner)
+        episode = await self.manager.create(_int_or_none(msg, "seed"), _str_or_none(msg, "task_id"), owner=owner,
+                                            **_overrides(msg))
         return self._created(episode, base)
 
     async def reset(self, msg: dict[str, Any], base: str) -> str:
-        episode = await self.manager.reset(_episode_id(msg), _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"))
+        episode = await self.manager.reset(_episode_id(msg), _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
+                                           **_overrides(msg))
         return self._created(episode, base)
 
     async def step(self, msg: dict[str, Any]) -> str:

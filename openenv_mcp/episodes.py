@@ -17,6 +17,7 @@ closing are O(1) dict operations; the reaper scans once per interval.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .errors import EpisodeLimit, UnknownEpisode
+from .errors import ConfigError, EpisodeLimit, UnknownEpisode
 
 if TYPE_CHECKING:
     from .environment import Environment
@@ -67,6 +68,7 @@ class EpisodeManager:
         self._owner_of: dict[str, str] = {}
         self._owned: dict[str, set[str]] = {}
         self._creating = 0
+        self._variants: dict[tuple[int | None, float | None], Environment] = {}
         self.reaped: dict[str, float] = {}
         """Recently reaped episode ids (id -> when), so lookups can say why an id is gone."""
 
@@ -112,12 +114,35 @@ class EpisodeManager:
                 "(--max-episodes); close episodes you no longer need, or retry later")
         self._creating += 1
 
+    def variant(self, max_steps: int | None = None, call_timeout: float | None = None) -> Environment:
+        """The environment with a per-episode step budget / call time limit (``None``: the server's)."""
+        if max_steps is None and call_timeout is None:
+            return self.environment
+        if max_steps is not None and max_steps < 0:
+            raise ConfigError(f"max_steps must be >= 0 (0: no budget), got {max_steps}")
+        if call_timeout is not None and not call_timeout > 0:
+            raise ConfigError(f"call_timeout must be a positive number of seconds, got {call_timeout}")
+        key = (max_steps, call_timeout)
+        env = self._variants.get(key)
+        if env is None:
+            env = copy.copy(self.environment)
+            if self.environment.mode == "sim" and max_steps is not None:
+                env.max_steps = max_steps or None
+            if call_timeout is not None:
+                env.call_timeout = call_timeout
+            if hasattr(env, "warm_pool_size"):
+                env.warm_pool_size = 0  # the server's pool stays the server's
+            self._variants[key] = env
+        return env
+
     async def create(self, seed: int | None = None, task_id: str | None = None, *,
-                     episode_id: str | None = None, owner: str | None = None) -> Episode:
+                     episode_id: str | None = None, owner: str | None = None,
+                     max_steps: int | None = None, call_timeout: float | None = None) -> Episode:
         """Create and start an episode (counted against the cap while it starts)."""
+        environment = self.variant(max_steps, call_timeout)
         self._reserve()
         try:
-            episode = await self.environment.new_episode(seed=seed, task_id=task_id, episode_id=episode_id)
+            episode = await environment.new_episode(seed=seed, task_id=task_id, episode_id=episode_id)
         finally:
             self._creating -= 1
         self._add(episode, owner)
@@ -131,13 +156,15 @@ class EpisodeManager:
         if self.metrics is not None:
             self.metrics.episode_created()
 
-    async def reset(self, episode_id: str, seed: int | None = None, task_id: str | None = None) -> Episode:
+    async def reset(self, episode_id: str, seed: int | None = None, task_id: str | None = None, *,
+                    max_steps: int | None = None, call_timeout: float | None = None) -> Episode:
         """A fresh world under the same id (and owner): the old one is closed first."""
-        old = self.get(episode_id)
+        self.get(episode_id)
+        self.variant(max_steps, call_timeout)  # bad options fail before the old world is closed
         owner = self._owner_of.get(episode_id)
         await self.close(episode_id, reason="reset")
-        del old
-        return await self.create(seed, task_id, episode_id=episode_id, owner=owner)
+        return await self.create(seed, task_id, episode_id=episode_id, owner=owner,
+                                 max_steps=max_steps, call_timeout=call_timeout)
 
     def _forget(self, episode_id: str) -> Episode | None:
         episode = self._episodes.pop(episode_id, None)

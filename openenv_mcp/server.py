@@ -324,7 +324,7 @@ def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str =
     routes = list(extra_routes(environment, mode, options.get("token")) if extra_routes else ())
     app = create_app(environment, mode=mode, host=host, extra_routes=routes, **options)
     max_bytes = options.get("max_request_bytes", DEFAULT_MAX_REQUEST_BYTES)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_bytes + 1024,
+    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_bytes + 1024, ws_per_message_deflate=False,
                 backlog=8192, timeout_keep_alive=30, access_log=False, server_header=False)
 
 
