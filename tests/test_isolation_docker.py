@@ -396,3 +396,16 @@ def test_run_command_executes_inside_the_container(image, tmp_path):
         code, _, _ = env._run(run, ["sleep", "30"], 1.0)
         assert code == 137
     assert_clean(marker)
+
+
+def test_a_warm_pool_of_containers_is_removed_with_the_environment(image, tmp_path):
+    env, marker = docker_env(tmp_path)
+    env.unwrapped.environment.warm_pool_size = 2
+    with env:
+        env.reset(seed=0)
+        assert call(env, "counter") == ("1", False)
+        assert env._run(env.unwrapped.environment.warm_up)
+        assert len(owned()) == 3  # the episode's container and two ready ones
+        env.reset(seed=1)
+        assert call(env, "counter") == ("1", False)
+    assert_clean(marker)
