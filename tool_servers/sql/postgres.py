@@ -1,0 +1,228 @@
+"""PostgreSQL backend (production): psycopg 3, async, one connection per call.
+
+The connection string comes from the environment (``DATABASE_URL``).
+``query`` runs in a ``READ ONLY`` transaction that is always rolled back, and
+is sent as a prepared statement, so the server itself refuses a second
+statement smuggled after a ``;``. ``execute`` runs its statements in one
+transaction. Every statement is bounded by ``statement_timeout``.
+
+For simulation tests, :meth:`PostgresBackend.for_episode` creates a private
+database per episode from a template database (``CREATE DATABASE ...
+TEMPLATE ...``) and :func:`drop_database` removes it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from . import normalize
+from .backend import (Backend, Column, RowSet, SqlError, StatementResult, TableDescription,
+                      check_execute_statement, split_statements, statement_command)
+
+__all__ = ["PostgresBackend", "drop_database", "episode_database_name"]
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise RuntimeError("the PostgreSQL backend needs psycopg: pip install 'openenv-mcp[postgres]'") from e
+    return psycopg
+
+
+def _error(e: Exception, statement: int | None = None) -> SqlError:
+    sqlstate = getattr(e, "sqlstate", None)
+    diag = getattr(e, "diag", None)
+    message = (diag.message_primary if diag is not None and diag.message_primary else str(e)).strip()
+    kind = normalize.error_kind("postgres", message, sqlstate)
+    if kind == "timeout":
+        message = "statement cancelled: it ran longer than the time limit"
+    return SqlError(kind, message, statement)
+
+
+async def _fetch(cursor: Any, max_rows: int) -> RowSet:
+    columns = [d.name for d in cursor.description]
+    raw = await cursor.fetchmany(max_rows + 1)
+    truncated = len(raw) > max_rows
+    return RowSet(columns, [[normalize.value(v) for v in row] for row in raw[:max_rows]], truncated)
+
+
+def episode_database_name(episode_id: str) -> str:
+    """The per-episode database name (``openenv_`` + the id's safe characters)."""
+    return "openenv_" + re.sub(r"[^a-z0-9_]", "_", episode_id.lower())[:50]
+
+
+async def drop_database(admin_url: str, name: str) -> None:
+    """Drop a database (``WITH (FORCE)``), if it exists."""
+    psycopg = _psycopg()
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+        await conn.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            psycopg.sql.Identifier(name)))
+
+
+class PostgresBackend(Backend):
+    """A PostgreSQL database given by a libpq connection string / URL."""
+
+    engine = "postgres"
+
+    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.episode_database: str | None = None
+        """Set by :meth:`for_episode`: the private database to drop afterwards."""
+
+    @classmethod
+    async def for_episode(cls, admin_url: str, template: str, episode_id: str, **kwargs: Any) -> PostgresBackend:
+        """A fresh database copied from ``template`` for one episode."""
+        psycopg = _psycopg()
+        name = episode_database_name(episode_id)
+        async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+            await conn.execute(psycopg.sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                psycopg.sql.Identifier(name), psycopg.sql.Identifier(template)))
+        info = psycopg.conninfo.conninfo_to_dict(admin_url)
+        info["dbname"] = name
+        backend = cls(psycopg.conninfo.make_conninfo(**info), **kwargs)
+        backend.episode_database = name
+        return backend
+
+    async def _connect(self) -> Any:
+        psycopg = _psycopg()
+        try:
+            conn = await psycopg.AsyncConnection.connect(self.url)
+        except psycopg.OperationalError as e:
+            raise SqlError("other", f"cannot connect to PostgreSQL: {str(e).strip()}") from None
+        await conn.execute(f"SET statement_timeout = {int(self.timeout * 1000)}")
+        await conn.commit()
+        return conn
+
+    async def query(self, sql: str, max_rows: int) -> RowSet:
+        psycopg = _psycopg()
+        statements = split_statements(sql)
+        if len(statements) != 1:
+            raise SqlError("not_allowed", f"query runs exactly one statement; got {len(statements)}")
+        conn = await self._connect()
+        try:
+            await conn.set_read_only(True)
+            cursor = conn.cursor()
+            try:
+                await cursor.execute(statements[0], prepare=True)
+                if cursor.description is None:
+                    return RowSet([], [])
+                return await _fetch(cursor, max_rows)
+            except psycopg.Error as e:
+                raise _error(e) from None
+        finally:
+            await conn.rollback()
+            await conn.close()
+
+    async def execute(self, sql: str, max_rows: int) -> list[StatementResult]:
+        psycopg = _psycopg()
+        statements = split_statements(sql)
+        if not statements:
+            raise SqlError("syntax", "no SQL statement given")
+        for i, statement in enumerate(statements, 1):
+            check_execute_statement(statement, i)
+        conn = await self._connect()
+        results: list[StatementResult] = []
+        try:
+            cursor = conn.cursor()
+            for i, statement in enumerate(statements, 1):
+                try:
+                    await cursor.execute(statement)
+                except psycopg.Error as e:
+                    raise _error(e, i) from None
+                command = statement_command(statement)
+                if cursor.description is not None:
+                    rows = await _fetch(cursor, max_rows)
+                    results.append(StatementResult(command, cursor.rowcount, rows))
+                else:
+                    count = cursor.rowcount
+                    results.append(StatementResult(command, count if count >= 0 else None))
+            try:
+                await conn.commit()
+            except psycopg.Error as e:
+                raise _error(e, len(statements)) from None
+            return results
+        finally:
+            if not conn.closed:
+                await conn.rollback()
+                await conn.close()
+
+    async def _catalog(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        conn = await self._connect()
+        try:
+            cursor = await conn.execute(sql, params)
+            return await cursor.fetchall()
+        finally:
+            await conn.rollback()
+            await conn.close()
+
+    async def list_tables(self) -> list[dict[str, Any]]:
+        rows = await self._catalog(
+            "SELECT t.table_name, t.table_type, c.column_name FROM information_schema.tables t "
+            "JOIN information_schema.columns c ON c.table_schema = t.table_schema AND c.table_name = t.table_name "
+            "WHERE t.table_schema = current_schema() ORDER BY t.table_name, c.ordinal_position"
+        )
+        tables: dict[str, dict[str, Any]] = {}
+        for name, kind, column in rows:
+            entry = tables.setdefault(name, {"name": name, "kind": "view" if kind == "VIEW" else "table",
+                                             "columns": []})
+            entry["columns"].append(column)
+        return sorted(tables.values(), key=lambda t: t["name"])
+
+    async def describe_table(self, table: str) -> TableDescription:
+        conn = await self._connect()
+        try:
+            async def rows(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+                return await (await conn.execute(sql, params)).fetchall()
+
+            found = await rows("SELECT table_type FROM information_schema.tables "
+                               "WHERE table_schema = current_schema() AND table_name = %s", (table,))
+            if not found:
+                raise SqlError("undefined_table", f'relation "{table}" does not exist')
+            kind = "view" if found[0][0] == "VIEW" else "table"
+            rel = "(quote_ident(current_schema()) || '.' || quote_ident(%s))::regclass"
+            pk = {r[0] for r in await rows(
+                f"SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                f"AND a.attnum = ANY(i.indkey) WHERE i.indrelid = {rel} AND i.indisprimary", (table,))}
+            columns = []
+            for name, dtype, udt, nullable, default, length, precision, scale in await rows(
+                "SELECT column_name, data_type, udt_name, is_nullable, column_default, character_maximum_length, "
+                "numeric_precision, numeric_scale FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position", (table,)
+            ):
+                declared = udt if dtype in ("USER-DEFINED", "ARRAY") else dtype
+                columns.append(Column(
+                    name=name,
+                    type=normalize.type_name(declared, length=length, precision=precision, scale=scale),
+                    nullable=nullable == "YES" and name not in pk,
+                    default=normalize.default_expr(default),
+                    primary_key=name in pk,
+                ))
+            fks = []
+            for cols, refcols, reftable in await rows(
+                "SELECT ARRAY(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k(n, o) "
+                "  JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.o), "
+                "ARRAY(SELECT a.attname FROM unnest(c.confkey) WITH ORDINALITY k(n, o) "
+                "  JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.o), "
+                f"cf.relname FROM pg_constraint c JOIN pg_class cf ON cf.oid = c.confrelid "
+                f"WHERE c.contype = 'f' AND c.conrelid = {rel}", (table,)
+            ):
+                fks.append({"columns": list(cols), "references": reftable, "referenced_columns": list(refcols)})
+            indexes = []
+            for name, cols, unique in await rows(
+                "SELECT ic.relname, ARRAY(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(n, o) "
+                "  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o), i.indisunique "
+                f"FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
+                f"WHERE i.indrelid = {rel} AND NOT i.indisprimary", (table,)
+            ):
+                indexes.append({"name": name, "columns": list(cols), "unique": bool(unique)})
+            return TableDescription(
+                name=table, kind=kind, columns=columns,
+                foreign_keys=sorted(fks, key=lambda f: (f["columns"], f["references"])),
+                indexes=sorted(indexes, key=lambda i: i["name"]),
+            )
+        finally:
+            await conn.rollback()
+            await conn.close()
