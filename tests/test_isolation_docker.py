@@ -409,3 +409,43 @@ def test_a_warm_pool_of_containers_is_removed_with_the_environment(image, tmp_pa
         env.reset(seed=1)
         assert call(env, "counter") == ("1", False)
     assert_clean(marker)
+
+
+CRASHING_OWNER = """
+import sys, tempfile
+from pathlib import Path
+import anyio
+from openenv_mcp.isolation import ServerContext, connect
+from openenv_mcp.spec import ToolServerSpec
+
+async def main():
+    spec = ToolServerSpec(name="echo", command=["python", "-m", "tool_servers.echo"], isolation="docker")
+    conn = connect(spec, ServerContext(episode_id=sys.argv[1], workspace=Path(tempfile.mkdtemp())))
+    await conn.start()
+    print("started", flush=True)
+    await anyio.sleep(3600)
+
+anyio.run(main)
+"""
+
+
+def test_a_killed_environment_process_leaves_nothing_running_and_is_reaped(image):
+    import sys
+
+    from openenv_mcp.isolation.docker import reap
+
+    episode = f"crash-{uuid.uuid4().hex[:8]}"
+    owner = subprocess.Popen([sys.executable, "-c", CRASHING_OWNER, episode], stdout=subprocess.PIPE, cwd=ROOT)
+    try:
+        assert owner.stdout.readline() == b"started\n"
+        assert [c.status for c in containers(episode)] == ["running"]
+    finally:
+        owner.kill()
+        owner.wait()
+    # its stdin closed with the attach connection: the server read EOF and exited
+    deadline = time.monotonic() + 20
+    while [c.status for c in containers(episode)] != ["exited"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [c.status for c in containers(episode)] == ["exited"]
+    assert reap() >= 1
+    assert containers(episode) == []
