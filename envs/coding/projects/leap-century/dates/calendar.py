@@ -1,0 +1,10 @@
+"""Calendar helpers."""
+
+
+def is_leap(year):
+    """Whether ``year`` has a 29 February."""
+    return year % 4 == 0
+
+
+def days_in_year(year):
+    return 366 if is_leap(year) else 365

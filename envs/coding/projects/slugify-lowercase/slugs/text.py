@@ -1,0 +1,7 @@
+"""URL slugs."""
+
+
+def slugify(title):
+    """'Hello World' -> 'hello-world'."""
+    words = title.split()
+    return "-".join(words)

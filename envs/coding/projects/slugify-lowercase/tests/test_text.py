@@ -1,0 +1,5 @@
+from slugs.text import slugify
+
+
+def test_slug():
+    assert slugify("Hello World") == "hello-world"

@@ -1,0 +1,5 @@
+from listutil.dedupe import unique
+
+
+def test_order():
+    assert unique([3, 1, 3, 2, 1]) == [3, 1, 2]
