@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
+import anyio.to_thread
 
 from .isolation import Connection, ServerContext, connect
 from .types import Task
@@ -65,7 +66,8 @@ async def prepare(env: Environment, episode_id: str, task: Task | None = None,
         seeds = [spec.path(s.workspace) for s in spec.tool_servers if s.workspace]
         if task is not None and task.workspace:
             seeds.append(spec.path(task.workspace))
-        world.workspace.seed(*seeds)
+        if seeds:  # copying a large seed must not stall the event loop (other episodes, the MCP face)
+            await anyio.to_thread.run_sync(world.workspace.seed, *seeds)
         for server in env.servers:
             ctx = ServerContext(episode_id=episode_id, workspace=world.workspace.path, mode=env.mode,
                                 env=env.server_env(server))

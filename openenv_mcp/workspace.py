@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import queue
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 __all__ = ["Workspace", "copy_seed"]
@@ -37,4 +40,50 @@ class Workspace:
                 child.unlink(missing_ok=True)
 
     def remove(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        """Remove the folder. It is renamed away at once (its path is free and
+        nobody can reach its content any more) and deleted by a background thread,
+        so a large workspace does not slow ``reset()`` down."""
+        trash = self.path.with_name(self.path.name + ".removed")
+        try:
+            os.rename(self.path, trash)
+        except OSError:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        _REAPER.put(trash)
+
+
+class _Reaper:
+    """One daemon thread deleting removed workspaces; drained at interpreter exit."""
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[Path] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def put(self, path: Path) -> None:
+        self._queue.put(path)
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="openenv-mcp-reaper", daemon=True)
+                self._thread.start()
+                atexit.register(self.drain)
+
+    def _run(self) -> None:
+        while True:
+            path = self._queue.get()
+            shutil.rmtree(path, ignore_errors=True)
+            self._queue.task_done()
+
+    def drain(self) -> None:
+        """Delete everything still queued, and wait for the one being deleted (blocking)."""
+        while True:
+            try:
+                path = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            shutil.rmtree(path, ignore_errors=True)
+            self._queue.task_done()
+        self._queue.join()
+
+
+_REAPER = _Reaper()

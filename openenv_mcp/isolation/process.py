@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import mcp_types
 from mcp.shared.message import SessionMessage
 
@@ -610,9 +611,12 @@ class ProcessConnection(McpConnection):
         values = {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)}
         return expand(list(self.spec.command or []), values)
 
+    async def start(self) -> None:
+        if self.uid is not None:  # the workspace becomes the server's (off the event loop: it may be large)
+            await anyio.to_thread.run_sync(chown_tree, self.ctx.workspace, self.uid)
+        await super().start()
+
     def _new_host(self) -> SessionHost:
-        if self.uid is not None:
-            chown_tree(self.ctx.workspace, self.uid)
         launch = self.launch(self.command())
         limit = self.spec.limits.output_bytes
         process = StdioProcess(self.spec.name, launch, 2 * limit + LINE_SLACK, limit,
