@@ -93,6 +93,10 @@ class McpFace:
 
         self.server = build_server(name, resolve, instructions=instructions)
         self.server.middleware = [self._middleware]  # one middleware: episode resolution + metrics
+        # Input schemas for the SDK's Mcp-Param header check (2026-07-28), from tools already listed by an
+        # episode: without it the SDK would run a whole tools/list (a fresh episode) per stateless call.
+        self._schemas: dict[str, Any] = {}
+        self.server.get_tool_input_schema = self._schemas.get
         self.sessions = _SessionManager(
             self.server,
             json_response=json_response,
@@ -116,6 +120,8 @@ class McpFace:
         if ctx.method not in EPISODE_METHODS:
             return await call_next(ctx)
         episode, ephemeral = await self._resolve(ctx)
+        if not self._schemas:
+            self._schemas.update((t.name, t.input_schema) for t in episode.tools)
         token = _current.set(episode)
         try:
             if ctx.method != "tools/call":

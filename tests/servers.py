@@ -53,3 +53,25 @@ def running_server(env: str = "echo", *args: str, token: str | None = None, time
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+@contextlib.asynccontextmanager
+async def serving(app):
+    """Serve an ASGI app with uvicorn in this event loop on a free port; yields ``http://127.0.0.1:PORT``."""
+    import anyio
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws_per_message_deflate=False))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: server.serve(sockets=[sock]))
+        with anyio.fail_after(20):
+            while not server.started:
+                await anyio.sleep(0.01)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+    sock.close()
