@@ -66,12 +66,18 @@ _LOST = "all variables were lost"
 
 
 def _kill(proc: asyncio.subprocess.Process | None) -> None:
-    if proc is None or proc.returncode is not None:
+    """SIGKILL the child's process group and release its pipes (safe to repeat)."""
+    if proc is None:
         return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):  # the loop may already be closed
+            transport.close()
 
 
 def _status(code: int | None) -> str:
@@ -174,9 +180,11 @@ class Interpreter:
                 with contextlib.suppress(ValueError):
                     reply = json.loads(line)
             if reply is None:  # no answer: it died, or ignored the interrupt
-                _kill(proc)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(proc.wait(), 5)
+                _kill(proc)
                 self.proc = None
                 if timed_out:
                     why = (f"Timed out after {timeout:g} s; the code did not stop on interrupt, so the interpreter "
