@@ -101,6 +101,8 @@ class Environment:
     def _solutions(self) -> Any:
         if not self.spec.solutions:
             return None
+        if self.spec.solutions.endswith(".json"):  # no Python: {task_id: {"reference": [...], "wrong": [...]}}
+            return _JsonSolutions(self.spec.path(self.spec.solutions))
         return load_module(self.spec.solutions, self.spec.base_dir)
 
     def has_solutions(self) -> bool:
@@ -117,3 +119,29 @@ class Environment:
                 item = action_from_json({"type": "call_tool", **item})
             actions.append(item)
         return actions
+
+
+class _JsonSolutions:
+    """Scripted trajectories from a JSON file: ``{task_id: {"reference": [...], "wrong": [...]}}``,
+    each action ``{"name": ..., "arguments": {...}}``."""
+
+    def __init__(self, path: Path) -> None:
+        import json
+
+        try:
+            self.data = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"solutions file {str(path)!r}: {e}") from e
+        if not isinstance(self.data, dict):
+            raise ConfigError(f"solutions file {str(path)!r}: expected an object keyed by task id")
+
+    def _get(self, task: Task, kind: str) -> list[Any]:
+        if task.id not in self.data or kind not in self.data[task.id]:
+            raise ConfigError(f"solutions file has no {kind!r} trajectory for task {task.id!r}")
+        return list(self.data[task.id][kind])
+
+    def reference(self, task: Task) -> list[Any]:
+        return self._get(task, "reference")
+
+    def wrong(self, task: Task) -> list[Any]:
+        return self._get(task, "wrong")
