@@ -121,18 +121,20 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
 # -- serve / stdio ----------------------------------------------------------------
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from .playground import PUBLIC_PATHS, playground_routes
     from .server import serve
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
                           "anyone who can reach the port can drive the environment")
     err_console.print(f"[bold]openenv-mcp[/bold] serving [cyan]{args.env}[/cyan] ({args.mode}) on "
-                      f"http://{args.host}:{args.port}  MCP: /mcp"
+                      f"http://{args.host}:{args.port}  playground: /  MCP: /mcp"
                       + ("  control plane: /ws, /episodes" if args.mode == "sim" else ""))
     serve(args.env, host=args.host, port=args.port, mode=args.mode, token=args.token,
           allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
           max_episodes=args.max_episodes, idle_timeout=args.idle_timeout or None,
-          max_request_bytes=args.max_request_bytes, log_level=args.log_level)
+          max_request_bytes=args.max_request_bytes, log_level=args.log_level,
+          extra_routes=playground_routes, public_paths=("/health", *PUBLIC_PATHS))
     return 0
 
 

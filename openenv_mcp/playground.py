@@ -36,7 +36,8 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 """The page and its assets, shipped inside the package."""
 
 PUBLIC_PATHS = ("/", "/static/playground/")
-"""Paths (exact ``/``, prefix ``/static/playground/``) served without the token: no data behind them."""
+"""Paths served without the token (``create_app(public_paths=...)`` form: exact ``/``, prefix
+``/static/playground/``): the page and its assets, no data behind them."""
 
 SECURITY_HEADERS = {
     # Everything comes from this server: scripts, styles, API calls; images and audio from tool results.
@@ -63,7 +64,7 @@ class _Static(StaticFiles):
         return response
 
 
-def playground_routes(environment: Any, *, mode: str | None = None, token: str | None = None) -> list[BaseRoute]:
+def playground_routes(environment: Any, mode: str | None = None, token: str | None = None) -> list[BaseRoute]:
     """The playground's routes for an app serving ``environment`` (an :class:`Environment`).
 
     Args:

@@ -67,17 +67,20 @@
   // -- control plane (simulation) -----------------------------------------------------
   const sim = {
     async reset(seed, taskId) {
-      if (state.episodeId) {
-        try { await api("DELETE", `episodes/${enc(state.episodeId)}`); } catch (e) { /* already gone */ }
-        state.episodeId = null;
-      }
-      const created = await api("POST", "episodes", {});
-      state.episodeId = created.episode_id;
+      sim.close();
       const body = {};
       if (seed !== null) body.seed = seed;
       if (taskId) body.task_id = taskId;
-      const reply = await api("POST", `episodes/${enc(state.episodeId)}/reset`, body);
-      return reply.observation || reply;
+      const created = await api("POST", "episodes", body);  // creates and resets in one call
+      state.episodeId = created.episode_id;
+      state.mcpUrl = created.mcp_url || null;
+      return created.observation;
+    },
+    close() {  // fire and forget; also used when the page goes away
+      if (!state.episodeId) return;
+      const id = state.episodeId;
+      state.episodeId = null;
+      fetch(`episodes/${enc(id)}`, { method: "DELETE", headers: headers(), keepalive: true }).catch(() => {});
     },
     async step(name, args) {
       const reply = await api("POST", `episodes/${enc(state.episodeId)}/step`,
@@ -329,7 +332,7 @@
     const wrap = h("div", { class: "field", "data-field": path });
     const list = h("div", { class: "array-items" });
     const items = [];
-    const add = () => {
+    const addItem = () => {
       const idx = items.length;
       const f = buildField(`[${idx}]`, schema.items || {}, true, root, `${path}[${idx}]`);
       const row = h("div", { class: "array-item" }, h("div", { class: "item-body" }, f.el));
@@ -339,9 +342,9 @@
       items.push(entry);
       list.append(row);
     };
-    const addBtn = h("button", { type: "button", class: "small", text: "+ add item", onclick: add, "data-add": path });
+    const addBtn = h("button", { type: "button", class: "small", text: "+ add item", onclick: addItem, "data-add": path });
     add(wrap, h("fieldset", {}, h("legend", {}, ...labelText), desc, list, addBtn));
-    (Array.isArray(schema.default) ? schema.default : []).forEach(() => add());
+    (Array.isArray(schema.default) ? schema.default : []).forEach(() => addItem());
     return {
       el: wrap,
       get() {
@@ -520,6 +523,9 @@
     set("#truncated", String(state.truncated), state.truncated ? "yes" : "");
     set("#steps", String(state.stepCount));
     set("#episode-id", state.episodeId || (state.mcp.session ? `session ${state.mcp.session}` : "–"), "mono");
+    const mcpUrl = $("#mcp-url");
+    mcpUrl.hidden = !state.mcpUrl;
+    $("#mcp-url code").textContent = state.mcpUrl || "";
     if (state.mode === "sim") {
       const ended = state.done || state.truncated;
       document.querySelectorAll("#tools button[type=submit]").forEach((b) => { b.disabled = ended; });
@@ -580,6 +586,7 @@
       env: state.info && state.info.env, mode: state.mode, exported_at: new Date().toISOString(),
       episode_id: state.episodeId, seed: state.seed,
       task: state.task ? { id: state.task.id, prompt: state.task.prompt } : null,
+      tools: state.tools,
       steps: state.steps,
       reward: state.mode === "sim" ? state.reward : undefined,
       done: state.mode === "sim" ? state.done : undefined,
@@ -610,6 +617,7 @@
     $("#reset").addEventListener("click", doReset);
     $("#connect").addEventListener("click", doConnect);
     $("#export").addEventListener("click", exportJson);
+    window.addEventListener("pagehide", () => { if (state.mode === "sim") sim.close(); });
     try {
       state.info = await api("GET", "playground/info");
     } catch (e) {

@@ -20,11 +20,11 @@ const context = await chromium.launchPersistentContext(profile, {
          "--disable-component-update", "--disable-sync", "--disable-quic"],
 });
 context.setDefaultTimeout(TIMEOUT);
-const out = { scenario, console_errors: [], requests: [] };
+const out = { scenario, console_errors: [], requests: [], paths: [] };
 const page = context.pages()[0] || (await context.newPage());
 page.on("console", (m) => { if (m.type() === "error") out.console_errors.push(m.text()); });
 page.on("pageerror", (e) => out.console_errors.push(String(e)));
-page.on("request", (r) => out.requests.push(new URL(r.url()).host));
+page.on("request", (r) => { const u = new URL(r.url()); out.requests.push(u.host); out.paths.push(`${r.method()} ${u.pathname}`); });
 
 const text = async (sel) => (await page.locator(sel).textContent()).trim();
 const tool = (name) => page.locator(`form[data-tool="${name}"]`);
@@ -181,4 +181,5 @@ try {
   rmSync(profile, { recursive: true, force: true });
 }
 out.requests = [...new Set(out.requests)];
+out.paths = [...new Set(out.paths)];
 console.log(JSON.stringify(out));
