@@ -21,3 +21,16 @@ def need(condition: bool, reason: str) -> None:
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A real PostgreSQL server for the session (tests/pgserver.py): ``.url``, ``.url_for(db)``."""
+    from pgserver import TempPostgres, find_bindir
+
+    need(find_bindir() is not None, "PostgreSQL server binaries not found (apt-get install postgresql)")
+    server = TempPostgres().start()
+    try:
+        yield server
+    finally:
+        server.stop()

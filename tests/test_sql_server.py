@@ -1,0 +1,338 @@
+"""The sql tool server on both backends: every tool, read-only enforcement, errors, caps, factory, stdio.
+
+Each test runs against SQLite and against a real PostgreSQL server (started by
+the ``postgres_server`` session fixture) through a real MCP client, and expects
+the very same results from both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from fastmcp import Client
+
+from openenv_mcp.isolation.base import ServerContext
+from tool_servers.sql import build_server, create_server
+from tool_servers.sql.backend import split_statements, statement_command
+from tool_servers.sql.postgres import PostgresBackend, drop_database, episode_database_name
+from tool_servers.sql.sqlite import SQLiteBackend
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCHEMA = (
+    "CREATE TABLE authors (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
+    "CREATE TABLE books (id INTEGER PRIMARY KEY, author_id INTEGER NOT NULL REFERENCES authors(id),"
+    " title TEXT NOT NULL, price NUMERIC(6,2), published DATE, status TEXT NOT NULL DEFAULT 'draft');"
+    "CREATE UNIQUE INDEX ux_books_title ON books(title);"
+    "INSERT INTO authors VALUES (1, 'Ursula'), (2, 'Stanislaw');"
+    "INSERT INTO books VALUES (1, 1, 'Earthsea', 12.5, '1968-11-01', 'out'), (2, 1, 'Dispossessed', 14.25,"
+    " '1974-05-01', 'out'), (3, 2, 'Solaris', 9.99, '1961-01-01', 'out'), (4, 2, 'Cyberiad', 20.00, NULL, 'draft')"
+)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def backend(request, tmp_path):
+    if request.param == "sqlite":
+        b = SQLiteBackend(tmp_path / "t.db", timeout=1.0)
+        await b.execute(SCHEMA, 10)
+        yield b
+        return
+    pg = request.getfixturevalue("postgres_server")
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    b = PostgresBackend(pg.url_for(name), timeout=1.0)
+    await b.execute(SCHEMA, 10)
+    try:
+        yield b
+    finally:
+        await drop_database(pg.url, name)
+
+
+async def call(server, tool, **args):
+    async with Client(server) as client:
+        result = await client.call_tool(tool, args, raise_on_error=False)
+    return result.is_error, result.content[0].text, result.structured_content
+
+
+async def count_books(b):
+    return (await b.query("SELECT COUNT(*) FROM books", 10)).rows[0][0]
+
+
+@pytest.mark.anyio
+async def test_tool_list_is_the_same_on_both_backends(backend):
+    async with Client(build_server(backend)) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+    assert sorted(tools) == ["describe_table", "execute", "list_tables", "query"]
+    assert tools["query"].input_schema["required"] == ["sql"]
+    assert tools["query"].annotations.read_only_hint is True
+    assert tools["describe_table"].input_schema["required"] == ["table"]
+
+
+@pytest.mark.anyio
+async def test_query_returns_rows_as_structured_content_and_text_table(backend):
+    err, text, data = await call(build_server(backend), "query",
+                                 sql="SELECT id, title, price, published FROM books ORDER BY id")
+    assert not err
+    assert data == {"columns": ["id", "title", "price", "published"], "row_count": 4, "truncated": False,
+                    "rows": [[1, "Earthsea", 12.5, "1968-11-01"], [2, "Dispossessed", 14.25, "1974-05-01"],
+                             [3, "Solaris", 9.99, "1961-01-01"], [4, "Cyberiad", 20, None]]}
+    assert text == (
+        "id | title        | price | published\n"
+        "---+--------------+-------+-----------\n"
+        "1  | Earthsea     | 12.5  | 1968-11-01\n"
+        "2  | Dispossessed | 14.25 | 1974-05-01\n"
+        "3  | Solaris      | 9.99  | 1961-01-01\n"
+        "4  | Cyberiad     | 20    | NULL\n"
+        "(4 rows)"
+    )
+
+
+@pytest.mark.anyio
+async def test_aggregates_agree_across_engines(backend):
+    err, _, data = await call(build_server(backend), "query",
+                              sql="SELECT ROUND(AVG(price), 2), SUM(price), COUNT(*), MAX(published) FROM books")
+    assert not err
+    assert data["rows"] == [[14.19, 56.74, 4, "1974-05-01"]]
+
+
+@pytest.mark.anyio
+async def test_row_cap_marks_the_cut(backend):
+    server = build_server(backend, max_rows=2)
+    err, text, data = await call(server, "query", sql="SELECT id FROM books ORDER BY id")
+    assert not err
+    assert data == {"columns": ["id"], "rows": [[1], [2]], "row_count": 2, "truncated": True}
+    assert text.endswith("[truncated: showing the first 2 rows; more rows exist. "
+                         "Aggregate, or narrow the query with WHERE/LIMIT/OFFSET.]")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sql", [
+    "DELETE FROM books",
+    "UPDATE books SET price = 0",
+    "INSERT INTO authors VALUES (3, 'Octavia')",
+    "DROP TABLE books",
+    "CREATE TABLE x (a INTEGER)",
+    "WITH gone AS (DELETE FROM books RETURNING id) SELECT COUNT(*) FROM gone",
+])
+async def test_query_is_read_only_for_real(backend, sql):
+    err, text, data = await call(build_server(backend), "query", sql=sql)
+    assert err
+    assert data["error"]["kind"] in ("read_only", "syntax")  # SQLite rejects a DELETE inside WITH as syntax
+    assert text.startswith(f"SQL error ({data['error']['kind']}): ")
+    assert await count_books(backend) == 4
+    assert [t["name"] for t in await backend.list_tables()] == ["authors", "books"]
+    assert (await backend.query("SELECT SUM(price) FROM books", 10)).rows == [[56.74]]
+
+
+@pytest.mark.anyio
+async def test_query_refuses_a_second_statement(backend):
+    err, text, data = await call(build_server(backend), "query", sql="SELECT 1; DELETE FROM books")
+    assert err and data["error"]["kind"] == "not_allowed"
+    assert text == "SQL error (not_allowed): query runs exactly one statement; got 2"
+    assert await count_books(backend) == 4
+
+
+@pytest.mark.anyio
+async def test_read_only_error_points_to_execute(backend):
+    err, text, _ = await call(build_server(backend), "query", sql="DELETE FROM books")
+    assert err and text.endswith("(query is read-only: use the execute tool to change data or schema)")
+
+
+@pytest.mark.anyio
+async def test_execute_runs_statements_in_one_transaction(backend):
+    server = build_server(backend)
+    err, text, data = await call(server, "execute", sql=(
+        "INSERT INTO authors (id, name) VALUES (3, 'Octavia'); "
+        "UPDATE books SET status = 'out' WHERE status = 'draft'; "
+        "CREATE INDEX ix_books_author ON books(author_id); "
+        "DELETE FROM books WHERE id = 4 RETURNING id, title"))
+    assert not err, text
+    assert data == {"rowcount": 3, "statements": [
+        {"statement": 1, "command": "INSERT", "rowcount": 1},
+        {"statement": 2, "command": "UPDATE", "rowcount": 1},
+        {"statement": 3, "command": "CREATE INDEX", "rowcount": None},
+        {"statement": 4, "command": "DELETE", "rowcount": 1, "columns": ["id", "title"], "rows": [[4, "Cyberiad"]],
+         "truncated": False},
+    ]}
+    assert text.splitlines()[:3] == ["statement 1: INSERT 1 row(s) affected", "statement 2: UPDATE 1 row(s) affected",
+                                     "statement 3: CREATE INDEX done"]
+    assert text.endswith("Committed (4 statements).")
+    assert await count_books(backend) == 3
+
+
+@pytest.mark.anyio
+async def test_execute_is_all_or_nothing(backend):
+    err, text, data = await call(build_server(backend), "execute",
+                                 sql="DELETE FROM books WHERE id = 1; INSERT INTO books (id, author_id, title) "
+                                     "VALUES (9, 1, 'Solaris')")
+    assert err
+    assert data["error"]["kind"] == "constraint" and data["error"]["statement"] == 2
+    assert text.startswith("SQL error (constraint): statement 2: ")
+    assert text.endswith("(the whole call was rolled back; nothing changed)")
+    assert await count_books(backend) == 4
+
+
+@pytest.mark.anyio
+async def test_foreign_keys_are_enforced_on_both(backend):
+    err, _, data = await call(build_server(backend), "execute", sql="DELETE FROM authors WHERE id = 1")
+    assert err and data["error"]["kind"] == "constraint"
+    assert (await backend.query("SELECT COUNT(*) FROM authors", 10)).rows == [[2]]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sql, first", [("BEGIN; DELETE FROM books; COMMIT", "BEGIN"),
+                                        ("DELETE FROM books; ROLLBACK", "ROLLBACK"),
+                                        ("ATTACH DATABASE 'x.db' AS x", "ATTACH"), ("VACUUM", "VACUUM")])
+async def test_execute_refuses_transaction_control_and_attach(backend, sql, first):
+    err, text, data = await call(build_server(backend), "execute", sql=sql)
+    assert err and data["error"]["kind"] == "not_allowed"
+    assert first in text
+    assert await count_books(backend) == 4
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool, args, kind", [
+    ("query", {"sql": "SELEC * FROM books"}, "syntax"),
+    ("query", {"sql": "SELECT * FROM nope"}, "undefined_table"),
+    ("query", {"sql": "SELECT nope FROM books"}, "undefined_column"),
+    ("execute", {"sql": "UPDATE nope SET a = 1"}, "undefined_table"),
+    ("execute", {"sql": "CREATE TABLE books (a INTEGER)"}, "already_exists"),
+    ("execute", {"sql": "INSERT INTO books (id, author_id) VALUES (7, 1)"}, "constraint"),
+    ("execute", {"sql": "   ;  "}, "syntax"),
+    ("describe_table", {"table": "nope"}, "undefined_table"),
+])
+async def test_bad_sql_is_a_clean_error_result_of_the_same_kind(backend, tool, args, kind):
+    err, text, data = await call(build_server(backend), tool, **args)
+    assert err
+    assert data["error"]["kind"] == kind
+    assert text.startswith(f"SQL error ({kind}): ")
+
+
+@pytest.mark.anyio
+async def test_long_statements_are_cancelled(backend):
+    err, text, data = await call(build_server(backend), "query", sql=(
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"))
+    assert err and data["error"]["kind"] == "timeout"
+    assert text == "SQL error (timeout): statement cancelled: it ran longer than the time limit"
+
+
+@pytest.mark.anyio
+async def test_list_tables(backend):
+    err, text, data = await call(build_server(backend), "list_tables")
+    assert not err
+    assert data == {"tables": [
+        {"name": "authors", "kind": "table", "columns": ["id", "name"]},
+        {"name": "books", "kind": "table", "columns": ["id", "author_id", "title", "price", "published", "status"]},
+    ]}
+    assert text == "authors: id, name\nbooks: id, author_id, title, price, published, status"
+
+
+@pytest.mark.anyio
+async def test_describe_table(backend):
+    err, text, data = await call(build_server(backend), "describe_table", table="books")
+    assert not err
+    assert data == {
+        "name": "books", "kind": "table",
+        "columns": [
+            {"name": "id", "type": "INTEGER", "nullable": False, "default": None, "primary_key": True},
+            {"name": "author_id", "type": "INTEGER", "nullable": False, "default": None, "primary_key": False},
+            {"name": "title", "type": "TEXT", "nullable": False, "default": None, "primary_key": False},
+            {"name": "price", "type": "NUMERIC(6,2)", "nullable": True, "default": None, "primary_key": False},
+            {"name": "published", "type": "DATE", "nullable": True, "default": None, "primary_key": False},
+            {"name": "status", "type": "TEXT", "nullable": False, "default": "'draft'", "primary_key": False},
+        ],
+        "foreign_keys": [{"columns": ["author_id"], "references": "authors", "referenced_columns": ["id"]}],
+        "indexes": [{"name": "ux_books_title", "columns": ["title"], "unique": True}],
+    }
+    assert text == (
+        "table books\n  id INTEGER PRIMARY KEY\n  author_id INTEGER NOT NULL\n  title TEXT NOT NULL\n"
+        "  price NUMERIC(6,2)\n  published DATE\n  status TEXT NOT NULL DEFAULT 'draft'\n"
+        "  FOREIGN KEY (author_id) REFERENCES authors (id)\n  UNIQUE INDEX ux_books_title (title)"
+    )
+
+
+def test_statement_splitting_respects_quotes_comments_triggers_and_dollar_bodies():
+    assert split_statements("SELECT ';'; -- a ; comment\nSELECT 2;") == ["SELECT ';';", "-- a ; comment\nSELECT 2;"]
+    trigger = "CREATE TRIGGER t AFTER INSERT ON a BEGIN UPDATE b SET x = 1; DELETE FROM c; END;"
+    assert split_statements(trigger + " SELECT 1") == [trigger, "SELECT 1"]
+    body = "CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql;"
+    assert split_statements(body + "SELECT 2") == [body, "SELECT 2"]
+    assert split_statements(" ; /* x */ ;") == []
+    assert statement_command("WITH x AS (SELECT 1) UPDATE t SET a = 1") == "UPDATE"
+    assert statement_command("create unique index u on t(a)") == "CREATE INDEX"
+
+
+@pytest.mark.anyio
+async def test_create_server_sqlite_uses_the_episode_workspace_copy(tmp_path):
+    (tmp_path / "shop.db").write_bytes((ROOT / "envs/sql/workspace/shop.db").read_bytes())
+    ctx = ServerContext(episode_id="e1", workspace=tmp_path, env={"SQL_BACKEND": "sqlite", "SQLITE_PATH": "shop.db"})
+    server = await create_server(ctx)
+    err, _, data = await call(server, "query", sql="SELECT COUNT(*) FROM departments")
+    assert not err and data["rows"] == [[6]]
+    assert server.sql_backend.path == tmp_path / "shop.db"
+
+
+@pytest.mark.anyio
+async def test_create_server_postgres_needs_database_url(tmp_path):
+    ctx = ServerContext(episode_id="e1", workspace=tmp_path, env={"SQL_BACKEND": "postgres"})
+    with pytest.raises(ValueError, match="SQL_BACKEND=postgres needs DATABASE_URL"):
+        await create_server(ctx)
+
+
+@pytest.mark.anyio
+async def test_create_server_postgres_episode_database_from_template(tmp_path, postgres_server):
+    template = "tpl_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {template}")
+    with psycopg.connect(postgres_server.url_for(template)) as conn:
+        conn.execute("CREATE TABLE t (a INTEGER)")
+        conn.execute("INSERT INTO t VALUES (1), (2)")
+    episode = uuid.uuid4().hex
+    ctx = ServerContext(episode_id=episode, workspace=tmp_path,
+                        env={"SQL_BACKEND": "postgres", "DATABASE_URL": postgres_server.url,
+                             "SQL_PG_TEMPLATE": template})
+    try:
+        server = await create_server(ctx)
+        assert server.sql_backend.episode_database == episode_database_name(episode)
+        err, _, _ = await call(server, "execute", sql="DELETE FROM t")
+        assert not err
+        err, _, data = await call(server, "query", sql="SELECT COUNT(*) FROM t")
+        assert data["rows"] == [[0]]
+        with psycopg.connect(postgres_server.url_for(template)) as conn:  # the template is untouched
+            assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (2,)
+    finally:
+        await drop_database(postgres_server.url, episode_database_name(episode))
+        await drop_database(postgres_server.url, template)
+
+
+def test_help_runs():
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-m", "tool_servers.sql", "--help"], capture_output=True, text=True,
+                         cwd=ROOT, timeout=60)
+    assert out.returncode == 0 and "--database-url" in out.stdout and "--sqlite" in out.stdout
+
+
+@pytest.mark.anyio
+async def test_standalone_stdio_with_the_official_client(tmp_path):
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    db = tmp_path / "x.db"
+    await SQLiteBackend(db).execute(SCHEMA, 10)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "tool_servers.sql", "--sqlite", str(db)],
+                                   cwd=str(ROOT), env={"PATH": os.environ.get("PATH", "")})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await asyncio.wait_for(session.initialize(), 60)
+        names = sorted(t.name for t in (await session.list_tools()).tools)
+        assert names == ["describe_table", "execute", "list_tables", "query"]
+        result = await session.call_tool("query", {"sql": "SELECT name FROM authors ORDER BY id"})
+        assert not result.is_error
+        assert result.structured_content["rows"] == [["Ursula"], ["Stanislaw"]]
