@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent, Tool
 from scripted_model import ScriptedModel, call, plans_from_solutions
+from servers import running_server
 
 import openenv_mcp
 from openenv_mcp import ConfigError
@@ -275,3 +276,19 @@ async def test_files_episodes_solved_with_mistakes_on_the_way():
         assert sum(traj.rewards) == pytest.approx(1.0)
         names = {t["function"]["name"] for t in traj.tools}
         assert {"fs_list", "fs_read", "fs_write", "fs_edit"} <= names
+
+
+async def test_remote_env_through_the_control_plane():
+    env_name = "files"
+    environment = load_environment(env_name)
+    plans = plans_from_solutions(environment, prefix=[[call("no_such_tool", {})]])
+    with ScriptedModel(plans) as server, running_server(env_name) as url:
+        async with _policy(server) as policy:
+            trajs = await rollout(url, policy, episodes=4, concurrency=2, seed=20)
+    assert [t.seed for t in trajs] == [20, 21, 22, 23]
+    for traj in trajs:
+        task = environment.tasks.pick(traj.seed)[0]
+        assert traj.task_id == task.id and traj.prompt == task.prompt and traj.env == url
+        assert (traj.stop_reason, traj.reward, traj.tool_errors) == ("done", 1.0, 1)
+        assert traj.num_steps == 1 + len(environment.trajectory(task))
+        assert traj.steps[0]["result"]["content"][0]["text"] == "Unknown tool: 'no_such_tool'"
