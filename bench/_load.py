@@ -11,7 +11,9 @@
   multiplexed over 16 WebSockets), ``openenv`` (one WebSocket per episode) or ``fastmcp``
   (one MCP session over HTTP per episode). Prints success count, p50/p99 of the tool calls.
 
-The openenv-mcp control-plane wire form lives in ``ControlPlane`` below (``docs/protocol.md``).
+The openenv-mcp control-plane wire form (``{"id", "op", ...}`` -> ``{"id", "ok", "result"}``,
+``docs/protocol.md``) lives in ``ControlPlane`` below. An openenv-mcp episode's ``create``
+answers with its first observation: it is the reset of a new episode.
 """
 
 from __future__ import annotations
@@ -223,12 +225,13 @@ class ControlPlane:
         self.waiting[rid] = fut
         await self.ws.send(json.dumps({"id": rid, **msg}))
         answer = await fut
-        if answer.get("type") == "error" or "error" in answer:
-            raise RuntimeError(f"{msg.get('type')}: {answer}")
-        return answer
+        if not answer.get("ok"):
+            raise RuntimeError(f"{msg.get('op')}: {answer.get('error')}")
+        return answer["result"]
 
     async def episode(self) -> "CpEpisode":
-        answer = await self.request({"type": "create"})
+        """``create``: a new episode, reset (its answer carries the first observation)."""
+        answer = await self.request({"op": "create"})
         return CpEpisode(self, answer["episode_id"])
 
     async def close(self) -> None:
@@ -243,17 +246,17 @@ class CpEpisode:
         self.cp, self.episode_id = cp, episode_id
 
     async def reset(self) -> None:
-        await self.cp.request({"type": "reset", "episode_id": self.episode_id})
+        await self.cp.request({"op": "reset", "episode_id": self.episode_id})
 
     async def call(self, name: str, arguments: dict[str, Any]) -> None:
-        answer = await self.cp.request({"type": "step", "episode_id": self.episode_id,
+        answer = await self.cp.request({"op": "step", "episode_id": self.episode_id,
                                         "action": {"type": "call_tool", "name": name, "arguments": arguments}})
         result = answer["observation"]["result"]
         if result.get("isError"):
             raise RuntimeError(f"step: {answer}")
 
     async def close(self) -> None:
-        await self.cp.request({"type": "close", "episode_id": self.episode_id})
+        await self.cp.request({"op": "close", "episode_id": self.episode_id})
 
 
 # --------------------------------------------------------------------------- modes
@@ -266,7 +269,7 @@ async def ws_latency(kind: str, url: str, n: int) -> dict[str, Any]:
         cp = await ControlPlane.connect(url)
         ep = await cp.episode()
         closer = cp
-    await ep.reset()
+    await ep.reset()  # both: an explicit reset before stepping
     for _ in range(max(50, n // 10)):
         await ep.call("echo", {"text": "hello"})
     samples = []
@@ -292,7 +295,64 @@ async def http_latency(url: str, n: int) -> dict[str, Any]:
     return {"p50_ms": pct(samples, 50), "p99_ms": pct(samples, 99), "n": n}
 
 
+async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
+    """openenv-mcp's vectorized form: ``batch`` messages over one WebSocket (chunks of ``chunk``
+    episodes sent at once): create (= reset) every episode, then 3 rounds of one step each.
+    Each episode's call latency is the round trip of the batch that carried it."""
+    cp = await ControlPlane.connect(url)
+    calls: list[float] = []
+    errors: dict[str, int] = {}
+    ok = [True] * n
+    chunks = [list(range(i, min(n, i + chunk))) for i in range(0, n, chunk)]
+    ids: list[str | None] = [None] * n
+
+    def note(i: int, err: Any) -> None:
+        ok[i] = False
+        key = str(err)[:120]
+        errors[key] = errors.get(key, 0) + 1
+
+    async def create(idx: list[int]) -> None:
+        answer = await cp.request({"op": "batch", "items": [{"op": "create"} for _ in idx]})
+        for i, r in zip(idx, answer["results"]):
+            if r["ok"]:
+                ids[i] = r["result"]["episode_id"]
+            else:
+                note(i, r["error"])
+
+    async def step(idx: list[int]) -> None:
+        live = [i for i in idx if ok[i]]
+        items = [{"episode_id": ids[i], "action": {"type": "call_tool", "name": "sleep",
+                                                     "arguments": {"seconds": SLEEP_S}}} for i in live]
+        t = time.perf_counter()
+        answer = await cp.request({"op": "batch", "items": items})
+        took = time.perf_counter() - t
+        for i, r in zip(live, answer["results"]):
+            if r["ok"] and not r["result"]["observation"]["result"].get("isError"):
+                calls.append(took)
+            else:
+                note(i, r.get("error") or r["result"])
+
+    async def episode_chunk(idx: list[int]) -> None:
+        await create(idx)
+        for _ in range(3):
+            await step(idx)
+        await cp.request({"op": "batch", "items": [{"op": "close", "episode_id": ids[i]} for i in idx if ids[i]]})
+
+    t0 = time.perf_counter()
+    try:
+        await asyncio.wait_for(asyncio.gather(*(episode_chunk(c) for c in chunks)), DEADLINE_S)
+    except Exception as e:
+        errors[f"{type(e).__name__}: {str(e)[:100]}"] = n - sum(ok)
+        ok = [False] * n
+    wall = time.perf_counter() - t0
+    await cp.close()
+    return {"n": n, "ok": sum(ok), "p50_ms": pct(calls, 50), "p99_ms": pct(calls, 99), "wall_s": wall,
+            "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:3])}
+
+
 async def sweep(kind: str, url: str, n: int) -> dict[str, Any]:
+    if kind == "openenv-mcp-batch":
+        return await sweep_batch(url, n)
     calls: list[float] = []
     errors: dict[str, int] = {}
     shared: list[ControlPlane] = []
@@ -313,11 +373,9 @@ async def sweep(kind: str, url: str, n: int) -> dict[str, Any]:
             elif kind == "openenv-mcp":
                 cp = await ControlPlane.connect(url)
                 closer = cp
-                ep = await cp.episode()
-                await ep.reset()
+                ep = await cp.episode()               # create = a new episode, reset
             else:  # openenv-mcp-shared
                 ep = await shared[i % len(shared)].episode()
-                await ep.reset()
             for _ in range(3):
                 t = time.perf_counter()
                 await ep.call("sleep", {"seconds": SLEEP_S})

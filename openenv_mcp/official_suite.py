@@ -232,7 +232,8 @@ class InspectorResult(BaseModel):
 
 def inspector(target: Sequence[str], method: str, *, tool_name: str | None = None,
               tool_args: dict[str, str] | None = None, transport: str | None = None,
-              headers: dict[str, str] | None = None, timeout: float = 120) -> InspectorResult:
+              headers: dict[str, str] | None = None, metadata: dict[str, str] | None = None,
+              timeout: float = 120) -> InspectorResult:
     """Run ``mcp-inspector --cli TARGET... --method METHOD`` and parse its JSON output.
 
     ``target`` is a URL (``["http://127.0.0.1:8000/mcp"]``, add ``transport="http"``) or a
@@ -249,6 +250,8 @@ def inspector(target: Sequence[str], method: str, *, tool_name: str | None = Non
         argv += ["--tool-name", tool_name]
     for k, v in (tool_args or {}).items():
         argv += ["--tool-arg", f"{k}={v}"]
+    for k, v in (metadata or {}).items():  # sent as the requests' params._meta
+        argv += ["--metadata", f"{k}={v}"]
     proc = _run(argv, timeout=timeout, cwd=Path.cwd())
     output = None
     text = proc.stdout.strip()
