@@ -1,0 +1,80 @@
+"""The episode manager: O(1) lookups, the cap answering clearly, idle reaping, owners."""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+import pytest
+from servers import serving
+
+from openenv_mcp.episodes import EpisodeManager
+from openenv_mcp.errors import EpisodeLimit, UnknownEpisode
+from openenv_mcp.metrics import Metrics
+from openenv_mcp.registry import load_environment
+from openenv_mcp.server import create_app
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_cap_answers_clearly_and_frees_room_on_close():
+    manager = EpisodeManager(load_environment("echo"), max_episodes=2)
+    async with manager.running():
+        a = await manager.create(seed=1)
+        await manager.create(seed=2)
+        with pytest.raises(EpisodeLimit, match=r"^the server is full: 2 live episodes, the cap is 2 \(--max-episodes\); "
+                                               r"close episodes you no longer need, or retry later$"):
+            await manager.create(seed=3)
+        assert await manager.close(a.id) is True
+        assert (await manager.create(seed=3)).seed == 3
+    assert len(manager) == 0  # closed on exit
+
+
+async def test_cap_over_http_is_503_with_the_code():
+    app = create_app(load_environment("echo"), max_episodes=1)
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
+        assert (await http.post("/episodes", json={})).status_code == 201
+        full = await http.post("/episodes", json={})
+        assert full.status_code == 503
+        assert full.json()["error"]["code"] == "episode_limit"
+        assert "(--max-episodes)" in full.json()["error"]["message"]
+        assert app.state.metrics.rejected == {"episode_limit": 1}
+
+
+async def test_idle_episodes_are_reaped_and_lookups_say_why():
+    metrics = Metrics()
+    manager = EpisodeManager(load_environment("echo"), idle_timeout=0.2, metrics=metrics)
+    async with manager.running():
+        idle = await manager.create(seed=1)
+        busy = await manager.create(seed=2)
+        with anyio.fail_after(10):
+            while idle.id in manager:
+                manager.get(busy.id)  # using an episode keeps it alive
+                await anyio.sleep(0.02)
+        assert busy.id in manager and idle.closed is True
+        with pytest.raises(UnknownEpisode, match=rf"^episode '{idle.id}' was closed after 0.2 s idle \(--idle-timeout\); "
+                                                 "create a new episode$"):
+            manager.get(idle.id)
+    assert metrics.episodes_closed["idle"] >= 1
+
+
+async def test_reap_skips_an_episode_in_the_middle_of_a_call():
+    manager = EpisodeManager(load_environment("echo"), idle_timeout=0.05)
+    episode = await manager.create(seed=1)
+    episode.last_used -= 10
+    async with episode._lock:  # a tool call in flight holds the step lock
+        assert await manager.reap() == 0
+    assert await manager.reap() == 1
+    assert len(manager) == 0
+
+
+async def test_owners_and_reset_keep_the_id():
+    manager = EpisodeManager(load_environment("echo"))
+    a = await manager.create(seed=1, owner="conn-1")
+    b = await manager.create(seed=2, owner="conn-1")
+    c = await manager.create(seed=3, owner="conn-2")
+    fresh = await manager.reset(a.id, seed=5, max_steps=1)
+    assert fresh.id == a.id and fresh is not a and a.closed and fresh.seed == 5 and fresh.env.max_steps == 1
+    assert manager.owned("conn-1") == {a.id, b.id}
+    assert await manager.close_owner("conn-1") == 2
+    assert manager.ids() == [c.id]
+    await manager.close_all()

@@ -1,0 +1,91 @@
+"""Remote clients against a real `openenv-mcp serve`: make(URL), the vector client, token, errors."""
+
+from __future__ import annotations
+
+import pytest
+from servers import running_server
+
+import openenv_mcp
+from openenv_mcp import CallTool, ListTools, ResetNeeded
+from openenv_mcp.errors import BoundaryError, ConfigError, EpisodeEnded, UnknownEpisode
+from openenv_mcp.remote import AsyncVectorEnv, RemoteAsyncEnv, VectorEnv, ws_url
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_server("echo", "--max-episodes", "64") as url:
+        yield url
+
+
+def test_ws_url_forms():
+    assert ws_url("http://127.0.0.1:8000") == "ws://127.0.0.1:8000/ws"
+    assert ws_url("https://h.example/base/") == "wss://h.example/base/ws"
+    assert ws_url("ws://h:1/ws") == "ws://h:1/ws"
+    with pytest.raises(ConfigError, match="not a server URL"):
+        ws_url("ftp://h")
+
+
+def test_vector_env_steps_many_episodes_in_one_message(server):
+    with VectorEnv(server, num_envs=6) as venv:
+        with pytest.raises(ResetNeeded):
+            venv.step([ListTools()] * 6)
+        observations = venv.reset(seeds=range(6))
+        assert [o.info["step"] for o in observations] == [0] * 6
+        assert len(set(venv.unwrapped.episode_ids)) == 6
+        phrases = [o.task.data["phrase"] for o in observations]
+        actions = [CallTool(name="echo", arguments={"text": p if i % 2 == 0 else "wrong"}) for i, p in enumerate(phrases)]
+        stepped = venv.step(actions)
+        assert [o.done for o in stepped] == [True, False] * 3
+        assert [s.cumulative_reward for s in venv.state()] == [1.0, 0.0] * 3
+        with pytest.raises(EpisodeEnded, match=r"^episode 0: episode .* has ended \(done\)"):
+            venv.step(actions)
+        mixed = venv.step(actions, return_exceptions=True)
+        assert isinstance(mixed[0], EpisodeEnded) and mixed[1].done is False
+        again = venv.reset(seeds=range(6))  # same ids, fresh worlds
+        assert [o.info["step"] for o in again] == [0] * 6
+        with pytest.raises(ConfigError, match=r"give one action per episode \(6\), got 1"):
+            venv.step([ListTools()])
+
+
+@pytest.mark.anyio
+async def test_async_vector_env_and_episode_mcp_urls(server):
+    async with AsyncVectorEnv(server, num_envs=3, max_steps=1) as venv:
+        await venv.reset()
+        assert all(u.startswith(server + "/episodes/") and u.endswith("/mcp") for u in venv.mcp_urls)
+        stepped = await venv.step([{"type": "call_tool", "name": "echo", "arguments": {"text": "x"}}] * 3)
+        assert [o.truncated for o in stepped] == [True] * 3
+    assert venv.episode_ids is None
+
+
+def test_remote_env_errors_and_mcp_url(server):
+    env = openenv_mcp.make(server)
+    obs = env.reset(seed=1)
+    remote = env.unwrapped
+    assert isinstance(remote, RemoteAsyncEnv) and env.name == "echo"
+    assert remote.mcp_url == f"{server}/episodes/{remote.episode_id}/mcp"
+    assert obs.tools[0].name == "echo"
+    env.close()
+    with pytest.raises(ResetNeeded):
+        env.state()
+    with pytest.raises(ConfigError, match="only in sim mode"):
+        openenv_mcp.make(server, mode="prod")
+
+
+def test_remote_unknown_episode_and_unreachable_server(server):
+    env = openenv_mcp.make(server)
+    env.reset(seed=1)
+    remote = env.unwrapped
+    remote._episode_id = "nope"
+    with pytest.raises(UnknownEpisode, match="unknown episode 'nope'"):
+        env.step(ListTools())
+    env.close()
+    with pytest.raises(BoundaryError, match=r"cannot open the control plane at ws://127.0.0.1:1/ws"):
+        openenv_mcp.make("http://127.0.0.1:1").reset()
+
+
+def test_remote_with_token():
+    with running_server("echo", token="tok") as url:
+        with pytest.raises(BoundaryError, match="--token"):
+            openenv_mcp.make(url).reset()
+        with openenv_mcp.make(url, token="tok") as env:
+            assert env.reset(seed=2).task is not None
