@@ -156,7 +156,9 @@ def test_solve_a_files_task_by_hand_in_chromium(node, serve):
 def test_forms_from_json_schemas_images_and_errors(node, serve):
     server = serve(str(BROWSER / "forms_env"))
     out = drive(node, "forms", server.url)
-    assert out["tools"] == ["submit", "swatch", "fail"]
+    assert out["tools"] == ["submit", "pick", "swatch", "fail"]
+    assert out["pick_variants"] == ["integer", "string"]
+    assert out["pick_args"] == {"level": 2, "target": "x", "confirm": False}
     assert out["fail"] == {"pill": 1, "text": "Error calling tool 'fail': boom"}
     assert out["swatch_options"] == ['"red"', '"green"', '"blue"']
     assert out["image"] == {"w": 24, "h": 24, "src": "data:image/png;base64,"}

@@ -124,6 +124,13 @@ try {
     const img = li.locator(".result img");
     await img.waitFor();
     out.image = await img.evaluate((i) => ({ w: i.naturalWidth, h: i.naturalHeight, src: i.src.slice(0, 22) }));
+    await openTool("pick");
+    out.pick_variants = await field("pick", "target", "select").locator("option").allTextContents();
+    await field("pick", "level", "select").selectOption({ label: "2" });
+    await field("pick", "target", "select").selectOption({ label: "string" });
+    await tool("pick").locator('[data-field="target"] input, [data-field="target"] textarea').first().fill("x");
+    li = await call("pick");
+    out.pick_args = JSON.parse(await li.locator("pre.args").textContent());
     await openTool("submit");
     // a required number left blank: the form says so, nothing is sent
     const steps_before = await page.locator("#trajectory > li").count();

@@ -45,6 +45,12 @@ def submit(quantity: int = Field(ge=1, le=100, description="How many."),
     return out
 
 
+@server.tool
+def pick(level: Literal[1, 2, 3], target: int | str, confirm: bool) -> dict:
+    """Numeric enum, a union without null, a required boolean; returns what was received."""
+    return {"level": level, "target": target, "confirm": confirm}
+
+
 def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
     raw = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
 
