@@ -79,7 +79,7 @@ def reference(task) -> list[dict]:
         _c("python_run", code=f"import {dotted} as m\nsorted(n for n in dir(m) if not n.startswith('_'))"),
         _c("python_run", code="len(_), m.__name__"),  # state from the previous call
     ]
-    if i % 4 == 0:
+    if i == 0:
         steps += [_c("python_restart"), _c("python_run", code="'m' in dir()")]
     path, old, new = FIX[task.id]
     steps.append(_c("fs_edit", path=path, old_text=old, new_text=new))

@@ -134,6 +134,13 @@ class Interpreter:
         self.proc = None
         self.lost = why
 
+    async def prestart(self) -> None:
+        """Start the child now (in the background of a server's start) so the first call does not wait."""
+        async with self._lock:
+            if self.proc is None:
+                with contextlib.suppress(OSError):  # the first call retries and reports
+                    await self._start()
+
     async def restart(self) -> None:
         async with self._lock:
             self.stop()
@@ -302,8 +309,10 @@ async def serve_lean(ctx: Any, **overrides: float) -> None:
         await interpreter.restart()
         return Reply(RESTARTED)
 
+    warm = asyncio.ensure_future(interpreter.prestart())
     try:
         await serve({"name": "python", "instructions": INSTRUCTIONS}, tool_definitions(cap),
                     {"run": run, "restart": restart})
     finally:
+        warm.cancel()
         interpreter.stop()
