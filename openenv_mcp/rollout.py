@@ -614,7 +614,10 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
     if out.parent and not out.parent.exists():
         raise ConfigError(f"cannot write {str(out)!r}: folder {str(out.parent)!r} does not exist")
 
+    retries = 0
+
     async def main() -> list[Trajectory]:
+        nonlocal retries
         policy = OpenAIPolicy(args.base_url, args.model, api_key, temperature=args.temperature,
                               max_tokens=args.max_tokens, timeout=args.timeout, max_retries=args.max_retries,
                               max_connections=max(args.concurrency, 1))
@@ -636,6 +639,7 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
                                      system_prompt=args.system or DEFAULT_SYSTEM_PROMPT, model=args.model,
                                      on_episode=write)
             finally:
+                retries = policy.retries
                 await policy.aclose()
 
     trajectories = anyio.run(main)
@@ -646,5 +650,6 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
     table.add_row(f"{stats['reward_mean']:.3f}", f"{stats['reward_std']:.3f}", f"{stats['success_rate']:.0%}",
                   f"{stats['mean_steps']:.1f}", f"{stats['tool_error_rate']:.1%}")
     console.print(table)
-    console.print(f"wrote {len(trajectories)} trajectories to {out}")
+    extra = f" ({retries} model-server retries)" if retries else ""
+    console.print(f"wrote {len(trajectories)} trajectories to {out}{extra}")
     return 0

@@ -244,7 +244,7 @@ def test_cli_writes_jsonl_and_prints_the_summary(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "reward mean" in proc.stdout and "tool-error rate" in proc.stdout
     assert "1.000" in proc.stdout and "100%" in proc.stdout and "50.0%" in proc.stdout
-    assert f"wrote 3 trajectories to {out}" in proc.stdout
+    assert f"wrote 3 trajectories to {out} (6 model-server retries)" in proc.stdout  # 2 turns each, flaky
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert sorted(line["seed"] for line in lines) == [4, 5, 6]
     assert all(line["reward"] == 1.0 and line["tool_errors"] == 1 for line in lines)
