@@ -15,9 +15,10 @@ talks to the same routes any client uses:
 This module only adds three routes: the page (``/``), its assets
 (``/static/playground/...``) and ``/playground/info`` (environment name,
 mode, task list, whether a token is needed). The page and its assets hold no
-data, so they are served without the bearer token; the page asks for the token
-and sends it on every API call. ``/playground/info`` follows the server's
-token rule like every other route.
+data, so they are public paths of the server (no token, no Host/Origin
+check); the page asks for the token and sends it on every API call.
+``/playground/info`` and every API route keep the token and the
+DNS-rebinding checks.
 """
 
 from __future__ import annotations

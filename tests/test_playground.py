@@ -125,6 +125,9 @@ def test_page_and_assets_are_served_by_the_package(serve):
     assert info["env"] == "echo" and info["mode"] == "sim" and info["auth"] is False
     assert [t["id"] for t in info["tasks"]][:2] == ["echo-00", "echo-01"]
     assert set(info["tasks"][0]) == {"id", "prompt"}  # task data (answers) never reaches the page
+    # the data routes keep the DNS-rebinding checks
+    assert httpx.get(f"{server.url}playground/info", headers={"Host": "evil.example"}).status_code == 421
+    assert httpx.get(f"{server.url}playground/info", headers={"Origin": "http://evil.example"}).status_code == 403
 
 
 def test_solve_a_files_task_by_hand_in_chromium(node, serve):
