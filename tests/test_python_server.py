@@ -209,6 +209,45 @@ async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
             assert result.content[0].text == "The interpreter was restarted; no variables are defined."
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_standalone_http_with_the_official_sdk_client(tmp_path):
+    import socket
+
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tool_servers.python", "--root", str(tmp_path),
+                             "--transport", "http", "--port", str(port)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        with anyio.fail_after(60):
+            while True:
+                assert proc.poll() is None, f"server exited: {proc.stderr.read()}"
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    await anyio.sleep(0.05)
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                await client.call_tool("run", {"code": "total = 40"})
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:  # one interpreter per server
+                result = await client.call_tool("run", {"code": "total + 2"})
+                assert result.structured_content["result"] == "42"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+
+
 # -- behind the sandbox boundary ---------------------------------------------------------
 async def test_in_the_sandbox_code_cannot_read_hidden_paths_or_reach_the_network(tmp_path):
     need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
