@@ -39,21 +39,21 @@ DESCRIBE_TOOL = "describe_table"
 def fingerprint_sql(table: str, columns: dict[str, str], where: str | None = None) -> str:
     """One portable aggregate row that changes when rows of ``table`` are deleted,
     inserted or edited. ``columns`` maps column -> kind (``int``, ``money``, ``text``, ``date``)."""
-    parts = ["COUNT(*)", "COALESCE(SUM(id), 0)"]
+    parts = ["COUNT(*) AS n", "COALESCE(SUM(id), 0) AS id_sum"]
     for col, kind in columns.items():
         if col == "id":
             continue
-        parts.append(f"COUNT({col})")
+        parts.append(f"COUNT({col}) AS {col}_n")
         if kind == "int":
-            parts.append(f"COALESCE(SUM(id * {col}), 0)")
+            parts.append(f"COALESCE(SUM(id * {col}), 0) AS {col}_sum")
         elif kind == "money":
-            parts.append(f"COALESCE(SUM(id * CAST(ROUND({col} * 100) AS INTEGER)), 0)")
+            parts.append(f"COALESCE(SUM(id * CAST(ROUND({col} * 100) AS INTEGER)), 0) AS {col}_sum")
         elif kind == "text":
-            parts.append(f"COALESCE(SUM(id * LENGTH({col})), 0)")
+            parts.append(f"COALESCE(SUM(id * LENGTH({col})), 0) AS {col}_sum")
         elif kind == "date":
-            parts.append(f"COUNT(DISTINCT {col})")
-            parts.append(f"MIN({col})")
-            parts.append(f"MAX({col})")
+            parts.append(f"COUNT(DISTINCT {col}) AS {col}_distinct")
+            parts.append(f"MIN({col}) AS {col}_min")
+            parts.append(f"MAX({col}) AS {col}_max")
     sql = f"SELECT {', '.join(parts)} FROM {table}"
     return sql + (f" WHERE {where}" if where else "")
 

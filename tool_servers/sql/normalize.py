@@ -6,7 +6,10 @@ byte for byte alike whichever backend runs behind them. Everything that
 genuinely differs between the two engines is decided here, and only here:
 
 Values (:func:`value`)
-    ``Decimal`` (PostgreSQL ``numeric``) -> ``float``; ``date`` -> ``"YYYY-MM-DD"``;
+    Numbers in their shortest form: an integral ``float`` or ``Decimal`` becomes
+    an ``int`` (SQLite stores ``20.00`` in a ``NUMERIC`` column as the integer
+    20, PostgreSQL returns ``Decimal('20.00')``; both report ``20``), any other
+    ``Decimal`` (PostgreSQL ``numeric``) a ``float``; ``date`` -> ``"YYYY-MM-DD"``;
     ``datetime`` -> ``"YYYY-MM-DD HH:MM:SS[.ffffff]"`` (SQLite's text form);
     ``time``/``timedelta``/``UUID`` -> ``str``; ``bytes`` -> ``"\\x<hex>"``;
     non-finite floats -> ``"NaN"``/``"Infinity"``/``"-Infinity"``. ``bool`` stays
@@ -61,8 +64,12 @@ def value(v: Any) -> Any:
             return "NaN"
         if math.isinf(v):
             return "Infinity" if v > 0 else "-Infinity"
+        if v.is_integer() and abs(v) < 2**53:
+            return int(v)
         return v
     if isinstance(v, Decimal):
+        if v.is_finite() and v == v.to_integral_value() and abs(v) < 2**53:
+            return int(v)
         return value(float(v))
     if isinstance(v, _dt.datetime):
         return v.isoformat(sep=" ")

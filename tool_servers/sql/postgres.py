@@ -1,7 +1,8 @@
-"""PostgreSQL backend (production): psycopg 3, async, one connection per call.
+"""PostgreSQL backend (production): psycopg 3, async, connections opened per call.
 
 The connection string comes from the environment (``DATABASE_URL``).
-``query`` runs in a ``READ ONLY`` transaction that is always rolled back, and
+Read-only calls reuse one idle connection; ``execute`` always gets a fresh one
+(closed afterwards). ``query`` runs in a ``READ ONLY`` transaction that is always rolled back, and
 is sent as a prepared statement, so the server itself refuses a second
 statement smuggled after a ``;``. ``execute`` runs its statements in one
 transaction. Every statement is bounded by ``statement_timeout``.
@@ -69,6 +70,8 @@ class PostgresBackend(Backend):
     def __init__(self, url: str, *, timeout: float = 10.0) -> None:
         self.url = url
         self.timeout = timeout
+        self._options: str | None = None
+        self._idle: Any = None
         self.episode_database: str | None = None
         """Set by :meth:`for_episode`: the private database to drop afterwards."""
 
@@ -88,20 +91,20 @@ class PostgresBackend(Backend):
 
     async def _connect(self) -> Any:
         psycopg = _psycopg()
+        if self._options is None:
+            given = psycopg.conninfo.conninfo_to_dict(self.url).get("options") or ""
+            self._options = f"{given} -c statement_timeout={int(self.timeout * 1000)}".strip()
         try:
-            conn = await psycopg.AsyncConnection.connect(self.url)
+            return await psycopg.AsyncConnection.connect(self.url, options=self._options)
         except psycopg.OperationalError as e:
             raise SqlError("other", f"cannot connect to PostgreSQL: {str(e).strip()}") from None
-        await conn.execute(f"SET statement_timeout = {int(self.timeout * 1000)}")
-        await conn.commit()
-        return conn
 
     async def query(self, sql: str, max_rows: int) -> RowSet:
         psycopg = _psycopg()
         statements = split_statements(sql)
         if len(statements) != 1:
             raise SqlError("not_allowed", f"query runs exactly one statement; got {len(statements)}")
-        conn = await self._connect()
+        conn = await self._reader()
         try:
             await conn.set_read_only(True)
             cursor = conn.cursor()
@@ -113,8 +116,7 @@ class PostgresBackend(Backend):
             except psycopg.Error as e:
                 raise _error(e) from None
         finally:
-            await conn.rollback()
-            await conn.close()
+            await self._release(conn)
 
     async def execute(self, sql: str, max_rows: int) -> list[StatementResult]:
         psycopg = _psycopg()
@@ -149,14 +151,40 @@ class PostgresBackend(Backend):
                 await conn.rollback()
                 await conn.close()
 
+    async def _reader(self) -> Any:
+        """A connection for read-only work: the idle one kept from an earlier call, or a new one.
+
+        Only calls that always roll back (query, list_tables, describe_table) reuse
+        connections, so no session state set by ``execute`` can leak between calls."""
+        conn, self._idle = self._idle, None
+        if conn is not None and not conn.closed:
+            return conn
+        return await self._connect()
+
+    async def _release(self, conn: Any) -> None:
+        try:
+            await conn.rollback()
+            await conn.set_read_only(False)
+        except Exception:
+            await conn.close()
+            return
+        if self._idle is None and not conn.closed:
+            self._idle = conn
+        else:
+            await conn.close()
+
+    async def close(self) -> None:
+        conn, self._idle = self._idle, None
+        if conn is not None:
+            await conn.close()
+
     async def _catalog(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        conn = await self._connect()
+        conn = await self._reader()
         try:
             cursor = await conn.execute(sql, params)
             return await cursor.fetchall()
         finally:
-            await conn.rollback()
-            await conn.close()
+            await self._release(conn)
 
     async def list_tables(self) -> list[dict[str, Any]]:
         rows = await self._catalog(
@@ -172,7 +200,7 @@ class PostgresBackend(Backend):
         return sorted(tables.values(), key=lambda t: t["name"])
 
     async def describe_table(self, table: str) -> TableDescription:
-        conn = await self._connect()
+        conn = await self._reader()
         try:
             async def rows(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
                 return await (await conn.execute(sql, params)).fetchall()
@@ -224,5 +252,4 @@ class PostgresBackend(Backend):
                 indexes=sorted(indexes, key=lambda i: i["name"]),
             )
         finally:
-            await conn.rollback()
-            await conn.close()
+            await self._release(conn)
