@@ -147,7 +147,7 @@ async def test_runaway_code_is_contained_and_the_episode_goes_on(coding):
             assert obs.result.structured_content["result"] == "1"
             obs = await act(episode, "shell_run", command="sleep 60", timeout=1)
             assert obs.result.is_error and obs.result.structured_content["timed_out"] is True
-            obs = await act(episode, "shell_run", command="curl -sS --max-time 3 http://1.1.1.1 || echo no network")
+            obs = await act(episode, "shell_run", command="(exec 3<>/dev/tcp/1.1.1.1/80) 2>/dev/null && echo connected || echo no network")
             assert obs.result.structured_content["stdout"].endswith("no network\n")
             obs = await act(episode, "shell_run", command="echo still here")
             assert obs.result.structured_content["stdout"] == "still here\n"
@@ -163,6 +163,22 @@ async def test_a_broken_project_scores_zero_with_the_reason(coding):
         assert obs.reward == 0.0 and episode.score == 0.0
         assert obs.info["hidden_passed"] == 0
         assert obs.info["hidden_error"].startswith("importing the tests failed: SyntaxError")
+    finally:
+        await episode.close()
+
+
+async def test_special_files_in_the_workspace_never_block_the_reward(coding):
+    task = coding.tasks.tasks[4]
+    episode = await coding.new_episode(seed=4, task_id=task.id)
+    try:
+        with anyio.fail_after(60):
+            obs = await act(episode, "shell_run", command="mkfifo pipe && python -c 'import socket; "
+                            "socket.socket(socket.AF_UNIX).bind(\"sock\")' && ls")
+            assert obs.result.structured_content["stdout"].split() == ["README.md", "pipe", "pyproject.toml",
+                                                                       "sock", "tests", "wordstats"]
+            path, old, new = coding.trajectory(task, "reference")[-1].arguments.values()
+            obs = await act(episode, "fs_edit", path=path, old_text=old, new_text=new)
+            assert obs.reward == 1.0 and episode.done
     finally:
         await episode.close()
 

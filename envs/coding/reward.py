@@ -30,6 +30,7 @@ import os
 import resource
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -64,10 +65,29 @@ def fingerprint(workspace: Path) -> str:
             digest.update(rel.encode() + b"\0")
             if os.path.islink(path):
                 digest.update(b"link:" + os.readlink(path).encode())
-            elif os.path.isfile(path):
+            elif os.path.isfile(path):  # regular files only: a FIFO must never block the reward
                 with open(path, "rb") as f:
-                    digest.update(hashlib.sha256(f.read()).digest())
+                    while chunk := f.read(1 << 20):
+                        digest.update(chunk)
     return digest.hexdigest()
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    """What the copy leaves out: caches, bytecode, and anything but files, folders and links
+    (copying a FIFO or a device would block or fail)."""
+    out = set()
+    for name in names:
+        if name in SKIP_DIRS or name.endswith((".pyc", ".pyo")):
+            out.add(name)
+            continue
+        try:
+            mode = os.lstat(os.path.join(folder, name)).st_mode
+        except OSError:
+            out.add(name)
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            out.add(name)
+    return out
 
 
 def _limits() -> None:
@@ -95,8 +115,7 @@ def run_hidden(workspace: Path, hidden: Path) -> dict[str, Any]:
     """Run the hidden test file against a copy of ``workspace``; the runner's report."""
     with tempfile.TemporaryDirectory(prefix="openenv-coding-check-") as tmp:
         project, check = Path(tmp) / "project", Path(tmp) / "check"
-        shutil.copytree(workspace, project, symlinks=True,
-                        ignore=shutil.ignore_patterns(*SKIP_DIRS, "*.pyc"))
+        shutil.copytree(workspace, project, symlinks=True, ignore=_ignore)
         check.mkdir()
         shutil.copyfile(hidden, check / "test_hidden.py")
         shutil.copyfile(RUNNER, check / "runner.py")
