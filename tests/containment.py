@@ -64,6 +64,39 @@ def assert_no_leak(marker: str, within: float = 5.0) -> None:
     assert alive == [], f"leaked processes: {alive}"
 
 
+_ORPHAN_SCRIPT = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from containment import call, hostile_env
+env, marker = hostile_env(sys.argv[1])
+env.reset(seed=0)
+call(env, "spawn_orphan")
+print(marker, flush=True)
+time.sleep(120)
+"""
+
+
+def killed_environment_server_leaves_nothing(isolation: str) -> None:
+    """SIGKILL an environment server (a child Python) whose tool server runs behind
+    ``isolation``: its tool servers, and their detached children, must die with it."""
+    import signal
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT, isolation, str(Path(__file__).parent)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        marker = child.stdout.readline().strip()
+        assert marker.startswith("openenv-mcp-test-"), f"the environment server did not start ({child.poll()})"
+        assert len(marked_processes(marker)) >= 2  # the server and its detached grandchild
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        assert_no_leak(marker)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
 @contextlib.contextmanager
 def world_dir():
     """A host folder anyone may read and write (so only the boundary can keep a server out)."""

@@ -15,7 +15,8 @@ import os
 
 import pytest
 
-from containment import IS_ROOT, Listener, assert_no_leak, call, hostile_env, marked_processes, world_dir
+from containment import (IS_ROOT, Listener, assert_no_leak, call, hostile_env,
+                         killed_environment_server_leaves_nothing, marked_processes, world_dir)
 from conftest import need
 from openenv_mcp import BoundaryError
 from openenv_mcp.isolation.mcpsession import truncation_marker
@@ -235,3 +236,7 @@ def test_loopback_is_reachable_from_the_process_boundary():
     finally:
         listener.close()
     assert_no_leak(marker)
+
+
+def test_nothing_outlives_a_killed_environment_server():
+    killed_environment_server_leaves_nothing("process")

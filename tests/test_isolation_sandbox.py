@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from containment import IS_ROOT, Listener, assert_no_leak, call, hostile_env, marked_processes, world_dir
+from containment import (IS_ROOT, Listener, assert_no_leak, call, hostile_env,
+                         killed_environment_server_leaves_nothing, marked_processes, world_dir)
 from conftest import need
 from openenv_mcp import BoundaryError
 
@@ -150,3 +151,7 @@ def test_a_python_server_from_a_virtualenv_runs_in_the_sandbox():
         assert [t.name for t in obs.tools] == ["echo"]
         result = env.step(CallTool(name="echo", arguments={"text": "inside"})).result
         assert result.structured_content == {"result": "inside"} and not result.is_error
+
+
+def test_nothing_outlives_a_killed_environment_server():
+    killed_environment_server_leaves_nothing("sandbox")

@@ -49,6 +49,7 @@ import re
 import resource
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -80,11 +81,29 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 # -- uids ----------------------------------------------------------------------------
+_GUARD = """import os, sys
+sys.stdin.buffer.read()
+os.setgroups([]); os.setgid({uid}); os.setuid({uid})
+try:
+    os.kill(-1, 9)
+except OSError:
+    pass
+"""
+
+
 class _Uids:
-    """Unprivileged uids, one per episode (shared by that episode's servers)."""
+    """Unprivileged uids, one per episode (shared by that episode's servers).
+
+    Each uid in use has a *guard*: a tiny root process that waits on a pipe
+    from us and, when it closes (the episode ended, or the environment server
+    died, even by SIGKILL), kills every process of the uid. That is what
+    catches double-forked, ``setsid`` descendants that ``PR_SET_PDEATHSIG``
+    (which only reaches the direct child) would miss.
+    """
 
     def __init__(self) -> None:
         self._by_episode: dict[str, tuple[int, int]] = {}
+        self._guards: dict[int, subprocess.Popen[bytes]] = {}
         self._counter = itertools.count(os.getpid() % 1000 * 10000)
 
     def acquire(self, episode: str) -> int | None:
@@ -96,6 +115,9 @@ class _Uids:
             uid = UID_BASE + next(self._counter) % 10_000_000
             while uid in used:
                 uid = UID_BASE + next(self._counter) % 10_000_000
+            self._guards[uid] = subprocess.Popen(
+                [sys.executable, "-S", "-I", "-c", _GUARD.format(uid=uid)], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env={})
         self._by_episode[episode] = (uid, refs + 1)
         return uid
 
@@ -104,9 +126,20 @@ class _Uids:
         return self._by_episode.get(episode, (0, 0))[1] == 1
 
     def release(self, episode: str) -> None:
+        """Drop one reference; the last one kills every process of the uid (via its guard)."""
         uid, refs = self._by_episode.get(episode, (0, 0))
         if refs <= 1:
             self._by_episode.pop(episode, None)
+            guard = self._guards.pop(uid, None)
+            if guard is not None:
+                with contextlib.suppress(OSError):
+                    guard.stdin.close()  # type: ignore[union-attr]
+                try:
+                    guard.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    guard.kill()
+                    guard.wait()
+                    kill_uid(uid)
         else:
             self._by_episode[episode] = (uid, refs - 1)
 
@@ -117,8 +150,6 @@ UIDS = _Uids()
 def kill_uid(uid: int) -> None:
     """SIGKILL every process running as ``uid`` (atomically, by ``kill(-1)`` as that uid)."""
     kill = shutil.which("kill", path=SYSTEM_PATH) or "/bin/kill"
-    import subprocess
-
     with contextlib.suppress(OSError):
         subprocess.run([kill, "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={},
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5, check=False)
@@ -489,8 +520,6 @@ def _text_prefix(head: str, limit: int) -> str:
 
 
 def subprocess_error() -> type[BaseException]:
-    import subprocess
-
     return subprocess.SubprocessError
 
 
@@ -630,9 +659,7 @@ class ProcessConnection(McpConnection):
             await super().close()
         finally:
             if self.uid is not None:
-                if UIDS.exclusive(self.ctx.episode_id):
-                    kill_uid(self.uid)
-                UIDS.release(self.ctx.episode_id)
+                UIDS.release(self.ctx.episode_id)  # the last server of the episode kills the whole uid
                 self.uid = None
             if self._private is not None:
                 shutil.rmtree(self._private, ignore_errors=True)
