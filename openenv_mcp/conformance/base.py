@@ -88,6 +88,8 @@ class Context:
     seed: int = 0
     calls: int = 12
     """How many generated calls a rule makes when the environment has no scripted trajectories."""
+    max_tasks: int = 4
+    """How many tasks the parity rule replays (time-boxed after the first)."""
     results: dict[str, Result] = field(default_factory=dict)
     """Verdicts of the rules run so far (a rule may mention a related failure)."""
     cache: dict[str, Any] = field(default_factory=dict)

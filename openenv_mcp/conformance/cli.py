@@ -24,6 +24,9 @@ def add_parser(sub: Any) -> None:
                    help="TOML or JSON file accepting listed failures, each with a reason")
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes and generated arguments")
     p.add_argument("--no-official", action="store_true", help="do not run the official MCP conformance suite")
+    p.add_argument("--official-not-applicable", metavar="FILE", default=None,
+                   help="official scenarios to skip, [scenario.NAME] reason = ... (default: "
+                        "conformance/official-not-applicable.toml, the scenarios needing the suite's fixtures)")
     p.add_argument("--list-rules", action="store_true", help="print the rules and exit")
     p.set_defaults(func=run)
 
@@ -52,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
         report = anyio.run(lambda: check_env_async(
             args.target, only=args.only, skip=args.skip, known_failures=args.known_failures, seed=args.seed,
-            official=False if args.no_official else None, progress=progress))
+            official=False if args.no_official else None, progress=progress,
+            official_not_applicable=args.official_not_applicable))
     report.print(console)
     if args.json:
         report.write_json(args.json)

@@ -1,26 +1,52 @@
 """The official MCP conformance suite as one section of the report.
 
-Uses :mod:`openenv_mcp.official_suite` (Node 22 tooling). The scenarios listed
-in ``conformance/official-not-applicable.toml`` (they need the suite's own
-fixture tools) are reported as skipped with their reason; every other server
-scenario runs against the subject's MCP face over real HTTP.
+Uses :mod:`openenv_mcp.official_suite` (Node 22 tooling). Scenarios listed in a
+not-applicable file (by default ``conformance/official-not-applicable.toml``:
+the ones that need the suite's own fixture tools) are reported as skipped with
+their reason; every other server scenario runs against the subject's MCP face
+over real HTTP, a few at a time.
 """
 
 from __future__ import annotations
 
 import time
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import anyio
 
+from ..errors import ConfigError
 from .report import Result
 from .subject import Subject
 
-__all__ = ["official_results"]
+__all__ = ["load_scenario_reasons", "official_results"]
+
+CONCURRENCY = 4
+"""Scenarios run at the same time (each is one Node process)."""
+
+
+def load_scenario_reasons(path: str | Path) -> dict[str, str]:
+    """``[scenario.NAME] reason = "..."`` tables -> {name: reason}; every entry needs a reason."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"scenario list {str(path)!r} does not exist")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from e
+    out = {}
+    for name, entry in (data.get("scenario") or {}).items():
+        reason = entry.get("reason") if isinstance(entry, dict) else None
+        if not isinstance(reason, str) or not reason.strip():
+            raise ConfigError(f"{path}: scenario {name!r} needs reason = \"why it does not apply\"")
+        out[name] = reason.strip()
+    return out
 
 
 async def official_results(subject: Subject, progress: Any = None,
-                           not_applicable: dict[str, str] | None = None) -> list[Result]:
+                           not_applicable: dict[str, str] | str | Path | None = None,
+                           scenarios: list[str] | None = None) -> list[Result]:
     """One :class:`Result` per official server scenario (``official.<scenario>``)."""
     from .. import official_suite
 
@@ -30,21 +56,32 @@ async def official_results(subject: Subject, progress: Any = None,
     if "http" not in subject.capabilities:
         return [Result(rule="official", severity="warning", status="skipped", section="official",
                        message="the official suite needs the MCP face over HTTP (serving is not installed)")]
-    skip = official_suite.not_applicable() if not_applicable is None else not_applicable
-    names = [s.name for s in await anyio.to_thread.run_sync(official_suite.list_scenarios, "server")]
-    out: list[Result] = []
-    async with subject.http() as url:
+    if not_applicable is None:
+        skip = official_suite.not_applicable()
+    elif isinstance(not_applicable, dict):
+        skip = not_applicable
+    else:
+        skip = load_scenario_reasons(not_applicable)
+    names = scenarios or [s.name for s in await anyio.to_thread.run_sync(official_suite.list_scenarios, "server")]
+    rows: dict[str, Result] = {}
+    limiter = anyio.CapacityLimiter(CONCURRENCY)
+
+    def timed(url: str, name: str) -> tuple[Any, float]:
+        started = time.perf_counter()
+        return official_suite.run_server_scenario(url, name), time.perf_counter() - started
+
+    async def run(url: str, name: str) -> None:
+        row, took = await anyio.to_thread.run_sync(timed, url, name, limiter=limiter)
+        rows[name] = Result(rule=f"official.{name}", severity="error", section="official",
+                            status="passed" if row.ok else "failed", message=row.detail, duration=took)
+
+    async with subject.http() as url, anyio.create_task_group() as tg:
         for name in names:
-            rid = f"official.{name}"
             if name in skip:
-                out.append(Result(rule=rid, severity="error", status="skipped", section="official",
-                                  message=f"not applicable: {skip[name]}"))
-                continue
-            if progress is not None:
-                progress(rid)
-            started = time.perf_counter()
-            row = await anyio.to_thread.run_sync(official_suite.run_server_scenario, url, name)
-            out.append(Result(rule=rid, severity="error", section="official",
-                              status="passed" if row.ok else "failed", message=row.detail,
-                              duration=time.perf_counter() - started))
-    return out
+                rows[name] = Result(rule=f"official.{name}", severity="error", status="skipped", section="official",
+                                    message=f"not applicable: {skip[name]}")
+            else:
+                if progress is not None:
+                    progress(f"official.{name}")
+                tg.start_soon(run, url, name)
+    return [rows[n] for n in names]

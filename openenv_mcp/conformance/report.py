@@ -170,27 +170,25 @@ class Report(BaseModel):
         Path(path).write_text(json.dumps(self.to_json(), indent=2) + "\n")
 
     def table(self) -> Any:
-        """A rich table of every row."""
+        """A rich table of every row: rule, verdict, time, and the message (the rule's promise when it passed)."""
         from rich.table import Table
 
-        style = {"passed": "green", "failed": "red", "skipped": "dim", "known": "yellow"}
-        table = Table(title=f"openenv-mcp conformance · {self.target}", show_lines=False)
+        table = Table(title=f"openenv-mcp conformance · {self.target}")
         table.add_column("rule", style="bold", no_wrap=True)
-        table.add_column("severity")
-        table.add_column("status")
-        table.add_column("time", justify="right")
-        table.add_column("message", overflow="fold")
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("time", justify="right", no_wrap=True)
+        table.add_column("message", overflow="fold", ratio=1)
         section = None
         for r in self.results:
             if r.section != section and section is not None:
                 table.add_section()
             section = r.section
-            status = r.status
-            if status == "failed" and r.severity == "warning":
-                shown = "[yellow]warning[/]"
+            if r.status == "failed":
+                verdict = "[bold red]FAIL[/]" if r.severity == "error" else "[yellow]warn[/]"
             else:
-                shown = f"[{style[status]}]{status}[/]"
-            table.add_row(r.rule, r.severity, shown, f"{r.duration:.2f}s", r.message or r.title)
+                verdict = {"passed": "[green]pass[/]", "skipped": "[dim]skip[/]", "known": "[yellow]known[/]"}[r.status]
+            message = r.message if r.message else f"[dim]{r.title}[/]"
+            table.add_row(r.rule, verdict, f"{r.duration:.2f}s", message)
         return table
 
     def print(self, console: Any = None) -> None:

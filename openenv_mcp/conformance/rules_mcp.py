@@ -38,6 +38,9 @@ PORTABLE_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 NO_SUCH_TOOL = "openenv_conformance_no_such_tool"
 LATEST_HANDSHAKE = HANDSHAKE_PROTOCOL_VERSIONS[-1]
 MAX_ITEMS = 20
+PER_SESSION = 4
+"""Calls per fresh episode in the error rules: below any sensible max_steps, so no call meets a
+truncated episode (whose "episode has ended" error would pass the rule vacuously)."""
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -264,7 +267,7 @@ async def check_prompts(ctx: Context) -> None:
 # -- tools/call semantics ----------------------------------------------------------
 @rule("call.unknown_tool", "error", "calling an unknown tool is an error (JSON-RPC error or isError result)")
 async def check_unknown_tool(ctx: Context) -> None:
-    async with ctx.subject.mcp() as client:
+    async with ctx.subject.mcp(fresh=True) as client:
         try:
             result = await client.call_tool(NO_SUCH_TOOL, {})
         except MCPError:
@@ -283,63 +286,62 @@ async def check_invalid_arguments(ctx: Context) -> None:
     if not probes:
         raise Skipped("no tool declares required or typed properties")
     problems = []
-    async with ctx.subject.mcp() as client:
-        for tool, what, args in probes[:MAX_ITEMS]:
-            try:
-                result = await client.call_tool(tool.name, args)
-            except MCPError:
-                continue
-            if not result.is_error:
-                problems.append(f"tools/call {tool.name!r} with {what} ({_short(args, 80)}) returned isError=false: "
-                                f"{_short(_result_text(result), 80)!r}")
+    probes = probes[:MAX_ITEMS]
+    for start in range(0, len(probes), PER_SESSION):  # fresh episodes, a few calls each (never truncated)
+        async with ctx.subject.mcp(fresh=True) as client:
+            for tool, what, args in probes[start:start + PER_SESSION]:
+                try:
+                    result = await client.call_tool(tool.name, args)
+                except MCPError:
+                    continue
+                if not result.is_error:
+                    problems.append(f"tools/call {tool.name!r} with {what} ({_short(args, 80)}) returned "
+                                    f"isError=false: {_short(_result_text(result), 80)!r}")
     fail_if(problems)
-
-
-async def _sample_calls(ctx: Context) -> list[CallTool]:
-    """The calls the content rule makes: a scripted trajectory where there is one, else generated ones."""
-    tools = await ctx.tools()
-    if "episodes" in ctx.subject.capabilities:
-        handle = await ctx.subject.new_episode(seed=ctx.seed)
-        try:
-            scripted = ctx.subject.trajectory(handle.task)
-        finally:
-            await handle.close()
-        if scripted:
-            return scripted
-    return generate_calls(tools, ctx.seed, ctx.calls)
 
 
 @rule("call.content", "error", "tool results carry valid content blocks and structuredContent matching outputSchema")
 async def check_content(ctx: Context) -> None:
     tools = {t.name: t for t in await ctx.tools()}
-    calls = await _sample_calls(ctx)
     problems: list[str] = []
-    async with ctx.subject.mcp() as client:
-        for call in calls:
-            if any(f"tools/call {call.name!r}" in p for p in problems):
-                continue  # one report per tool
-            try:
-                result = await client.call_tool(call.name, call.arguments)
-            except MCPError as e:
-                problems.append(f"tools/call {call.name!r} {_short(call.arguments, 80)} answered JSON-RPC error "
-                                f"{e.error.code}: {e.error.message}")
-                continue
-            except Exception as e:  # the SDK client could not parse or validate the result
-                problems.append(f"tools/call {call.name!r} {_short(call.arguments, 80)}: the official SDK client "
-                                f"rejected the result: {_short(str(e), 200)}")
-                continue
-            where = f"tools/call {call.name!r}"
-            _check_blocks(where, result.content, problems)
-            tool = tools.get(call.name)
-            if tool is not None and tool.output_schema and not result.is_error:
-                if result.structured_content is None:
-                    problems.append(f"{where} declares an outputSchema but returned no structuredContent")
-                else:
-                    cls = jsonschema.validators.validator_for(tool.output_schema,
-                                                              default=jsonschema.Draft202012Validator)
-                    error = jsonschema.exceptions.best_match(cls(tool.output_schema).iter_errors(
-                        result.structured_content))
-                    if error is not None:
-                        problems.append(f"{where} structuredContent {_short(result.structured_content, 80)} does not "
-                                        f"match its outputSchema: {error.message}")
+    if "episodes" in ctx.subject.capabilities:  # the scripted trajectory where there is one, on its own episode
+        handle = await ctx.subject.new_episode(seed=ctx.seed)
+        try:
+            calls = ctx.subject.trajectory(handle.task) or generate_calls(list(tools.values()), ctx.seed, ctx.calls)
+            async with handle.mcp() as client:
+                await _call_all(client, calls, tools, problems)
+        finally:
+            await handle.close()
+    else:
+        async with ctx.subject.mcp(fresh=True) as client:
+            await _call_all(client, generate_calls(list(tools.values()), ctx.seed, ctx.calls), tools, problems)
     fail_if(problems)
+
+
+async def _call_all(client: Any, calls: list[CallTool], tools: dict[str, Tool], problems: list[str]) -> None:
+    """Call each of ``calls``; append what is wrong with each result (one report per tool)."""
+    for call in calls:
+        if any(f"tools/call {call.name!r}" in p for p in problems):
+            continue
+        try:
+            result = await client.call_tool(call.name, call.arguments)
+        except MCPError as e:
+            problems.append(f"tools/call {call.name!r} {_short(call.arguments, 80)} answered JSON-RPC error "
+                            f"{e.error.code}: {e.error.message}")
+            continue
+        except Exception as e:  # the SDK client could not parse or validate the result
+            problems.append(f"tools/call {call.name!r} {_short(call.arguments, 80)}: the official SDK client "
+                            f"rejected the result: {_short(str(e), 200)}")
+            continue
+        where = f"tools/call {call.name!r}"
+        _check_blocks(where, result.content, problems)
+        tool = tools.get(call.name)
+        if tool is not None and tool.output_schema and not result.is_error:
+            if result.structured_content is None:
+                problems.append(f"{where} declares an outputSchema but returned no structuredContent")
+            else:
+                cls = jsonschema.validators.validator_for(tool.output_schema, default=jsonschema.Draft202012Validator)
+                error = jsonschema.exceptions.best_match(cls(tool.output_schema).iter_errors(result.structured_content))
+                if error is not None:
+                    problems.append(f"{where} structuredContent {_short(result.structured_content, 80)} does not "
+                                    f"match its outputSchema: {error.message}")

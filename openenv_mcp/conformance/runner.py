@@ -75,8 +75,10 @@ async def _run_rule(rule: Any, ctx: Context) -> Result:
 
 async def check_env_async(target: Any, *, only: Any = None, skip: Any = None,
                           known_failures: str | Path | dict[str, str] | None = None, seed: int = 0,
-                          calls: int = 12, official: bool | None = None, progress: Any = None,
-                          **options: Any) -> Report:
+                          calls: int = 12, max_tasks: int = 4, official: bool | None = None,
+                          progress: Any = None,
+                          official_not_applicable: str | Path | dict[str, str] | None = None,
+                          official_scenarios: list[str] | None = None, **options: Any) -> Report:
     """Check ``target`` and return a :class:`Report` (see :func:`check_env`)."""
     known = (known_failures if isinstance(known_failures, dict)
              else load_known_failures(known_failures) if known_failures else {})
@@ -89,9 +91,10 @@ async def check_env_async(target: Any, *, only: Any = None, skip: Any = None,
     want_official = official and not any(_matches("official", s) for s in _split(skip))
     subject: Subject = make_subject(target, **options)
     report = Report(target=subject.label)
-    ctx = Context(subject=subject, seed=seed, calls=calls)
+    ctx = Context(subject=subject, seed=seed, calls=calls, max_tasks=max_tasks)
     started = time.perf_counter()
     try:
+        await subject.prepare()
         for r in rules:
             if progress is not None:
                 progress(r.id)
@@ -101,7 +104,9 @@ async def check_env_async(target: Any, *, only: Any = None, skip: Any = None,
         if want_official:
             from .official import official_results
 
-            report.results.extend(await official_results(subject, progress=progress))
+            report.results.extend(await official_results(subject, progress=progress,
+                                                         not_applicable=official_not_applicable,
+                                                         scenarios=official_scenarios))
     finally:
         await subject.aclose()
     report.duration = time.perf_counter() - started
@@ -114,9 +119,12 @@ def check_env(target: Any, **kwargs: Any) -> Report:
 
     Options: ``only``/``skip`` (rule ids or prefixes, comma-separated or lists),
     ``known_failures`` (a TOML/JSON file or a dict rule -> reason), ``seed``,
-    ``calls`` (generated calls per trajectory), ``official`` (also run the
+    ``calls`` (generated calls per trajectory), ``max_tasks`` (tasks the parity
+    rule replays, time-boxed), ``official`` (also run the
     official MCP conformance suite; default: when its Node 22 tooling is
-    installed and ``only`` does not exclude it).
+    installed and ``only`` does not exclude it), ``official_not_applicable``
+    (a TOML file of ``[scenario.NAME] reason = ...`` to skip, default
+    ``conformance/official-not-applicable.toml``).
     Inside an event loop use :func:`check_env_async`.
     """
     return anyio.run(lambda: check_env_async(target, **kwargs))

@@ -13,11 +13,14 @@ A subject is one of:
   in-process for the wire rules.
 * :class:`UrlSubject` — a running MCP server at a URL (``.../mcp``, or the
   base URL of ``openenv-mcp serve``). The MCP and wire rules apply, and the
-  episode rules too when the server has an openenv-mcp control plane.
+  episode rules too when the server has an openenv-mcp control plane: episodes
+  are driven over its HTTP routes and each one's MCP face is its own address
+  ``/episodes/{id}/mcp`` (parity over the real wire).
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -104,8 +107,8 @@ class Subject:
     environment: Environment | None = None
 
     @asynccontextmanager
-    async def mcp(self, mode: str = "auto") -> AsyncIterator[Client]:
-        """A connected official SDK client on a fresh session (a fresh episode for environments)."""
+    async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:
+        """A connected official SDK client (``fresh``: on an episode of its own where that matters)."""
         raise NotImplementedError
         yield  # pragma: no cover
 
@@ -122,6 +125,9 @@ class Subject:
         raise NotImplementedError
         yield  # pragma: no cover
 
+    async def prepare(self) -> None:
+        """Learn what the target offers (called once before the rules run)."""
+
     async def aclose(self) -> None:
         """Release what the subject holds."""
 
@@ -132,19 +138,33 @@ class LocalSubject(Subject):
     def __init__(self, environment: Environment, label: str | None = None) -> None:
         self.environment = environment
         self.label = label or environment.name
+        self._shared: Any = None
         caps = {"mcp", "episodes", "local"}
         if _serving() is not None:
             caps.add("http")
         self.capabilities = frozenset(caps)
 
     @asynccontextmanager
-    async def mcp(self, mode: str = "auto") -> AsyncIterator[Client]:
-        episode = await self.environment.new_episode(seed=0)
+    async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:
+        """A client on one shared episode (seed 0) for the listing and error rules, which
+        change nothing; ``fresh=True`` for a new episode of its own."""
+        if fresh:
+            episode = await self.environment.new_episode(seed=0)
+        else:
+            if self._shared is None or self._shared.closed:
+                self._shared = await self.environment.new_episode(seed=0)
+            episode = self._shared
         try:
             async with Client(episode_server(episode), mode=mode) as client:
                 yield client
         finally:
-            await episode.close()
+            if fresh:
+                await episode.close()
+
+    async def aclose(self) -> None:
+        if self._shared is not None:
+            await self._shared.close()
+            self._shared = None
 
     async def new_episode(self, seed: int | None = None, task_id: str | None = None) -> EpisodeHandle:
         return EpisodeHandle(await self.environment.new_episode(seed=seed, task_id=task_id))
@@ -194,7 +214,7 @@ class ServerSubject(Subject):
         self.label = label or f"MCP server {lowlevel.name!r}"
 
     @asynccontextmanager
-    async def mcp(self, mode: str = "auto") -> AsyncIterator[Client]:
+    async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:
         async with Client(self.lowlevel, mode=mode) as client:
             yield client
 
@@ -208,8 +228,57 @@ class ServerSubject(Subject):
             yield base + "/mcp"
 
 
+class RemoteEpisodeHandle(EpisodeHandle):
+    """An episode of a served environment, driven over the HTTP control plane
+    (``POST /episodes``, ``/episodes/{id}/step``, ``GET .../state``, ``DELETE``); its
+    MCP face is the episode's own address ``/episodes/{id}/mcp``."""
+
+    def __init__(self, http: Any, base: str, created: dict[str, Any]) -> None:
+        self.http, self.base = http, base
+        self.id: str = created["episode_id"]
+        self.mcp_url: str = created.get("mcp_url") or f"{base}/episodes/{self.id}/mcp"
+        self._first = created.get("observation") or {}
+        self._ended = False
+
+    @property
+    def task(self) -> Task:
+        return Task.model_validate(self._first.get("task") or {"id": "default", "prompt": ""})
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def first_observation(self) -> dict[str, Any]:
+        data = json.loads(json.dumps(self._first))
+        data.get("info", {}).pop("episode_id", None)
+        return data
+
+    async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
+        response = await self.http.request(method, f"{self.base}{path}", json=body)
+        data = response.json() if response.content else {}
+        if response.status_code >= 400:
+            error = data.get("error", data) if isinstance(data, dict) else data
+            raise ConfigError(f"{method} {path} answered HTTP {response.status_code}: {error}")
+        return data
+
+    async def step(self, action: CallTool | ListTools) -> Observation:
+        data = await self._call("POST", f"/episodes/{self.id}/step", {"action": action.model_dump(mode="json")})
+        obs = Observation.model_validate(data["observation"])
+        self._ended = obs.done or obs.truncated
+        return obs
+
+    async def state(self) -> State:
+        return State.model_validate((await self._call("GET", f"/episodes/{self.id}/state"))["state"])
+
+    def mcp(self) -> Client:
+        return Client(self.mcp_url)
+
+    async def close(self) -> None:
+        await self._call("DELETE", f"/episodes/{self.id}")
+
+
 class UrlSubject(Subject):
-    """A running MCP server: its streamable-HTTP endpoint."""
+    """A running MCP server: its streamable-HTTP endpoint (and its control plane, when it has one)."""
 
     capabilities = frozenset({"mcp", "http"})
 
@@ -218,9 +287,34 @@ class UrlSubject(Subject):
         self.base = url[: -len("/mcp")] if url.endswith("/mcp") else url
         self.url = url if url.endswith("/mcp") else url + "/mcp"
         self.label = url
+        self._http: Any = None
+
+    async def prepare(self) -> None:
+        """Find out whether the server has an openenv-mcp control plane (``GET /episodes``)."""
+        import httpx
+
+        self._http = httpx.AsyncClient(timeout=60)
+        try:
+            response = await self._http.get(f"{self.base}/episodes")
+            if response.status_code == 200 and isinstance(response.json().get("episodes"), list):
+                self.capabilities = self.capabilities | {"episodes"}
+        except (httpx.HTTPError, ValueError, AttributeError):
+            pass
+
+    async def new_episode(self, seed: int | None = None, task_id: str | None = None) -> EpisodeHandle:
+        if "episodes" not in self.capabilities:
+            raise ConfigError(f"{self.label} has no control plane")
+        response = await self._http.post(f"{self.base}/episodes", json={"seed": seed, "task_id": task_id})
+        if response.status_code != 201:
+            raise ConfigError(f"POST /episodes answered HTTP {response.status_code}: {response.text[:300]}")
+        return RemoteEpisodeHandle(self._http, self.base, response.json())
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
 
     @asynccontextmanager
-    async def mcp(self, mode: str = "auto") -> AsyncIterator[Client]:
+    async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:
         async with Client(self.url, mode=mode) as client:
             yield client
 

@@ -1,0 +1,5 @@
+"""``python -m tool_servers.conformance_fixture``: the fixture server over stdio."""
+
+from .server import server
+
+server.run()
