@@ -278,7 +278,7 @@ async def ws_latency(kind: str, url: str, n: int) -> dict[str, Any]:
         await ep.call("echo", {"text": "hello"})
         samples.append(time.perf_counter() - t)
     await closer.close()
-    return {"p50_ms": pct(samples, 50), "p99_ms": pct(samples, 99), "n": n}
+    return {"p50_ms": pct(samples, 50), "p99_ms": pct(samples, 99), "n": n, "samples": samples}
 
 
 async def http_latency(url: str, n: int) -> dict[str, Any]:
@@ -292,7 +292,7 @@ async def http_latency(url: str, n: int) -> dict[str, Any]:
         await s.call("echo", {"text": "hello"})
         samples.append(time.perf_counter() - t)
     await s.close()
-    return {"p50_ms": pct(samples, 50), "p99_ms": pct(samples, 99), "n": n}
+    return {"p50_ms": pct(samples, 50), "p99_ms": pct(samples, 99), "n": n, "samples": samples}
 
 
 async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
