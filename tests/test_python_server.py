@@ -136,6 +136,31 @@ async def test_a_dying_interpreter_is_reported_and_restarted(py):
     assert out["result"] == "False"
 
 
+async def test_a_cpu_time_limit_kill_is_named(tmp_path):
+    import resource
+
+    server = create_server(tmp_path)
+    interpreter = server.interpreter
+    limits_of = interpreter._limits
+
+    def with_cpu_limit():
+        inner = limits_of()
+
+        def child():
+            inner()
+            resource.setrlimit(resource.RLIMIT_CPU, (1, 2))  # as the process boundary sets it
+
+        return child
+
+    interpreter._limits = with_cpu_limit  # what a boundary's cpu_seconds does to the whole server
+    async with FastMCPClient(server) as client:
+        _, out = await run(client, "while True:\n    pass", timeout=30)
+    interpreter.stop()
+    assert out["restarted"] is True and out["timed_out"] is False
+    assert out["error"] == ("The interpreter was killed by SIGXCPU: it used up its CPU time limit. It will restart "
+                            f"on the next call: {LOST}.")
+
+
 async def test_restart_forgets_everything(py):
     await run(py, "a = 1")
     result = await py.call_tool("restart", {})

@@ -196,6 +196,9 @@ class Interpreter:
                 if timed_out:
                     why = (f"Timed out after {timeout:g} s; the code did not stop on interrupt, so the interpreter "
                            f"was killed and will restart on the next call: {_LOST}.")
+                elif proc.returncode == -signal.SIGXCPU:
+                    why = (f"The interpreter {_status(proc.returncode)}: it used up its CPU time limit. It will "
+                           f"restart on the next call: {_LOST}.")
                 else:
                     why = (f"The interpreter {_status(proc.returncode)} while running this code (out of memory? "
                            f"the limit is {self.memory_mb} MB; or os._exit) and will restart on the next call: "
