@@ -313,3 +313,40 @@ def test_every_rule_has_a_fixture_that_fails_it():
     """Runs last in this file: every rule id was made to fail by some test above."""
     pending = {"containment.host_file", "containment.network"}  # failed in tests/test_conformance_containment.py
     assert set(RULES) - pending <= COVERED, f"rules no fixture fails: {sorted(set(RULES) - pending - COVERED)}"
+
+
+# -- a served environment, checked by URL: episodes over the control plane, parity over the wire ----
+@pytest.mark.anyio
+async def test_a_served_environment_is_checked_over_the_wire_by_url():
+    from openenv_mcp.conformance.subject import serve_asgi
+    from openenv_mcp.server import create_app
+
+    async with serve_asgi(create_app(load_environment("echo"))) as base:
+        report = await check_env_async(base, official=False)
+        by_mcp_url = await check_env_async(base + "/mcp", only="env.parity", official=False)
+    assert report.ok and not report.failed, [(r.rule, r.message) for r in report.failed]
+    for rule in ("env.parity", "env.determinism", "env.reset_restores", "env.episode_isolation", "wire.robustness"):
+        assert report.result(rule).status == "passed", rule
+    assert report.result("shutdown.clean").message == (
+        "needs the environment's definition (give a name, env file or folder, not a URL)")
+    assert by_mcp_url.result("env.parity").status == "passed"
+
+
+@pytest.mark.anyio
+async def test_a_production_server_has_no_control_plane_so_episode_rules_are_skipped():
+    from openenv_mcp.conformance.subject import serve_asgi
+    from openenv_mcp.server import create_app
+
+    async with serve_asgi(create_app(load_environment("echo", mode="prod"))) as base:
+        report = await check_env_async(base, official=False)
+    assert report.ok and not report.failed, [(r.rule, r.message) for r in report.failed]
+    assert report.result("env.parity").message == "needs episodes (an openenv-mcp environment, not a plain MCP server)"
+    assert report.result("control_plane.hidden").status == "passed"
+
+
+@pytest.mark.anyio
+async def test_an_env_from_make_is_a_target_too():
+    from openenv_mcp.registry import make_async
+
+    report = await check_env_async(make_async("echo"), only="env.parity", official=False)
+    assert report.result("env.parity").status == "passed"

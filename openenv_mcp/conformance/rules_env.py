@@ -170,13 +170,15 @@ async def check_parity(ctx: Context) -> None:
                 async with b.mcp() as client:
                     listed = json.loads(_tools_json((await client.list_tools()).tools))
                     for action in actions:
-                        if b.ended:
-                            break
                         steps_b.append((action, canonical_json(await client.call_tool(action.name, action.arguments))))
+                        state = await b.state()  # the MCP face does not say when the episode ends
+                        if state.done or state.truncated:
+                            break
                 state_b = _state_json(await b.state())
             finally:
                 await b.close()
-            where = f"task {b.task.id!r} ({kind} trajectory, seed {seed})"
+            scripted = ctx.subject.trajectory(b.task, kind) is not None
+            where = f"task {b.task.id!r} ({kind + ' trajectory' if scripted else 'generated calls'}, seed {seed})"
             if json.dumps(listed, sort_keys=True) != tools_a:
                 raise Failed(f"{where}: tools/list over MCP differs from the reset observation's tools")
             diff = _first_difference("via step()", steps_a, "via MCP tools/call", steps_b)
@@ -186,8 +188,8 @@ async def check_parity(ctx: Context) -> None:
                 keys = [k for k in state_a if state_a[k] != state_b.get(k)]
                 raise Failed(f"{where}: end state differs in {keys}: via step() "
                              f"{ {k: state_a[k] for k in keys} }, via MCP { {k: state_b.get(k) for k in keys} }")
-            if ctx.subject.trajectory(b.task, kind) is None:
-                break  # generated calls: one trajectory per task is enough
+            if not scripted:
+                break  # generated calls: one run per task is enough
         checked += 1
 
 

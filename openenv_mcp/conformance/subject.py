@@ -324,12 +324,18 @@ class UrlSubject(Subject):
 
 
 def make_subject(target: Any, **options: Any) -> Subject:
-    """A subject for a name, env file/folder, URL, EnvSpec, Environment or MCP server object."""
+    """A subject for a name, env file/folder, URL, EnvSpec, Environment, an ``Env``/``AsyncEnv`` from
+    ``make()``, or an MCP server object."""
     from ..registry import _is_url, find_env
     from ..spec import EnvSpec
 
     if isinstance(target, Subject):
         return target
+    unwrapped = getattr(target, "unwrapped", target)  # a sync Env -> its AsyncEnv
+    if isinstance(getattr(unwrapped, "environment", None), Environment):  # an AsyncEnv from make_async()
+        target = unwrapped.environment
+    elif isinstance(getattr(unwrapped, "url", None), str) and _is_url(unwrapped.url):  # a remote env
+        target = unwrapped.url
     if isinstance(target, Environment):
         return LocalSubject(target)
     if isinstance(target, Server) or hasattr(target, "_mcp_server"):
