@@ -12,6 +12,7 @@ Use ``process``, ``sandbox`` or ``docker`` for code you do not trust.
 from __future__ import annotations
 
 import inspect
+import weakref
 from typing import Any
 
 from fastmcp import FastMCP
@@ -40,6 +41,13 @@ def _normalize(result: Any) -> CallToolResult:
     return CallToolResult(content=result)
 
 
+_LISTED: weakref.WeakKeyDictionary[FastMCP, tuple[dict[str, Any], list[Tool], list[Prompt]]] = (
+    weakref.WeakKeyDictionary())
+"""Tools and prompts of *shared* server objects (not factory-made), listed once per process:
+starting an episode then costs no FastMCP listing (thousands of concurrent episodes). A server
+whose tools change at run time should be a per-episode factory."""
+
+
 class InProcessConnection(Connection):
     """A FastMCP server object (or a per-episode factory) run in-process."""
 
@@ -48,10 +56,13 @@ class InProcessConnection(Connection):
         self._base_dir = base_dir
         self.server: FastMCP | None = None
         self._tools: dict[str, Any] = {}
+        self._mcp_tools: list[Tool] = []
+        self._prompts: list[Prompt] = []
 
     async def start(self) -> None:
         obj = load_object(self.spec.object, self._base_dir)
-        if not isinstance(obj, FastMCP) and callable(obj):
+        shared = isinstance(obj, FastMCP)
+        if not shared and callable(obj):
             obj = obj(self.ctx)
             if inspect.isawaitable(obj):
                 obj = await obj
@@ -61,7 +72,14 @@ class InProcessConnection(Connection):
                 "expected a FastMCP server or a factory returning one"
             )
         self.server = obj
-        self._tools = {t.name: t for t in await obj.list_tools()}
+        listed = _LISTED.get(obj) if shared else None
+        if listed is None:
+            tools = {t.name: t for t in await obj.list_tools()}
+            listed = (tools, [t.to_mcp_tool() for t in tools.values()],
+                      [p.to_mcp_prompt() for p in await obj.list_prompts()])
+            if shared:
+                _LISTED[obj] = listed
+        self._tools, self._mcp_tools, self._prompts = listed
 
     def _require(self) -> FastMCP:
         if self.server is None:
@@ -70,7 +88,7 @@ class InProcessConnection(Connection):
 
     async def list_tools(self) -> list[Tool]:
         self._require()
-        return [t.to_mcp_tool() for t in self._tools.values()]
+        return list(self._mcp_tools)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
         self._require()
@@ -96,7 +114,8 @@ class InProcessConnection(Connection):
         return result.to_mcp_result(uri)
 
     async def list_prompts(self) -> list[Prompt]:
-        return [p.to_mcp_prompt() for p in await self._require().list_prompts()]
+        self._require()
+        return list(self._prompts)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
         try:
