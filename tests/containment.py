@@ -22,6 +22,8 @@ FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hostile_server.py"
 # unprivileged uid can run (the process-count limit needs that when root).
 PYTHON = "/usr/bin/python3" if reachable_by_others("/usr/bin/python3") else sys.executable
 IS_ROOT = os.geteuid() == 0
+DROPS_UID = IS_ROOT and reachable_by_others(PYTHON)
+"""The hostile server runs as an unprivileged uid (so RLIMIT_NPROC holds)."""
 
 
 def hostile_env(isolation: str, *flags: str, name: str = "h", workspace: str | None = None,

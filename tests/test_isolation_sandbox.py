@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from containment import (IS_ROOT, Listener, assert_no_leak, call, hostile_env,
+from containment import (DROPS_UID, Listener, assert_no_leak, call, hostile_env,
                          killed_environment_server_leaves_nothing, marked_processes, world_dir)
 from conftest import need
 from openenv_mcp import BoundaryError
@@ -91,7 +91,8 @@ def test_host_loopback_listener_is_unreachable():
 
 
 def test_fork_bomb_is_capped_and_killed_with_the_sandbox():
-    need(IS_ROOT, "RLIMIT_NPROC holds only for an unprivileged uid (the environment server must be root)")
+    need(DROPS_UID, "RLIMIT_NPROC holds only for an unprivileged uid (the environment server must be root and "
+                    "/usr/bin/python3 reachable by other users)")
     env, marker = hostile_env("sandbox", processes=16)
     with env:
         env.reset(seed=0)

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 import openenv_mcp
-from containment import FIXTURE, PYTHON, call, world_dir
+from containment import FIXTURE, PYTHON, world_dir
 from conftest import need
 from openenv_mcp import OpenEnvError
 
