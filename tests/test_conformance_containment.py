@@ -44,3 +44,11 @@ async def test_inprocess_environments_have_nothing_to_probe():
     assert report.result("containment.host_file").message == (
         "no tool server runs behind process, sandbox, docker; this environment uses inprocess "
         "(in-process servers share the environment's process: nothing to probe)")
+
+
+@pytest.mark.anyio
+async def test_the_example_known_failures_file_accepts_a_trusted_process_server():
+    example = Path(__file__).resolve().parent.parent / "conformance" / "known-failures.example.toml"
+    report = await check_env_async(ENVS / "unwalled", only="containment", known_failures=example, official=False)
+    assert [r.status for r in report.results] == ["known", "known"]
+    assert report.ok and report.exit_code == 0
