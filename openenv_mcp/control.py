@@ -15,6 +15,7 @@ here, once, with their ``code`` and ``http_status``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
@@ -25,7 +26,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.types import Receive, Scope, Send
 
 from .errors import EpisodeEnded, OpenEnvError
 from .types import CallTool, ListTools, action_from_json
@@ -110,6 +111,16 @@ def _action(msg: dict[str, Any]) -> CallTool | ListTools:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         raise BadRequest(f"invalid action{f' at {where!r}' if where else ''}: {first.get('msg')}") from None
+
+
+class _AsgiEndpoint:
+    """Wraps a raw ASGI callable so Starlette's router passes scope, receive, send through."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 class ControlPlane:
@@ -219,39 +230,46 @@ class ControlPlane:
         return f'{{"results":[{",".join(results)}]}}'
 
     # -- WebSocket ---------------------------------------------------------------
-    async def websocket(self, ws: WebSocket) -> None:
-        """Serve one WebSocket connection; its episodes are closed when it goes away."""
-        await ws.accept()
-        owner = f"ws:{uuid.uuid4().hex}"
-        scheme = "https" if ws.url.scheme == "wss" else "http"
-        base = f"{scheme}://{ws.url.netloc}"
-        locks: dict[str, anyio.Lock] = {}
-        send_lock = anyio.Lock()
+    async def websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one WebSocket connection (raw ASGI); its episodes are closed when it goes away.
 
-        async def reply(text: str) -> None:
-            async with send_lock:
-                await ws.send({"type": "websocket.send", "text": text})
+        Each message runs as its own task (different episodes proceed concurrently);
+        messages naming the same episode run in the order they arrived.
+        """
+        message = await receive()
+        if message["type"] != "websocket.connect":
+            return
+        await send({"type": "websocket.accept"})
+        owner = f"ws:{uuid.uuid4().hex}"
+        host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
+        base = f"{'https' if scope.get('scheme') == 'wss' else 'http'}://{host}"
+        locks: dict[str, asyncio.Lock] = {}
+        tasks: set[asyncio.Task[None]] = set()
+        loop = asyncio.get_running_loop()
+        limit = self.max_request_bytes
 
         async def handle(raw: str) -> None:
             rid: Any = None
             try:
-                if self.max_request_bytes is not None and len(raw) > self.max_request_bytes:
-                    raise RequestTooLarge(f"message of {len(raw)} bytes exceeds the limit of "
-                                          f"{self.max_request_bytes} bytes (--max-request-bytes)")
+                if limit is not None and len(raw) > limit:
+                    raise RequestTooLarge(f"message of {len(raw)} bytes exceeds the limit of {limit} bytes "
+                                          "(--max-request-bytes)")
                 try:
                     msg = json.loads(raw)
                 except ValueError as e:
                     raise BadRequest(f"message is not valid JSON: {e}") from None
                 if isinstance(msg, dict):
                     rid = msg.get("id")
-                key = msg.get("episode_id") if isinstance(msg, dict) and msg.get("op") != "batch" else None
-                if isinstance(key, str):
+                    key = msg.get("episode_id")
+                else:
+                    key = None
+                if isinstance(key, str) and msg.get("op") != "batch":
                     lock = locks.get(key)
                     if lock is None:
-                        lock = locks[key] = anyio.Lock()
+                        lock = locks[key] = asyncio.Lock()
                     async with lock:
                         text = await self.run(msg, owner, base)
-                    if msg.get("op") == "close":
+                    if msg.get("op") == "close" and not lock.locked():
                         locks.pop(key, None)
                 else:
                     text = await self.run(msg, owner, base)
@@ -262,24 +280,28 @@ class ControlPlane:
                 out = (f'{{"id":{_dumps(rid)},"ok":false,"error":'
                        f'{_dumps({"code": "internal_error", "message": f"{type(e).__name__}: {e}"})}}}')
             try:
-                await reply(out)
-            except (WebSocketDisconnect, RuntimeError, OSError):
+                await send({"type": "websocket.send", "text": out})
+            except Exception:  # the client went away; its episodes are closed below
                 pass
 
         try:
-            async with anyio.create_task_group() as tg:
-                while True:
-                    message = await ws.receive()
-                    kind = message["type"]
-                    if kind == "websocket.disconnect":
-                        break
+            while True:
+                message = await receive()
+                kind = message["type"]
+                if kind == "websocket.receive":
                     raw = message.get("text")
                     if raw is None:
-                        data = message.get("bytes") or b""
-                        raw = data.decode("utf-8", errors="replace")
-                    tg.start_soon(handle, raw)
-                tg.cancel_scope.cancel()
+                        raw = (message.get("bytes") or b"").decode("utf-8", errors="replace")
+                    task = loop.create_task(handle(raw))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                elif kind == "websocket.disconnect":
+                    break
         finally:
+            for task in list(tasks):
+                task.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
             with anyio.CancelScope(shield=True):
                 await self.manager.close_owner(owner, "disconnect")
 
@@ -328,7 +350,7 @@ class ControlPlane:
             return await self._http(request, "close", with_body=False)
 
         return [
-            WebSocketRoute("/ws", self.websocket, name="control-ws"),
+            WebSocketRoute("/ws", _AsgiEndpoint(self.websocket), name="control-ws"),
             Route("/episodes", create, methods=["POST"], name="control-create"),
             Route("/episodes", list_, methods=["GET"], name="control-list"),
             Route("/episodes/{episode_id}/reset", reset, methods=["POST"], name="control-reset"),

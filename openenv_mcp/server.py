@@ -69,15 +69,17 @@ def _json_error(status: int, code: str, message: str, headers: dict[str, str] | 
 class Edge:
     """ASGI middleware in front of every route: Host/Origin, bearer token, size cap.
 
-    It also routes ``/mcp`` (and ``/episodes/{id}/mcp`` when ``episode_mcp``) to
+    It also routes ``/mcp`` (and ``/episodes/{id}/mcp`` when ``episode_mcp``, and ``/ws``) to
     the MCP face directly, skipping the router on the hottest path.
     """
 
-    def __init__(self, app: ASGIApp, *, mcp: ASGIApp, metrics: Metrics, allowed_hosts: Sequence[str],
+    def __init__(self, app: ASGIApp, *, mcp: ASGIApp, ws: ASGIApp | None, metrics: Metrics,
+                 allowed_hosts: Sequence[str],
                  allowed_origins: Sequence[str], token: str | None, max_request_bytes: int,
                  public: Callable[[str], bool], episode_mcp: bool) -> None:
         self.app = app
         self.mcp = mcp
+        self.ws = ws
         self.metrics = metrics
         self.any_host = "*" in allowed_hosts
         self.hosts = {h.lower() for h in allowed_hosts}
@@ -176,6 +178,9 @@ class Edge:
                     scope[EPISODE_SCOPE_KEY] = episode_id
                     await self.mcp(scope, receive, send)
                     return
+        elif path == "/ws" and self.ws is not None:
+            await self.ws(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
     def _capped(self, receive: Receive) -> Receive:
@@ -272,8 +277,9 @@ def create_app(
         Route("/health", health, methods=["GET"], name="health"),
         Route("/metrics", metrics_route, methods=["GET"], name="metrics"),
     ]
-    if mode == "sim":
-        routes += ControlPlane(manager, metrics, max_request_bytes=max_request_bytes).routes()
+    control = ControlPlane(manager, metrics, max_request_bytes=max_request_bytes) if mode == "sim" else None
+    if control is not None:
+        routes += control.routes()
     routes += list(extra_routes)
 
     hosts = [*LOOPBACK_HOSTS, *allowed_hosts]
@@ -295,7 +301,7 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(Edge, mcp=face, metrics=metrics, allowed_hosts=hosts, allowed_origins=origins,
+        middleware=[Middleware(Edge, mcp=face, ws=control.websocket if control else None, metrics=metrics, allowed_hosts=hosts, allowed_origins=origins,
                                token=token, max_request_bytes=max_request_bytes,
                                public=_public_paths(public_paths), episode_mcp=mode == "sim")],
     )
