@@ -55,8 +55,10 @@ def image() -> str:
 
 
 def containers(episode: str | None = None) -> list:
-    from openenv_mcp.isolation.docker import list_containers
+    """Our containers (of one episode), once closed ones are removed (that runs in the background)."""
+    from openenv_mcp.isolation.docker import list_containers, wait_removed
 
+    assert wait_removed(30)
     return list_containers(episode)
 
 
@@ -82,8 +84,9 @@ def owned() -> list:
     """Containers this test process started (any episode), running or not."""
     import docker
 
-    from openenv_mcp.isolation.docker import _owner
+    from openenv_mcp.isolation.docker import _owner, wait_removed
 
+    assert wait_removed(30)
     return docker.from_env().containers.list(all=True, filters={"label": [f"openenv-mcp.owner={_owner()}"]})
 
 
@@ -228,8 +231,9 @@ def test_an_infinite_loop_times_out_and_the_container_is_replaced(image, tmp_pat
         env.reset(seed=0)
         (before,) = containers(episode_id(env))
         assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)
+        (after,) = containers(episode_id(env))  # started right away, not by the next call
+        env.unwrapped.environment.call_timeout = 30
         assert call(env, "counter") == ("1", False)
-        (after,) = containers(episode_id(env))
         assert after.id != before.id
     assert_clean(marker)
 

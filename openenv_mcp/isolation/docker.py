@@ -23,8 +23,10 @@ Images are never pulled implicitly; build them (``docker/*.Dockerfile``).
 
 Every container carries labels (``openenv-mcp.episode=<id>``,
 ``openenv-mcp.server``, ``openenv-mcp.owner=<host>:<pid>``) so leaks can be
-listed (:func:`list_containers`); it is removed on close, when its call times
-out (kill and restart), and :func:`reap` removes containers whose owning
+listed (:func:`list_containers`); it is removed when its call times out or
+its server dies (synchronously, before a new one starts) and on close (in a
+background thread, off the reset path: :func:`wait_removed` waits for it, and
+the interpreter does at exit). :func:`reap` removes containers whose owning
 process died without cleaning up (run at the first start in each process).
 """
 
@@ -33,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -50,7 +53,8 @@ from ..spec import ToolServerSpec
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 
-__all__ = ["DEFAULT_IMAGE", "LABEL", "DockerConnection", "docker_client", "list_containers", "reap"]
+__all__ = ["DEFAULT_IMAGE", "LABEL", "DockerConnection", "docker_client", "list_containers", "reap",
+           "wait_removed"]
 
 STDERR_TAIL = 4096
 LINE_SLACK = 65536
@@ -209,16 +213,10 @@ class Container:
             elif not state.get("Running") and not str(state.get("FinishedAt", "0001")).startswith("0001"):
                 code = state.get("ExitCode")
                 self.exit = "was killed by SIGKILL" if code == 137 else f"exited with code {code}"
-        for _ in range(5):
-            try:
-                handle.remove(force=True)
-                return
-            except docker.errors.NotFound:
-                return
-            except docker.errors.APIError as e:
-                if "already in progress" in str(e):
-                    return
-                time.sleep(0.2)
+        if self.conn.closed:
+            _remove_in_background(handle)  # the episode is over: keep its close off the reset path
+        else:
+            _remove(handle)  # a restart: the old server must be gone before the new one starts
 
     # -- the stdio transport as the SDK expects it
     @contextlib.asynccontextmanager
@@ -345,6 +343,56 @@ class Container:
                 await anyio.sleep(0.05)
 
 
+def _remove(handle: Any) -> None:
+    """Kill and remove a container (retrying while the engine is busy with it)."""
+    import docker.errors
+
+    for _ in range(5):
+        try:
+            handle.remove(force=True)
+            return
+        except docker.errors.NotFound:
+            return
+        except docker.errors.APIError as e:
+            if "already in progress" in str(e):
+                return
+            time.sleep(0.2)
+
+
+_removals: set[threading.Thread] = set()
+_removals_lock = threading.Lock()
+
+
+def _remove_in_background(handle: Any) -> None:
+    """:func:`_remove` in a (non-daemon) thread: the interpreter waits for it at exit."""
+
+    def run() -> None:
+        try:
+            _remove(handle)
+        finally:
+            with _removals_lock:
+                _removals.discard(thread)
+
+    thread = threading.Thread(target=run, name="openenv-mcp-docker-remove", daemon=False)
+    with _removals_lock:
+        _removals.add(thread)
+    thread.start()
+
+
+def wait_removed(timeout: float = 30.0) -> bool:
+    """Wait until the containers of closed connections are removed; whether all are."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with _removals_lock:
+            pending = list(_removals)
+        if not pending:
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        pending[0].join(remaining)
+
+
 def _internal_network() -> None:
     client = docker_client()
     if not client.networks.list(names=[INTERNAL_NETWORK]):
@@ -386,6 +434,18 @@ class DockerConnection(McpConnection):
 
     def _new_host(self) -> SessionHost:
         return _DockerHost(self.spec.name, Container(self))
+
+    async def interrupted(self) -> None:
+        """A call hit its time limit: remove the container and start a fresh one now
+        (a container start takes about a second: not at the expense of the next call's
+        time limit). A failed start is reported by the next call."""
+        await super().interrupted()
+        if not self.closed:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._ensure()
+                except BoundaryError:
+                    pass
 
     def uses_env_dir(self) -> bool:
         """Whether the command names ``{env_dir}`` (then the env folder is mounted read-only
