@@ -133,6 +133,34 @@ async def test_tools_share_the_workspace_and_python_state_is_per_episode(coding)
         await third.close()
 
 
+async def test_files_the_fs_tools_create_belong_to_the_sandboxed_servers_uid(tmp_path):
+    import os
+
+    from openenv_mcp.isolation import ServerContext
+    from openenv_mcp.spec import load_object
+
+    need(os.geteuid() == 0, "ownership is only handed over when the environment server runs as root")
+    create_server = load_object("coding_fs:create_server", ENV_DIR)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "old.txt").write_text("x")
+    uid = 65534
+    for path in (ws, ws / "old.txt"):
+        os.chown(path, uid, uid)  # what the process boundary does for its unprivileged uid
+    server = await create_server(ServerContext(episode_id="own", workspace=ws))
+    tools = {t.name: t for t in await server.list_tools()}
+    assert set(tools) == {"list", "read", "write", "edit", "move", "delete", "search"}
+    await tools["write"]._run({"path": "new/deep/file.py", "content": "print(1)\n"})
+    await tools["move"]._run({"source": "old.txt", "destination": "moved/old.txt"})
+    for path in ("new", "new/deep", "new/deep/file.py", "moved", "moved/old.txt"):
+        assert (ws / path).stat().st_uid == uid, path
+    from fastmcp.exceptions import ToolError
+
+    with pytest.raises(ToolError, match="^Access denied: path '../outside.txt' is outside the workspace"):
+        await tools["write"]._run({"path": "../outside.txt", "content": "x"})  # refusals pass through unchanged
+    assert not (tmp_path / "outside.txt").exists()
+
+
 async def test_runaway_code_is_contained_and_the_episode_goes_on(coding):
     task = coding.tasks.tasks[2]
     episode = await coding.new_episode(seed=2, task_id=task.id)
