@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import httpx
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
@@ -18,6 +19,8 @@ LATEST = HANDSHAKE_PROTOCOL_VERSIONS[-1]
 OVERSIZED_BYTES = 8 * 1024 * 1024
 """Size of the oversized-arguments probe (larger than any sane request cap)."""
 HTTP_TIMEOUT = 20.0
+SHUTDOWN_GRACE = 5.0
+"""Seconds a closed episode's processes and containers have to disappear."""
 
 
 # -- robustness ----------------------------------------------------------------------
@@ -246,20 +249,20 @@ async def check_shutdown(ctx: Context) -> None:
     finally:
         await handle.close()
     label = f"openenv-mcp.episode={episode_id}"
+    uses_docker = ctx.subject.environment is not None and any(
+        s.isolation == "docker" for s in ctx.subject.environment.servers)
     leaked: set[int] = set()
-    with anyio.move_on_after(5):
+    containers: set[str] | None = None
+    with anyio.move_on_after(SHUTDOWN_GRACE):  # removal may finish just after close() returns
         while True:
             leaked = {p for p in started | (_descendants(os.getpid()) - before) if _alive(p)}
-            if not leaked:
+            containers = await anyio.to_thread.run_sync(_docker_containers, label) if uses_docker else None
+            if not leaked and not containers:
                 break
-            await anyio.sleep(0.05)
-    problems = [f"{_describe(p)} still running 5 s after close()" for p in sorted(leaked)]
-    uses_docker = any(s.isolation == "docker" for s in ctx.subject.environment.servers) \
-        if ctx.subject.environment is not None else False
-    if uses_docker:
-        containers = _docker_containers(label)
-        if containers:
-            problems.append(f"containers {sorted(containers)} still exist after close()")
+            await anyio.sleep(0.1)
+    problems = [f"{_describe(p)} still running {SHUTDOWN_GRACE:g} s after close()" for p in sorted(leaked)]
+    if containers:
+        problems.append(f"containers {sorted(containers)} still exist {SHUTDOWN_GRACE:g} s after close()")
     fail_if(problems)
 
 
