@@ -27,10 +27,10 @@ DROPS_UID = IS_ROOT and reachable_by_others(PYTHON)
 
 
 def hostile_env(isolation: str, *flags: str, name: str = "h", workspace: str | None = None,
-                base_dir: Path | None = None, **limits) -> tuple[openenv_mcp.Env, str]:
+                base_dir: Path | None = None, python: str = PYTHON, **limits) -> tuple[openenv_mcp.Env, str]:
     """A sync Env around the hostile server and the marker found in its processes' argv."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
-    server = ToolServerSpec(name=name, namespace="", command=[PYTHON, str(FIXTURE), "--marker", marker, *flags],
+    server = ToolServerSpec(name=name, namespace="", command=[python, str(FIXTURE), "--marker", marker, *flags],
                             isolation=isolation, workspace=workspace, limits=limits)
     spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
     return openenv_mcp.make(spec), marker

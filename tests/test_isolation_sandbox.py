@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from containment import (DROPS_UID, Listener, assert_no_leak, call, hostile_env,
+from containment import (DROPS_UID, IS_ROOT, Listener, assert_no_leak, call, hostile_env,
                          killed_environment_server_leaves_nothing, marked_processes, world_dir)
 from conftest import need
 from openenv_mcp import BoundaryError
@@ -140,6 +141,19 @@ def test_missing_bubblewrap_says_how_to_install_it(monkeypatch, tmp_path):
         env.reset(seed=0)
     assert str(info.value) == ("isolation 'sandbox' needs bubblewrap, and 'bwrap' is not installed: run "
                                "`apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)")
+
+
+def test_the_sandbox_drops_to_an_unprivileged_uid_even_for_a_runtime_in_a_private_folder():
+    need(IS_ROOT, "the uid drop happens only when the environment server runs as root")
+    need(shutil.which("setpriv") is not None, "setpriv (util-linux) is not installed")
+    env, marker = hostile_env("sandbox", python=sys.executable, processes=16)
+    with env:
+        env.reset(seed=0)
+        assert json.loads(call(env, "whoami")[0])["uid"] >= 1000
+        text, error = call(env, "fork_bomb")
+        assert not error and text.startswith("fork failed after ")
+        assert call(env, "counter") == ("1", False)
+    assert_no_leak(marker)
 
 
 def test_a_python_server_from_a_virtualenv_runs_in_the_sandbox():

@@ -593,14 +593,19 @@ class ProcessConnection(McpConnection):
         self.executable = resolve_executable(spec.command[0], spec.name)
         self.uid: int | None = None
         if os.geteuid() == 0:
-            if reachable_by_others(self.executable):
+            if self.can_drop_to_uid():
                 self.uid = UIDS.acquire(ctx.episode_id)
             else:
                 warn_once(self.executable, (
                     f"tool server {spec.name!r}: {self.executable} is not reachable by an unprivileged uid "
                     "(a parent folder is private, e.g. /root), so the server runs as root and its process "
-                    "count is not limited; install its runtime in a world-readable place to fix this"))
+                    "count is not limited; install its runtime in a world-readable place, or use the "
+                    "sandbox boundary (which makes it reachable), to fix this"))
         self._private: Path | None = None
+
+    def can_drop_to_uid(self) -> bool:
+        """Whether the server can run as an unprivileged uid (it must reach its program)."""
+        return reachable_by_others(self.executable)
 
     # -- hooks for the sandbox
     def workspace_path(self) -> str:

@@ -15,6 +15,10 @@ environment, whole-tree kill, bounded reads), plus:
   and for Python commands the interpreter, the virtualenv and ``sys.path``;
 * the spec's ``hide`` paths masked (an empty folder or file over each), so
   files in a bound folder (e.g. an environment's hidden tests) stay unseen;
+* as root, bwrap runs privileged (no user namespace) and the server drops to
+  its episode's unprivileged uid with ``setpriv`` once mounts are in place, so
+  even a runtime under ``/root`` runs unprivileged with ``processes`` held;
+  as another user, bwrap uses an unprivileged user namespace;
 * **its own PID, IPC, UTS, user and cgroup namespaces**, ``--die-with-parent``,
   ``--new-session``, all capabilities dropped.
 
@@ -75,7 +79,19 @@ class SandboxConnection(ProcessConnection):
 
     def __init__(self, spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> None:
         self.bwrap = bwrap_path()
+        # As root, bwrap runs privileged (no user namespace) and drops to the server's uid with
+        # setpriv inside, after it has bound what the server needs: even a runtime under a private
+        # folder (/root/.pyenv, a venv in a home) then runs as the unprivileged uid.
+        self.setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
         super().__init__(spec, ctx, base_dir)
+
+    @property
+    def privileged(self) -> bool:
+        """bwrap runs as root and the server drops to :attr:`uid` inside."""
+        return self.setpriv is not None and self.uid is not None
+
+    def can_drop_to_uid(self) -> bool:
+        return self.setpriv is not None or super().can_drop_to_uid()
 
     def workspace_path(self) -> str:
         return SANDBOX_WORKSPACE
@@ -100,8 +116,8 @@ class SandboxConnection(ProcessConnection):
         seen: list[str] = []
         for path in paths:
             if _hidden(path) and path not in seen and os.path.exists(path):
-                # bwrap runs as the server's uid: what that uid cannot reach stays out
-                if self.uid is None or _reachable(path):
+                # bwrap running as the server's uid cannot bind what that uid cannot reach
+                if self.uid is None or self.privileged or _reachable(path):
                     seen.append(path)
         return seen
 
@@ -117,10 +133,17 @@ class SandboxConnection(ProcessConnection):
 
     def bwrap_args(self, argv: list[str]) -> list[str]:
         """The full ``bwrap ... -- argv`` command line."""
-        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                "--hostname", "openenv-sandbox"]
-        if self.spec.network == "host":
-            args.append("--share-net")
+        if self.privileged:  # no user namespace: the uid change below is a real host uid
+            args = [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
+                    "--die-with-parent", "--new-session", "--cap-add", "CAP_SETUID,CAP_SETGID",
+                    "--hostname", "openenv-sandbox"]
+            if self.spec.network != "host":
+                args.append("--unshare-net")
+        else:
+            args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                    "--hostname", "openenv-sandbox"]
+            if self.spec.network == "host":
+                args.append("--share-net")
         for name in sorted(os.listdir("/")):
             path = "/" + name
             if name in _SKIP or name in HIDDEN:
@@ -132,19 +155,28 @@ class SandboxConnection(ProcessConnection):
         args += ["--proc", "/proc", "--dev", "/dev"]
         for name in HIDDEN:
             if name not in ("lost+found", "workspace") and os.path.isdir("/" + name):
-                args += ["--tmpfs", "/" + name]
+                args += ["--perms", "1777" if name == "tmp" else "0755", "--tmpfs", "/" + name]
         if os.path.isdir("/var/tmp"):
-            args += ["--tmpfs", "/var/tmp"]
+            args += ["--perms", "1777", "--tmpfs", "/var/tmp"]
+        made: set[str] = set()
         for path in self.needed_paths(argv):
+            for parent in reversed(Path(path).parents[:-2]):  # folders bwrap must create: searchable
+                if str(parent) not in made:
+                    made.add(str(parent))
+                    args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", path, path]
         for path in self.hidden_paths():
             args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
-        args += ["--remount-ro", "/", "--", *argv]
-        return args
+        args += ["--remount-ro", "/", "--"]
+        if self.privileged:
+            uid = str(self.uid)
+            args += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                     "--bounding-set=-all", "--no-new-privs", "--"]
+        return args + argv
 
     def launch(self, argv: list[str], executable: str | None = None) -> Launch:
         executable = executable or self.executable
         full = [executable, *argv[1:]]
-        return Launch(self.bwrap_args(full), self.child_env(executable), str(self.ctx.workspace), self.uid,
-                      rlimits_for(self.spec, self.uid is not None))
+        return Launch(self.bwrap_args(full), self.child_env(executable), str(self.ctx.workspace),
+                      None if self.privileged else self.uid, rlimits_for(self.spec, self.uid is not None))
