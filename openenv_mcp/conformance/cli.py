@@ -15,7 +15,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("conformance", help="check that an environment (or any MCP server) keeps the promise",
                        description="Run the conformance rules against TARGET and print the report. "
                                    "Exit code 0 only when no rule of severity error failed.")
-    p.add_argument("target", help="environment name, env.toml path or folder, or URL of a running server")
+    p.add_argument("target", nargs="?", help="environment name, env.toml path or folder, or URL of a running server")
     p.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON")
     p.add_argument("--only", action="append", default=None, metavar="RULES",
                    help="run only these rules (comma-separated ids or prefixes: tools, env.parity, official)")
@@ -48,6 +48,10 @@ def run(args: argparse.Namespace) -> int:
         table.add_row("official.<scenario>", "error", "the official MCP conformance suite's server scenarios")
         console.print(table)
         return 0
+    if not args.target:
+        from ..errors import ConfigError
+
+        raise ConfigError("give a TARGET: an environment name, an env.toml path or folder, or a server URL")
     err = Console(stderr=True)
     with err.status(f"conformance: {args.target}") as status:
         def progress(rule_id: str) -> None:

@@ -218,7 +218,7 @@ def _describe(pid: int) -> str:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         cmd = "?"
-    return f"pid {pid} ({cmd[:80]})"
+    return f"pid {pid} ({cmd[:200]})"
 
 
 def _docker_containers(label: str) -> set[str] | None:
