@@ -453,3 +453,30 @@ def test_a_killed_environment_process_leaves_nothing_running_and_is_reaped(image
     assert [c.status for c in containers(episode)] == ["exited"]
     assert reap() >= 1
     assert containers(episode) == []
+
+
+def test_without_the_docker_sdk_the_error_says_what_to_install(monkeypatch, tmp_path):
+    import sys
+
+    import openenv_mcp.isolation.docker as backend
+    from openenv_mcp import ConfigError
+
+    monkeypatch.setattr(backend, "_client", None)
+    monkeypatch.setitem(sys.modules, "docker", None)  # import docker -> ImportError
+    with pytest.raises(ConfigError) as info:
+        backend.docker_client()
+    assert str(info.value) == "isolation 'docker' needs the Docker SDK for Python: pip install 'openenv-mcp[docker]'"
+
+
+def test_an_unreachable_engine_says_how_to_start_it(monkeypatch, tmp_path):
+    pytest.importorskip("docker")  # the SDK is a dev dependency; without it the test above applies
+    import openenv_mcp.isolation.docker as backend
+
+    monkeypatch.setattr(backend, "_client", None)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    env, _ = docker_env(tmp_path)
+    with env, pytest.raises(BoundaryError) as info:
+        env.reset(seed=0)
+    text = str(info.value)
+    assert text.startswith(f"cannot reach the Docker engine (unix://{tmp_path}/no-engine.sock): ")
+    assert text.endswith(". Start it (e.g. `dockerd &`, or .ci/docker-setup.sh) or set DOCKER_HOST")
