@@ -350,3 +350,19 @@ async def test_an_env_from_make_is_a_target_too():
 
     report = await check_env_async(make_async("echo"), only="env.parity", official=False)
     assert report.result("env.parity").status == "passed"
+
+
+@pytest.mark.anyio
+async def test_a_server_behind_a_token_is_checked_with_the_token():
+    from openenv_mcp.conformance.subject import serve_asgi
+    from openenv_mcp.server import create_app
+
+    async with serve_asgi(create_app(load_environment("echo"), token="s3cret")) as base:
+        report = await check_env_async(base, token="s3cret", official=False, skip="tools,resources,prompts")
+        refused = await check_env_async(base, only="mcp.handshake", official=False)
+    assert report.ok and not report.failed, [(r.rule, r.message) for r in report.failed]
+    assert report.result("env.parity").status == "passed"
+    assert report.result("wire.robustness").status == "passed"
+    assert refused.result("mcp.handshake").status == "failed"
+    assert re.fullmatch(r"initialize failed: .*\(POST http://127\.0\.0\.1:\d+/mcp answered HTTP 401: .*missing or wrong "
+                        r"bearer token.*\)", refused.result("mcp.handshake").message), refused.result("mcp.handshake").message

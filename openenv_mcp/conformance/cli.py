@@ -23,6 +23,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--known-failures", metavar="FILE", default=None,
                    help="TOML or JSON file accepting listed failures, each with a reason")
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes and generated arguments")
+    p.add_argument("--token", default=None, help="bearer token of a server started with `serve --token`")
     p.add_argument("--no-official", action="store_true", help="do not run the official MCP conformance suite")
     p.add_argument("--official-not-applicable", metavar="FILE", default=None,
                    help="official scenarios to skip, [scenario.NAME] reason = ... (default: "
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         report = anyio.run(lambda: check_env_async(
             args.target, only=args.only, skip=args.skip, known_failures=args.known_failures, seed=args.seed,
             official=False if args.no_official else None, progress=progress,
-            official_not_applicable=args.official_not_applicable))
+            official_not_applicable=args.official_not_applicable,
+            **({"token": args.token} if args.token else {})))
     report.print(console)
     if args.json:
         report.write_json(args.json)

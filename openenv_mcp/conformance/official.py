@@ -56,6 +56,9 @@ async def official_results(subject: Subject, progress: Any = None,
     if "http" not in subject.capabilities:
         return [Result(rule="official", severity="warning", status="skipped", section="official",
                        message="the official suite needs the MCP face over HTTP (serving is not installed)")]
+    if getattr(subject, "headers", None):
+        return [Result(rule="official", severity="warning", status="skipped", section="official",
+                       message="the official suite cannot send a bearer token: run it against a server without --token")]
     if not_applicable is None:
         skip = official_suite.not_applicable()
     elif isinstance(not_applicable, dict):

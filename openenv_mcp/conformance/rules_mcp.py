@@ -63,7 +63,7 @@ async def check_handshake(ctx: Context) -> None:
     except MCPError as e:
         raise Failed(f"initialize failed with JSON-RPC error {e.error.code}: {e.error.message}") from e
     except Exception as e:
-        raise Failed(f"initialize failed: {leaf(e)}") from e
+        raise Failed(f"initialize failed: {leaf(e)}{await _http_detail(ctx)}") from e
     problems = []
     if version not in HANDSHAKE_PROTOCOL_VERSIONS:
         problems.append(f"initialize answered protocolVersion {version!r}, not one of {list(HANDSHAKE_PROTOCOL_VERSIONS)}")
@@ -75,6 +75,26 @@ async def check_handshake(ctx: Context) -> None:
     if caps is None or caps.tools is None:
         problems.append("initialize answered capabilities without 'tools'")
     fail_if(problems)
+
+
+async def _http_detail(ctx: Context) -> str:
+    """For a URL target: what a plain POST initialize gets (status and body), to say why."""
+    url = getattr(ctx.subject, "url", None)
+    if not url:
+        return ""
+    import httpx
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "conformance", "version": "1"}}}
+    headers = {"Accept": "application/json, text/event-stream", **(getattr(ctx.subject, "headers", None) or {})}
+    try:
+        async with httpx.AsyncClient(timeout=10) as http:
+            response = await http.post(url, json=body, headers=headers)
+    except httpx.HTTPError as e:
+        return f" (POST {url}: {type(e).__name__}: {e})"
+    if response.status_code < 400:
+        return ""
+    return f" (POST {url} answered HTTP {response.status_code}: {_short(response.text, 200)})"
 
 
 @rule("mcp.discover", "warning", "the stateless 2026-07-28 generation (server/discover) is supported")

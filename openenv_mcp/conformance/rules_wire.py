@@ -50,14 +50,14 @@ def _parse_body(response: httpx.Response) -> list[dict[str, Any]]:
 class _Wire:
     """A raw streamable-HTTP client: bytes in, status and JSON-RPC messages out."""
 
-    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
-        self.client, self.url = client, url
+    def __init__(self, client: httpx.AsyncClient, url: str, extra: dict[str, str] | None = None) -> None:
+        self.client, self.url, self.extra = client, url, extra or {}
         self.session: str | None = None
         self.next_id = 100
 
     def headers(self) -> dict[str, str]:
         h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-             "MCP-Protocol-Version": LATEST}
+             "MCP-Protocol-Version": LATEST, **self.extra}
         if self.session:
             h["Mcp-Session-Id"] = self.session
         return h
@@ -143,7 +143,7 @@ async def check_robustness(ctx: Context) -> None:
                        {"want_error": False}))
     problems: list[str] = []
     async with ctx.subject.http() as url, httpx.AsyncClient(timeout=HTTP_TIMEOUT) as client:
-        wire = _Wire(client, url)
+        wire = _Wire(client, url, getattr(ctx.subject, "headers", None))
         await wire.initialize()
         for what, body, expect in probes:
             try:

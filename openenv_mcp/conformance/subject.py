@@ -228,6 +228,21 @@ class ServerSubject(Subject):
             yield base + "/mcp"
 
 
+@asynccontextmanager
+async def _url_client(url: str, mode: str = "auto", headers: dict[str, str] | None = None) -> AsyncIterator[Client]:
+    """An SDK client over streamable HTTP, with extra headers (a bearer token) when given."""
+    if not headers:
+        async with Client(url, mode=mode) as client:
+            yield client
+        return
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers=headers) as http, \
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        yield client
+
+
 class RemoteEpisodeHandle(EpisodeHandle):
     """An episode of a served environment, driven over the HTTP control plane
     (``POST /episodes``, ``/episodes/{id}/step``, ``GET .../state``, ``DELETE``); its
@@ -270,8 +285,13 @@ class RemoteEpisodeHandle(EpisodeHandle):
     async def state(self) -> State:
         return State.model_validate((await self._call("GET", f"/episodes/{self.id}/state"))["state"])
 
-    def mcp(self) -> Client:
-        return Client(self.mcp_url)
+    def mcp(self) -> Any:
+        return _url_client(self.mcp_url, headers=dict(getattr(self.http, "headers", {}) or {}) or None) \
+            if self.token else Client(self.mcp_url)
+
+    @property
+    def token(self) -> bool:
+        return "authorization" in {k.lower() for k in self.http.headers}
 
     async def close(self) -> None:
         await self._call("DELETE", f"/episodes/{self.id}")
@@ -282,18 +302,19 @@ class UrlSubject(Subject):
 
     capabilities = frozenset({"mcp", "http"})
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, token: str | None = None) -> None:
         url = url.rstrip("/")
         self.base = url[: -len("/mcp")] if url.endswith("/mcp") else url
         self.url = url if url.endswith("/mcp") else url + "/mcp"
         self.label = url
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http: Any = None
 
     async def prepare(self) -> None:
         """Find out whether the server has an openenv-mcp control plane (``GET /episodes``)."""
         import httpx
 
-        self._http = httpx.AsyncClient(timeout=60)
+        self._http = httpx.AsyncClient(timeout=60, headers=self.headers)
         try:
             response = await self._http.get(f"{self.base}/episodes")
             if response.status_code == 200 and isinstance(response.json().get("episodes"), list):
@@ -315,7 +336,7 @@ class UrlSubject(Subject):
 
     @asynccontextmanager
     async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:
-        async with Client(self.url, mode=mode) as client:
+        async with _url_client(self.url, mode, self.headers) as client:
             yield client
 
     @asynccontextmanager
@@ -329,6 +350,7 @@ def make_subject(target: Any, **options: Any) -> Subject:
     from ..registry import _is_url, find_env
     from ..spec import EnvSpec
 
+    token = options.pop("token", None)
     if isinstance(target, Subject):
         return target
     unwrapped = getattr(target, "unwrapped", target)  # a sync Env -> its AsyncEnv
@@ -341,6 +363,6 @@ def make_subject(target: Any, **options: Any) -> Subject:
     if isinstance(target, Server) or hasattr(target, "_mcp_server"):
         return ServerSubject(target)
     if _is_url(target):
-        return UrlSubject(str(target))
+        return UrlSubject(str(target), token=token)
     spec = target if isinstance(target, EnvSpec) else find_env(target)
     return LocalSubject(Environment(spec, **options), label=str(target) if not isinstance(target, EnvSpec) else None)
