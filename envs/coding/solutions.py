@@ -75,7 +75,7 @@ def reference(task) -> list[dict]:
         steps.append(_c("fs_search", pattern="def ", path=package))
     steps += [
         _c("fs_read", path=module),
-        _c("shell_run", command=PYTEST if i % 4 == 1 else f"grep -rn 'def ' {package} tests | head -n 20"),
+        _c("shell_run", command=PYTEST if i in (1, 6) else f"grep -rn 'def ' {package} tests | head -n 20"),
         _c("python_run", code=f"import {dotted} as m\nsorted(n for n in dir(m) if not n.startswith('_'))"),
         _c("python_run", code="len(_), m.__name__"),  # state from the previous call
     ]
@@ -100,8 +100,10 @@ def wrong(task) -> list[dict]:
     else:
         path, old, new = WRONG[task.id]
         steps.append(_c("fs_edit", path=path, old_text=old, new_text=new))
-    if i < 3:
+    if i == 0:
         steps.append(_c("shell_run", command=PYTEST))
+    elif i < 3:
+        steps.append(_c("shell_run", command="ls tests"))
     else:  # run the visible tests by hand in the interpreter
         dotted = visible[:-3].replace("/", ".")
         steps.append(_c("python_run", code=f"import {dotted} as t\n[f() for n, f in sorted(vars(t).items()) if n.startswith('test_')]"))
