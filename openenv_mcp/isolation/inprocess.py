@@ -72,6 +72,7 @@ class InProcessConnection(Connection):
                 "expected a FastMCP server or a factory returning one"
             )
         self.server = obj
+        self._owned = not shared
         listed = _LISTED.get(obj) if shared else None
         if listed is None:
             tools = {t.name: t for t in await obj.list_tools()}
@@ -125,5 +126,11 @@ class InProcessConnection(Connection):
         return result.to_mcp_prompt_result()
 
     async def close(self) -> None:
-        self.server = None
+        server, self.server = self.server, None
         self._tools = {}
+        # a server a factory made for this episode may release what it holds (connections, databases)
+        closer = getattr(server, "openenv_close", None) if getattr(self, "_owned", False) else None
+        if closer is not None:
+            result = closer()
+            if inspect.isawaitable(result):
+                await result
