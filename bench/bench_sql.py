@@ -55,15 +55,13 @@ async def _tool_query(environment: Environment) -> float:
         await episode.close()
 
 
-async def _starts(environment: Environment, after=None) -> float:
+async def _starts(environment: Environment) -> float:
     samples = []
     for _ in range(STARTS):
         t = time.perf_counter()
         episode = await environment.new_episode(seed=0, task_id="m04-negative-quantities")
         samples.append(time.perf_counter() - t)
-        await episode.close()
-        if after is not None:
-            await after(episode.id)
+        await episode.close()  # on PostgreSQL: drops the episode's database
     return _median_ms(samples)
 
 
@@ -102,8 +100,6 @@ async def measure() -> list[dict]:
         return rows
     import psycopg
 
-    from tool_servers.sql.postgres import drop_database, episode_database_name
-
     with TempPostgres() as pg:
         template = "bench_" + uuid.uuid4().hex[:8]
         with psycopg.connect(pg.url, autocommit=True) as conn:
@@ -115,27 +111,9 @@ async def measure() -> list[dict]:
                    for s in env.spec.tool_servers]
         pg_env = Environment(env.spec.model_copy(update={"tool_servers": servers}))
 
-        async def drop(episode_id: str) -> None:
-            await drop_database(pg.url, episode_database_name(episode_id))
-
-        tool = await _tool_query_pg(pg_env, drop)
-        rows.append({"name": "postgres", "tool": tool, "raw": _raw_psycopg(pg.url_for(template)),
-                     "start": await _starts(pg_env, drop)})
+        rows.append({"name": "postgres", "tool": await _tool_query(pg_env),
+                     "raw": _raw_psycopg(pg.url_for(template)), "start": await _starts(pg_env)})
     return rows
-
-
-async def _tool_query_pg(environment: Environment, drop) -> float:
-    episode = await environment.new_episode(seed=0, task_id="q01-customer-count")
-    try:
-        samples = []
-        for _ in range(CALLS):
-            t = time.perf_counter()
-            await episode.call_tool("query", {"sql": SQL})
-            samples.append(time.perf_counter() - t)
-        return _median_ms(samples)
-    finally:
-        await episode.close()
-        await drop(episode.id)
 
 
 def main() -> None:

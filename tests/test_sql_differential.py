@@ -21,7 +21,7 @@ from openenv_mcp.registry import load_environment
 from openenv_mcp.spec import load_module
 from openenv_mcp.types import canonical_json
 from tool_servers.sql.normalize import comparable
-from tool_servers.sql.postgres import drop_database, episode_database_name
+from tool_servers.sql.postgres import drop_database
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def _wire(result) -> dict:
     return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def _run(environment, task, kind, admin_url=None):
+async def _run(environment, task, kind):
     episode = await environment.new_episode(seed=0, task_id=task.id)
     try:
         steps = []
@@ -74,9 +74,7 @@ async def _run(environment, task, kind, admin_url=None):
                 end.append(comparable(_wire(await episode.call_tool("describe_table", {"table": table}))))
         return steps, end, episode.state()
     finally:
-        await episode.close()
-        if admin_url is not None:
-            await drop_database(admin_url, episode_database_name(episode.id))
+        await episode.close()  # on PostgreSQL this drops the episode's database
 
 
 @pytest.mark.anyio
@@ -88,7 +86,7 @@ async def test_every_trajectory_gives_the_same_results_on_sqlite_and_postgres(po
     for task in sqlite_env.tasks.tasks:
         for kind in ("reference", "wrong"):
             steps_a, end_a, state_a = await _run(sqlite_env, task, kind)
-            steps_b, end_b, state_b = await _run(pg_env, task, kind, postgres_server.url)
+            steps_b, end_b, state_b = await _run(pg_env, task, kind)
             assert len(steps_a) == len(steps_b), f"{task.id}/{kind}: step counts differ"
             for i, (a, b) in enumerate(zip(steps_a, steps_b)):
                 assert canonical_json(a) == canonical_json(b), f"{task.id}/{kind} step {i}: {a} != {b}"
@@ -97,7 +95,7 @@ async def test_every_trajectory_gives_the_same_results_on_sqlite_and_postgres(po
             assert state_b.cumulative_reward == (1.0 if kind == "reference" else 0.0), f"{task.id}/{kind} on postgres"
             compared += len(steps_a)
     assert compared > 100
-    with psycopg.connect(postgres_server.url, autocommit=True) as conn:  # every episode database was dropped
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:  # closing each episode dropped its database
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'openenv_%'").fetchall()
     assert left == []
 

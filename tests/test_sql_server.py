@@ -307,6 +307,10 @@ async def test_create_server_postgres_episode_database_from_template(tmp_path, p
         assert data["rows"] == [[0]]
         with psycopg.connect(postgres_server.url_for(template)) as conn:  # the template is untouched
             assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (2,)
+        await server.openenv_close()  # what the in-process boundary calls when the episode closes
+        with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM pg_database WHERE datname = %s",
+                                (episode_database_name(episode),)).fetchone() == (0,)
     finally:
         await drop_database(postgres_server.url, episode_database_name(episode))
         await drop_database(postgres_server.url, template)

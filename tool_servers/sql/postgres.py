@@ -9,7 +9,7 @@ transaction. Every statement is bounded by ``statement_timeout``.
 
 For simulation tests, :meth:`PostgresBackend.for_episode` creates a private
 database per episode from a template database (``CREATE DATABASE ...
-TEMPLATE ...``) and :func:`drop_database` removes it.
+TEMPLATE ...``); :meth:`close` (called when the episode closes) drops it.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class PostgresBackend(Backend):
         self.timeout = timeout
         self._options: str | None = None
         self._idle: Any = None
+        self._admin_url: str | None = None
         self.episode_database: str | None = None
         """Set by :meth:`for_episode`: the private database to drop afterwards."""
 
@@ -87,6 +88,7 @@ class PostgresBackend(Backend):
         info["dbname"] = name
         backend = cls(psycopg.conninfo.make_conninfo(**info), **kwargs)
         backend.episode_database = name
+        backend._admin_url = admin_url
         return backend
 
     async def _connect(self) -> Any:
@@ -174,9 +176,13 @@ class PostgresBackend(Backend):
             await conn.close()
 
     async def close(self) -> None:
+        """Close the idle connection; drop the per-episode database if :meth:`for_episode` made one."""
         conn, self._idle = self._idle, None
         if conn is not None:
             await conn.close()
+        if self.episode_database is not None and self._admin_url is not None:
+            name, self.episode_database = self.episode_database, None
+            await drop_database(self._admin_url, name)
 
     async def _catalog(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         conn = await self._reader()

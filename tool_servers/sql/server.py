@@ -102,6 +102,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
     """A FastMCP server exposing ``query``, ``execute``, ``list_tables``, ``describe_table`` on ``backend``."""
     server = FastMCP(name, instructions=INSTRUCTIONS.format(max_rows=max_rows, engine=backend.engine))
     server.sql_backend = backend  # type: ignore[attr-defined]  # for callers that own the backend
+    server.openenv_close = backend.close  # type: ignore[attr-defined]  # called when the episode closes
 
     @server.tool(annotations={"readOnlyHint": True})
     async def query(
