@@ -55,8 +55,7 @@ UNKNOWN_EPISODE_CODE = -32001
 """JSON-RPC error code for an episode that cannot serve the request (unknown, reaped, cap reached)."""
 
 EPISODE_METHODS = frozenset({
-    "tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list",
-    "prompts/list", "prompts/get",
+    "tools/list", "tools/call", "resources/list", "resources/read", "prompts/list", "prompts/get",
 })
 """Methods answered by an episode (everything else is protocol: initialize, ping, discover...)."""
 

@@ -155,19 +155,36 @@ class Edge:
                                "(the --token the server was started with)", "token",
                                {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'})
             return
-        if kind == "http":
-            if length is not None:
-                try:
-                    size = int(length)
-                except ValueError:
-                    size = 0
-                if size > self.max_bytes:
-                    await self._refuse(scope, receive, send, 413, "request_too_large",
-                                       f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes "
-                                       "(--max-request-bytes)", "too_large")
-                    return
-            else:
-                receive = self._capped(receive)
+        if kind == "http" and length is not None:
+            try:
+                size = int(length)
+            except ValueError:
+                size = 0
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send, 413, "request_too_large",
+                                   f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes "
+                                   "(--max-request-bytes)", "too_large")
+                return
+        elif kind == "http":  # a streamed body: count it as it comes
+            started = False
+
+            async def watch(message: Message) -> None:
+                nonlocal started
+                if message["type"] == "http.response.start":
+                    started = True
+                await send(message)
+
+            try:
+                await self._dispatch(scope, self._capped(receive), watch, path)
+            except RequestTooLarge as e:
+                if started:
+                    raise
+                await self._refuse(scope, receive, send, 413, "request_too_large", str(e), "too_large")
+            return
+        await self._dispatch(scope, receive, send, path)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        if scope["type"] == "http":
             if path == "/mcp" or path == "/mcp/":
                 await self.mcp(scope, receive, send)
                 return

@@ -233,9 +233,11 @@ async def test_request_size_cap_is_a_clear_error():
             for _ in range(5):
                 yield b" " * 1000
 
-        r = await http.post("/episodes", content=chunks(), headers={"content-type": "application/json"})
-        assert r.status_code == 413
-        assert r.json()["error"]["code"] == "request_too_large"
+        for path in ("/episodes", "/mcp"):
+            r = await http.post(path, content=chunks(), headers=MCP_HEADERS)
+            assert r.status_code == 413, path
+            assert r.json()["error"] == {"code": "request_too_large",
+                                         "message": "request body exceeds the limit of 2048 bytes (--max-request-bytes)"}
         assert (await http.post("/episodes", json={"seed": 1})).status_code == 201  # still answers
         async with connect(url.replace("http", "ws") + "/ws") as ws:
             await ws.send(json.dumps({"id": 1, "op": "list", "pad": "z" * 5000}))
