@@ -282,3 +282,51 @@ async def test_prod_mode_has_no_control_plane_and_no_reward():
             phrase = episode.task.data["phrase"]
             await client.call_tool("echo", {"text": phrase})
             assert (episode.state().cumulative_reward, episode.state().done) == (0.0, False)
+
+
+RESOURCE_SERVER = '''
+from fastmcp import FastMCP
+
+server = FastMCP("notes")
+
+
+@server.tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@server.resource("notes://readme", mime_type="text/plain")
+def readme() -> str:
+    """The readme."""
+    return "read me first"
+
+
+@server.prompt
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Hello, {name}!"
+'''
+
+
+@pytest.mark.parametrize("generation", GENERATIONS)
+async def test_resources_and_prompts_of_a_tool_server_are_served(tmp_path, generation):
+    (tmp_path / "openenv_test_notes_server.py").write_text(RESOURCE_SERVER)
+    (tmp_path / "tasks.jsonl").write_text('{"id": "t", "prompt": "add"}\n')
+    (tmp_path / "env.toml").write_text(
+        '[env]\nname = "notes"\ntasks = "tasks.jsonl"\n\n'
+        '[[tool_servers]]\nname = "notes"\nnamespace = ""\nobject = "openenv_test_notes_server:server"\n')
+    app = create_app(load_environment(str(tmp_path / "env.toml")))
+    async with serving(app) as url:
+        async with Client(f"{url}/mcp", mode=generation) as client:
+            assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+            resources = (await client.list_resources()).resources
+            assert [str(r.uri) for r in resources] == ["notes://readme"]
+            read = await client.read_resource("notes://readme")
+            assert read.contents[0].text == "read me first"
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == ["greet"]
+            got = await client.get_prompt("greet", {"name": "Ada"})
+            assert got.messages[0].content.text == "Hello, Ada!"
+            with pytest.raises(Exception, match="Resource not found: notes://nope"):
+                await client.read_resource("notes://nope")
