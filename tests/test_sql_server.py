@@ -258,6 +258,22 @@ async def test_describe_table(backend):
     )
 
 
+@pytest.mark.anyio
+async def test_sqlite_schema_pragmas_read_but_pragma_assignments_are_refused(tmp_path):
+    b = SQLiteBackend(tmp_path / "t.db")
+    await b.execute(SCHEMA, 10)
+    server = build_server(b)
+    err, _, data = await call(server, "query", sql="SELECT name FROM pragma_table_info('authors')")
+    assert not err and data["rows"] == [["id"], ["name"]]
+    err, _, data = await call(server, "query", sql="PRAGMA foreign_keys")
+    assert not err and data["rows"] == [[0]]  # this read-only connection never needs them
+    for sql in ("PRAGMA foreign_keys = OFF", "PRAGMA writable_schema = ON"):
+        err, _, data = await call(server, "execute", sql=sql)
+        assert err and data["error"]["kind"] == "not_allowed", sql
+        err, _, data = await call(server, "query", sql=sql)
+        assert err and data["error"]["kind"] == "read_only", sql
+
+
 def test_statement_splitting_respects_quotes_comments_triggers_and_dollar_bodies():
     assert split_statements("SELECT ';'; -- a ; comment\nSELECT 2;") == ["SELECT ';';", "-- a ; comment\nSELECT 2;"]
     trigger = "CREATE TRIGGER t AFTER INSERT ON a BEGIN UPDATE b SET x = 1; DELETE FROM c; END;"

@@ -32,6 +32,10 @@ Errors (:func:`error_kind`)
     ``read_only``, ``not_allowed``, ``timeout``, ``other``) and the engine's own
     message. The *kind* is part of the contract; the message wording is not.
 
+Not normalised (documented in the README): the label of an unaliased
+expression column (``COUNT(*)`` vs ``count``; alias it), the types of a view's
+computed columns, float rounding in the last digits, and dialect differences.
+
 Comparison (:func:`comparable`)
     The differential test compares tool results through this function: a
     success result is compared whole; an error result by ``isError`` and its

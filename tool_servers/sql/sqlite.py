@@ -27,18 +27,28 @@ _READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNC
                  getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
 
 
+_SCHEMA_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
+"""Pragmas that take an argument but only read the schema (``PRAGMA table_info(t)``, ``pragma_table_info('t')``)."""
+
+
+def _pragma_reads(arg1: Any, arg2: Any) -> bool:
+    return arg2 is None or str(arg1).lower() in _SCHEMA_PRAGMAS
+
+
 def _read_only_authorizer(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
     if action in _READ_ACTIONS:
         return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA and arg2 is None:
-        return sqlite3.SQLITE_OK  # reading a pragma (table_info, ...)
+    if action == sqlite3.SQLITE_PRAGMA and _pragma_reads(arg1, arg2):
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_UPDATE and arg1 in ("sqlite_master", "sqlite_temp_master"):
+        return sqlite3.SQLITE_OK  # SQLite asks this while reading the schema for pragma_*() functions
     return sqlite3.SQLITE_DENY
 
 
 def _execute_authorizer(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
         return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA and arg2 is not None:
+    if action == sqlite3.SQLITE_PRAGMA and not _pragma_reads(arg1, arg2):
         return sqlite3.SQLITE_DENY  # no pragma assignments (foreign_keys, writable_schema...)
     return sqlite3.SQLITE_OK
 
