@@ -14,6 +14,7 @@ score. ``tests/test_sql_env.py`` checks the committed files are up to date.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import shutil
 import sys
@@ -22,11 +23,24 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent.parent))
+if str(HERE.parent.parent) not in sys.path:  # run as a script from a checkout
+    sys.path.append(str(HERE.parent.parent))
 
-import reward  # noqa: E402
-import seed  # noqa: E402
+
+def _sibling(name: str) -> Any:
+    """This folder's ``name.py`` under a private module name (never shadows another env's module)."""
+    key = f"_openenv_sql_build_{name}"
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, HERE / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+reward = _sibling("reward")
+seed = _sibling("seed")
+
 from tool_servers.sql.backend import SqlError  # noqa: E402
 from tool_servers.sql.sqlite import SQLiteBackend  # noqa: E402
 
