@@ -71,13 +71,33 @@ async def prepare(env: Environment, episode_id: str, task: Task | None = None,
         for server in env.servers:
             ctx = ServerContext(episode_id=episode_id, workspace=world.workspace.path, mode=env.mode,
                                 env=env.server_env(server))
-            conn = connect(server, ctx, spec.base_dir)
-            world.connections.append(conn)
-            await conn.start()
+            world.connections.append(connect(server, ctx, spec.base_dir))
+        await start_all(world.connections)
     except BaseException:
         await world.close()
         raise
     return world
+
+
+async def start_all(connections: list[Connection]) -> None:
+    """Start the connections at the same time (a sandboxed server's start is mostly waiting
+    on its child process); the first failure is raised as itself, after all have finished."""
+    if len(connections) == 1:
+        await connections[0].start()
+        return
+    errors: list[Exception] = []
+
+    async def start(conn: Connection) -> None:
+        try:
+            await conn.start()
+        except Exception as e:  # noqa: BLE001 - re-raised below, unwrapped
+            errors.append(e)
+
+    async with anyio.create_task_group() as tg:
+        for conn in connections:
+            tg.start_soon(start, conn)
+    if errors:
+        raise errors[0]
 
 
 class WarmPool:

@@ -57,3 +57,20 @@ def test_a_task_with_its_own_workspace_starts_cold(tmp_path):
         assert not _pooled(env)
         assert call(env, "read_file", path="t.txt") == ("task", False)
     assert_no_leak(marker)
+
+
+def test_servers_start_together_and_one_failing_stops_the_others(tmp_path):
+    import pytest
+
+    from openenv_mcp import BoundaryError
+
+    env, marker = hostile_env("process", base_dir=tmp_path)
+    environment = env.unwrapped.environment
+    good = environment.servers[0]
+    bad = good.model_copy(update={"name": "bad", "namespace": "bad", "command": [*good.command, "--garbage-init"]})
+    environment.servers = [good, bad, good.model_copy(update={"name": "h2", "namespace": "two"})]
+    with env, pytest.raises(BoundaryError) as info:
+        env.reset(seed=0)
+    assert str(info.value) == ("tool server 'bad' wrote non-JSON-RPC output to stdout: 'Welcome to my server!' "
+                               "before answering initialize")
+    assert_no_leak(marker)  # the servers that did start were stopped
