@@ -151,6 +151,16 @@ async def test_broken_environment_fails_its_rule(folder, rule, message, tmp_path
 
 
 @pytest.mark.anyio
+async def test_an_environment_with_a_tool_named_reset_fails_control_plane_hidden():
+    report = await check_env_async(ENVS / "reserved_name", official=False)
+    message = ("tool server 'world' offers a tool named 'reset', which would be exposed as 'reset': control-plane "
+               "names (close, reset, state, step) can never be tools; give the server a namespace or rename the tool")
+    assert report.result("control_plane.hidden").message == message
+    assert report.result("mcp.handshake").message == f"the environment could not start an episode to serve: {message}"
+    assert report.result("tools.list").message == "mcp.handshake failed: no MCP session, nothing else can be checked"
+
+
+@pytest.mark.anyio
 async def test_leaky_environment_passes_determinism_so_the_isolation_verdict_is_not_caveated():
     report = await check_env_async(ENVS / "leaky", only="env", official=False)
     assert report.result("env.determinism").status == "passed"

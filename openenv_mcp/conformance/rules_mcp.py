@@ -27,6 +27,7 @@ from mcp.types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..episode import RESERVED_TOOL_NAMES
+from ..errors import OpenEnvError, ToolNameError
 from ..types import CallTool
 from .argsgen import generate_calls, violations
 from .base import Context, Failed, Skipped, fail_if, leaf, list_all_tools, rule
@@ -62,6 +63,8 @@ async def check_handshake(ctx: Context) -> None:
             caps = client.server_capabilities
     except MCPError as e:
         raise Failed(f"initialize failed with JSON-RPC error {e.error.code}: {e.error.message}") from e
+    except OpenEnvError as e:
+        raise Failed(f"the environment could not start an episode to serve: {leaf(e)}") from e
     except Exception as e:
         raise Failed(f"initialize failed: {leaf(e)}{await _http_detail(ctx)}") from e
     problems = []
@@ -185,6 +188,13 @@ async def check_tool_descriptions(ctx: Context) -> None:
 
 @rule("control_plane.hidden", "error", "control-plane names (reset, step, state, close) are never tools")
 async def check_control_plane_hidden(ctx: Context) -> None:
+    try:
+        await ctx.tools()
+    except Exception as e:
+        error = leaf(e)
+        if isinstance(error, ToolNameError):  # openenv-mcp refused the tool list: that is this rule's failure
+            raise Failed(str(error)) from e
+        raise
     fail_if([f"tools/list exposes {t.name!r}: control-plane names ({', '.join(sorted(RESERVED_TOOL_NAMES))}) "
              "must never be tools, an agent must not learn it can reset" for t in await ctx.tools()
              if t.name.lower() in RESERVED_TOOL_NAMES])
