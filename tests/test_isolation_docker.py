@@ -480,3 +480,30 @@ def test_an_unreachable_engine_says_how_to_start_it(monkeypatch, tmp_path):
     text = str(info.value)
     assert text.startswith(f"cannot reach the Docker engine (unix://{tmp_path}/no-engine.sock): ")
     assert text.endswith(". Start it (e.g. `dockerd &`, or .ci/docker-setup.sh) or set DOCKER_HOST")
+
+
+@pytest.mark.anyio
+async def test_the_files_environment_in_docker_gives_the_in_process_results(image):
+    from openenv_mcp.environment import Environment
+    from openenv_mcp.registry import load_environment
+
+    inprocess = load_environment("files")
+    spec = inprocess.spec.model_copy(update={"tool_servers": [ToolServerSpec(
+        name="fs", isolation="docker", command=["python", "-m", "tool_servers.filesystem", "--root", "{workspace}"])]})
+    docker = Environment(spec)
+
+    async def trace(environment, task):
+        episode = await environment.new_episode(seed=0, task_id=task.id)
+        try:
+            out = [[t.model_dump(by_alias=True, exclude_none=True) for t in episode.tools]]
+            for action in environment.trajectory(task, "reference"):
+                obs = await episode.act(action)
+                out.append((obs.result.model_dump(by_alias=True, exclude_none=True), obs.reward, obs.done))
+            return out
+        finally:
+            await episode.close()
+
+    for task in inprocess.tasks.tasks[:3]:
+        expected = await trace(inprocess, task)
+        assert expected[-1][1:] != (0.0, False)
+        assert await trace(docker, task) == expected, task.id
