@@ -660,6 +660,9 @@ class ProcessConnection(McpConnection):
     async def close(self) -> None:
         if self.closed:
             return
+        host = self.host
+        if isinstance(host, _ProcessHost) and self.uid is not None:
+            host.process.kill_uid = False  # the uid's guard kills every process of it on release, below
         try:
             await super().close()
         finally:
