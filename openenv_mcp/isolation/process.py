@@ -318,7 +318,7 @@ class StdioProcess:
                 stderr=asyncio.subprocess.PIPE, env=launch.env, cwd=launch.cwd, start_new_session=True,
                 preexec_fn=launch.preexec(), **kwargs,
             )
-        except (OSError, ValueError, subprocess_error()) as e:
+        except (OSError, ValueError, subprocess.SubprocessError) as e:
             raise BoundaryError(f"tool server {self.name!r} could not start: {describe(e)}") from e
 
     def kill(self) -> None:
@@ -517,10 +517,6 @@ def _text_prefix(head: str, limit: int) -> str:
     else:
         text = ""
     return text.encode()[:limit].decode(errors="ignore")
-
-
-def subprocess_error() -> type[BaseException]:
-    return subprocess.SubprocessError
 
 
 # -- one-shot commands (command rewards) ------------------------------------------------------
