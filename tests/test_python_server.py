@@ -204,6 +204,23 @@ async def test_lean_definitions_equal_what_fastmcp_lists(tmp_path):
         assert wire == tool_definitions(limits(cap))
 
 
+async def test_an_in_process_episode_ends_its_interpreter_on_close(tmp_path):
+    from openenv_mcp.environment import Environment
+    from openenv_mcp.spec import EnvSpec
+    from openenv_mcp.types import CallTool
+
+    spec = EnvSpec(name="py-inprocess", tool_servers=[ToolServerSpec(name="py", object="tool_servers.python:create_server")],
+                   base_dir=tmp_path)
+    episode = await Environment(spec).new_episode(seed=0)
+    try:
+        obs = await episode.act(CallTool(name="py_run", arguments={"code": "import os\nos.getpid()"}))
+        pid = int(obs.result.structured_content["result"])
+    finally:
+        await episode.close()
+    status = Path(f"/proc/{pid}/stat")
+    assert not status.exists() or status.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
     result = subprocess.run([sys.executable, "-m", "tool_servers.python", "--help"], cwd=REPO,
