@@ -242,8 +242,9 @@ def bench_sweep(levels: list[int]) -> None:
             if kind.startswith("openenv-mcp") and n == TARGET_SWEEP_N:
                 met = rate == 1.0 and r["p99_ms"] <= TARGET_SWEEP_P99_MS
                 note = f"target 100%, p99 <= {TARGET_SWEEP_P99_MS:.0f} ms: {_verdict(met)} " + note
-            table.add_row(label, str(n), f"{rate:.1%}", f"{r['p50_ms']:.0f}", f"{r['p99_ms']:.0f}",
-                          f"{r['wall_s']:.1f}", f"{rss:.0f}", note)
+            p50, p99 = (f"{r[k]:.0f}" if r[k] == r[k] else "-" for k in ("p50_ms", "p99_ms"))  # NaN: no call ok
+            table.add_row(label, str(n), f"{rate:.1%}", p50, p99, f"{r['wall_s']:.1f}", f"{rss:.0f}", note)
+            console.print(f"[dim]{label} N={n}: {rate:.1%} ok, call p99 {p99} ms, peak RSS {rss:.0f} MiB[/dim]")
             failed_before = rate < 1.0
     console.print(table)
 
