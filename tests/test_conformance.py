@@ -161,6 +161,18 @@ async def test_an_environment_with_a_tool_named_reset_fails_control_plane_hidden
 
 
 @pytest.mark.anyio
+async def test_a_clock_fails_determinism_but_is_not_taken_for_leaked_state():
+    report = await check_env_async(ENVS / "clock", only="env", official=False)
+    assert report.result("env.determinism").status == "failed"
+    message = report.result("env.determinism").message
+    assert message.startswith("two episodes reset with seed 0, same trajectory: step 1 tools/call 'now' {} returned "
+                              '"20'), message
+    assert " in one episode and \"20" in message and message.endswith(" in the other"), message
+    assert report.result("env.reset_restores").status == "passed"
+    assert report.result("env.episode_isolation").status == "passed"
+
+
+@pytest.mark.anyio
 async def test_leaky_environment_passes_determinism_so_the_isolation_verdict_is_not_caveated():
     report = await check_env_async(ENVS / "leaky", only="env", official=False)
     assert report.result("env.determinism").status == "passed"

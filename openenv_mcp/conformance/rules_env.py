@@ -9,6 +9,7 @@ has one, else seeded calls generated from the tools' input schemas.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -30,6 +31,31 @@ def _short(text: str, limit: int = 120) -> str:
 
 def _tools_json(tools: list[Tool]) -> str:
     return canonical_json([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools])
+
+
+_NOT_IN_MODERN = ("execution",)
+"""Tool fields the 2026-07-28 protocol generation no longer carries (the SDK drops them)."""
+
+
+def _for_version(tools: list[dict[str, Any]], version: str | None) -> list[dict[str, Any]]:
+    """The tool list as a client of ``version`` sees it."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        return tools
+    return [{k: v for k, v in t.items() if k not in _NOT_IN_MODERN} for t in tools]
+
+
+def _tools_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str | None:
+    names_a, names_b = [t.get("name") for t in a], [t.get("name") for t in b]
+    if names_a != names_b:
+        return f"names {names_a} in the observation, {names_b} over MCP"
+    for ta, tb in zip(a, b):
+        for key in sorted(set(ta) | set(tb)):
+            if canonical_json(ta.get(key)) != canonical_json(tb.get(key)):
+                return (f"tool {ta.get('name')!r} field {key!r} is {_short(canonical_json(ta.get(key)), 80)} in the "
+                        f"observation and {_short(canonical_json(tb.get(key)), 80)} over MCP")
+    return None
 
 
 def _state_json(state: Any) -> dict[str, Any]:
@@ -97,6 +123,28 @@ def _observation_difference(label_a: str, a: dict[str, Any], label_b: str, b: di
     return None
 
 
+_VOLATILE = [
+    (re.compile(r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2} \d{4} "
+                r"\d{2}:\d{2}:\d{2}( GMT[+-]\d{4})?( \([^)]*\))?"), "<time>"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?"), "<time>"),
+    (re.compile(r"\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
+    (re.compile(r"\b1\d{9}(\d{3})?(\.\d+)?\b"), "<epoch>"),
+    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
+]
+"""Values that change with the clock or at random whatever the world's state: masked when
+reset and isolation compare episodes (they look for leaked *state*; env.determinism, which
+does not mask, reports time-dependent results)."""
+
+
+def _masked(steps: list[tuple[CallTool, str]]) -> list[tuple[CallTool, str]]:
+    out = []
+    for action, text in steps:
+        for pattern, placeholder in _VOLATILE:
+            text = pattern.sub(placeholder, text)
+        out.append((action, text))
+    return out
+
+
 def _caveat(ctx: Context, claim: str = "leaked state") -> str:
     if ctx.failed("env.determinism"):
         return f" (env.determinism failed too: this may be nondeterminism rather than {claim})"
@@ -159,7 +207,7 @@ async def check_parity(ctx: Context) -> None:
             a = await ctx.subject.new_episode(seed=seed, task_id=task_id)
             try:
                 actions = await _actions(ctx, a, kind)
-                tools_a = json.dumps(a.first_observation().get("tools"), sort_keys=True)
+                tools_a = a.first_observation().get("tools") or []
                 steps_a = await _replay(a, actions)
                 state_a = _state_json(await a.state())
             finally:
@@ -169,6 +217,7 @@ async def check_parity(ctx: Context) -> None:
                 steps_b: list[tuple[CallTool, str]] = []
                 async with b.mcp() as client:
                     listed = json.loads(_tools_json((await client.list_tools()).tools))
+                    version = client.protocol_version
                     for action in actions:
                         steps_b.append((action, canonical_json(await client.call_tool(action.name, action.arguments))))
                         state = await b.state()  # the MCP face does not say when the episode ends
@@ -179,8 +228,10 @@ async def check_parity(ctx: Context) -> None:
                 await b.close()
             scripted = ctx.subject.trajectory(b.task, kind) is not None
             where = f"task {b.task.id!r} ({kind + ' trajectory' if scripted else 'generated calls'}, seed {seed})"
-            if json.dumps(listed, sort_keys=True) != tools_a:
-                raise Failed(f"{where}: tools/list over MCP differs from the reset observation's tools")
+            diff = _tools_difference(_for_version(tools_a, version), _for_version(listed, version))
+            if diff:
+                raise Failed(f"{where}: tools/list over MCP (protocol {version}) differs from the reset "
+                             f"observation's tools: {diff}")
             diff = _first_difference("via step()", steps_a, "via MCP tools/call", steps_b)
             if diff:
                 raise Failed(f"{where}: {diff}{_caveat(ctx, 'a difference between the faces')}")
@@ -208,7 +259,8 @@ async def check_reset_restores(ctx: Context) -> None:
     try:
         diff = _observation_difference("after reset", b.first_observation(), "in the first episode", first_a)
         if diff is None:
-            diff = _first_difference("after reset", await _replay(b, actions), "in the first episode", steps_a)
+            diff = _first_difference("after reset", _masked(await _replay(b, actions)), "in the first episode",
+                                     _masked(steps_a))
     finally:
         await b.close()
     if diff:
@@ -229,7 +281,7 @@ async def check_episode_isolation(ctx: Context) -> None:
         actions = _probe_actions(ctx, a)
         steps_a = await _replay(a, actions)  # A writes while B is live ...
         steps_b = await _replay(b, actions)  # ... then B replays the same calls
-        diff = _first_difference("in episode B", steps_b, "in episode A", steps_a)
+        diff = _first_difference("in episode B", _masked(steps_b), "in episode A", _masked(steps_a))
     finally:
         await a.close()
         await b.close()
