@@ -34,6 +34,10 @@ def find_bindir() -> Path | None:
     return None
 
 
+class _PortTaken(Exception):
+    pass
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,8 +63,14 @@ class TempPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
 
     def start(self, timeout: float = 30.0) -> TempPostgres:
-        import psycopg
+        """initdb and start; on failure everything is cleaned up and the error raised."""
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
 
+    def _start(self, timeout: float) -> TempPostgres:
         self.root.chmod(0o755)
         data = self.root / "data"
         data.mkdir()
@@ -74,6 +84,17 @@ class TempPostgres:
         )
         if init.returncode != 0:
             raise RuntimeError(f"initdb failed: {init.stderr.strip()[-2000:]}")
+        for attempt in range(3):  # a free port may be taken before postgres binds it: retry on another
+            try:
+                return self._serve(data, env, timeout)
+            except _PortTaken:
+                self.port = _free_port()
+                self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        raise RuntimeError("postgres could not bind a free port in 3 attempts")
+
+    def _serve(self, data: Path, env: dict[str, str], timeout: float) -> TempPostgres:
+        import psycopg
+
         log = open(self.root / "postgres.log", "wb")
         self.process = subprocess.Popen(
             [str(self.bindir / "postgres"), "-D", str(data), "-p", str(self.port), "-h", "127.0.0.1", "-k", "",
@@ -84,13 +105,15 @@ class TempPostgres:
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"postgres exited: {(self.root / 'postgres.log').read_text()[-2000:]}")
+                text = (self.root / "postgres.log").read_text()
+                if "could not bind" in text or "Address already in use" in text:
+                    raise _PortTaken()
+                raise RuntimeError(f"postgres exited: {text[-2000:]}")
             try:
                 psycopg.connect(self.url, connect_timeout=2).close()
                 return self
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
-                    self.stop()
                     raise RuntimeError(f"postgres did not accept connections within {timeout:g} s") from None
                 time.sleep(0.05)
 
