@@ -24,7 +24,7 @@ import re
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel
 
@@ -289,6 +289,7 @@ class served_env:
     def __init__(self, env: str = "echo", *args: str, startup_timeout: float = 60, quiet: bool = True) -> None:
         self.env, self.args, self.startup_timeout, self.quiet = env, list(args), startup_timeout, quiet
         self.proc: subprocess.Popen | None = None
+        self.errfile: Any = None
         self.port = 0
 
     @property
@@ -305,14 +306,20 @@ class served_env:
         argv = [sys.executable, "-m", "openenv_mcp.cli", "serve", self.env,
                 "--host", "127.0.0.1", "--port", str(self.port), *self.args]
         out = subprocess.DEVNULL if self.quiet else None
-        self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE if self.quiet else None,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+        # stderr to a file, not a pipe: a pipe nobody reads would block a chatty server
+        self.errfile = tempfile.TemporaryFile(mode="w+") if self.quiet else None
+        self.proc = subprocess.Popen(argv, stdout=out, stderr=self.errfile, stdin=subprocess.DEVNULL,
+                                     start_new_session=True, text=True)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read() if self.proc.stderr else ""
-                raise ConfigError(f"`openenv-mcp serve {self.env}` exited with {self.proc.returncode}: "
-                                  f"{err.strip()[-800:]}")
+                err = ""
+                if self.errfile is not None:
+                    self.errfile.seek(0)
+                    err = self.errfile.read()
+                rc = self.proc.returncode
+                self.__exit__(None, None, None)
+                raise ConfigError(f"`openenv-mcp serve {self.env}` exited with {rc}: {err.strip()[-800:]}")
             try:
                 if httpx.get(f"{self.base}/health", timeout=1).status_code == 200:
                     return self.base
@@ -337,8 +344,9 @@ class served_env:
                 except ProcessLookupError:
                     pass
                 self.proc.wait(timeout=10)
-        if self.proc.stderr:
-            self.proc.stderr.close()
+        if self.errfile is not None:
+            self.errfile.close()
+            self.errfile = None
         self.proc = None
 
 

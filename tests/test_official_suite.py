@@ -123,3 +123,24 @@ def test_make_conformance_entry_point_prints_the_table(served):
     assert "dns-rebinding-protection" in proc.stdout and "tools-call-image" in proc.stdout
     n = len(official_suite.applicable_scenarios())
     assert f"{n} passed, 0 failed" in proc.stdout
+
+
+def test_served_env_says_why_the_server_did_not_start():
+    from openenv_mcp.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        with served_env("no-such-env"):
+            pass
+    assert "`openenv-mcp serve no-such-env` exited with 2: " in str(info.value)
+    assert "error: unknown environment 'no-such-env'" in str(info.value)
+
+
+def test_tools_dir_says_how_to_install_when_missing(tmp_path, monkeypatch):
+    from openenv_mcp.errors import ConfigError
+
+    monkeypatch.setenv(official_suite.ENV_VAR, str(tmp_path))
+    assert not official_suite.available()
+    with pytest.raises(ConfigError) as info:
+        official_suite.tools_dir()
+    assert str(info.value) == (f"Node 22 MCP tooling not found in {tmp_path}: {official_suite.INSTALL_HINT}, "
+                               f"or set {official_suite.ENV_VAR}")
