@@ -199,6 +199,18 @@ async def test_a_face_that_rewrites_results_fails_parity():
 
 
 @pytest.mark.anyio
+async def test_a_serving_layer_that_rewrites_results_fails_wire_parity():
+    _covers("wire.parity")
+    subject = broken_subjects.TamperedWireSubject(load_environment("echo"))
+    report = await check_env_async(subject, only="wire.parity", official=False)
+    assert report.result("wire.parity").message == (
+        "task 'echo-06' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"seeded and "
+        "deterministic\"} returned \"seeded and deterministic\" structured {\"result\": \"seeded and "
+        "deterministic\"} via step() and \"SEEDED AND DETERMINISTIC\" structured {\"result\": \"seeded and "
+        "deterministic\"} via MCP tools/call")
+
+
+@pytest.mark.anyio
 async def test_a_server_that_leaves_a_process_behind_fails_shutdown():
     _covers("shutdown.clean")
     module = load_module("server", ENVS / "leaks_process")

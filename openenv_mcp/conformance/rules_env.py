@@ -324,3 +324,21 @@ async def check_prod_identity(ctx: Context) -> None:
                 problems.append(f"tool {name!r} {alias} differs: sim {_short(canonical_json(a), 100)}, "
                                 f"prod {_short(canonical_json(b), 100)}")
     fail_if([f"servers {variants}: {p}" for p in problems])
+
+
+# -- parity over the real wire -----------------------------------------------------------
+@rule("wire.parity", "error", "served over real HTTP, an episode's own MCP address and the control plane's step "
+      "give the same tools, results, end state and reward", needs=("local", "http"), timeout=120)
+async def check_wire_parity(ctx: Context) -> None:
+    from .subject import UrlSubject
+
+    async with ctx.subject.http() as url:
+        served = UrlSubject(url)
+        await served.prepare()
+        try:
+            if "episodes" not in served.capabilities:
+                raise Skipped("the served environment has no control plane (production mode)")
+            served.trajectory = ctx.subject.trajectory  # type: ignore[method-assign]  # the scripted ones
+            await check_parity(Context(subject=served, seed=ctx.seed, calls=ctx.calls, results=ctx.results))
+        finally:
+            await served.aclose()
