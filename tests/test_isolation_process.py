@@ -135,6 +135,20 @@ def test_infinite_loop_times_out_and_the_server_is_restarted():
     assert_no_leak(marker)
 
 
+def test_a_restart_slower_than_the_call_timeout_does_not_loop():
+    """The killed server restarts in the background: a call that times out waiting for it
+    does not kill it again, and the one after gets the restarted server."""
+    env, marker = hostile_env("process", "--slow-start")
+    env.unwrapped.environment.call_timeout = 1
+    with env:
+        env.reset(seed=0)
+        assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)
+        assert call(env, "counter") == ("Tool 'counter' timed out after 1 s", True)  # still starting
+        results = [call(env, "counter") for _ in range(3)]  # the restart finishes within a call or two
+        assert ("1", False) in results and results[-1] in (("1", False), ("2", False), ("3", False))
+    assert_no_leak(marker)
+
+
 def test_cpu_time_limit_kills_a_busy_server():
     env, marker = hostile_env("process", cpu_seconds=1, call_timeout=20)
     with env:

@@ -232,12 +232,15 @@ class McpConnection(Connection):
     """A :class:`Connection` over one :class:`SessionHost` (restarted on demand).
 
     Subclasses implement :meth:`_new_host`. A server that died (crashed, was
-    killed at its time limit, closed its pipe) is started again by the next
-    call; the call that saw it die gets a :class:`BoundaryError` saying why.
+    killed at its time limit, closed its pipe) is started again at once in
+    the background; the call that saw it die gets a :class:`BoundaryError`
+    saying why, and the next call waits for the restart if it is not done.
     """
 
     host: SessionHost | None = None
     closed = False
+    _lock: anyio.Lock | None = None
+    _restart: asyncio.Task[None] | None = None
 
     def _new_host(self) -> SessionHost:
         raise NotImplementedError
@@ -245,18 +248,47 @@ class McpConnection(Connection):
     async def start(self) -> None:
         await self._ensure()
 
-    async def _ensure(self) -> SessionHost:
+    async def _ensure(self, from_restart: bool = False) -> SessionHost:
         if self.closed:
             raise BoundaryError(f"tool server {self.spec.name!r} is closed")
         host = self.host
         if host is not None and host.alive:
             return host
-        if host is not None:
-            await self._discard(host)
-        host = self._new_host()
-        self.host = host
-        await host.start(self.spec.limits.start_timeout)
-        return host
+        restart = self._restart
+        if not from_restart and restart is not None and not restart.done():
+            await asyncio.wait({restart})  # a cancelled caller does not cancel the restart
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            host = self.host
+            if host is not None and host.alive:
+                return host
+            if host is not None:
+                await self._discard(host)
+            if self.closed:
+                raise BoundaryError(f"tool server {self.spec.name!r} is closed")
+            host = self._new_host()
+            self.host = host
+            try:
+                await host.start(self.spec.limits.start_timeout)
+            except BaseException:
+                if self.host is host:
+                    self.host = None
+                raise
+            return host
+
+    def _restart_soon(self) -> None:
+        """Start the server again in the background (its errors surface on the next call)."""
+        if self.closed or (self._restart is not None and not self._restart.done()):
+            return
+
+        async def restart() -> None:
+            try:
+                await self._ensure(from_restart=True)
+            except Exception:  # reported by the next call, which tries again
+                pass
+
+        self._restart = asyncio.get_running_loop().create_task(restart(), name=f"restart:{self.spec.name}")
 
     async def _discard(self, host: SessionHost) -> None:
         if self.host is host:
@@ -278,7 +310,9 @@ class McpConnection(Connection):
             raise
 
     async def _died(self, host: SessionHost) -> BoundaryError:
-        await self._discard(host)
+        with anyio.CancelScope(shield=True):
+            await self._discard(host)
+        self._restart_soon()
         return host.failure("call", host._error)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
@@ -296,11 +330,14 @@ class McpConnection(Connection):
         return cap_result(result, self.spec.limits.output_bytes)
 
     async def interrupted(self) -> None:
-        """The call hit its time limit: kill the server; the next call restarts it."""
+        """The call hit its time limit: kill the server and start it again in the background.
+
+        A server still starting (the call timed out waiting for a restart) is left to finish."""
         host = self.host
-        if host is not None:
+        if host is not None and host.session is not None:
             with anyio.CancelScope(shield=True):
                 await self._discard(host)
+            self._restart_soon()
 
     def _has(self, capability: str) -> bool:
         host = self.host
@@ -349,6 +386,11 @@ class McpConnection(Connection):
 
     async def close(self) -> None:
         self.closed = True
-        host, self.host = self.host, None
-        if host is not None:
-            await host.close()
+        restart, self._restart = self._restart, None
+        with anyio.CancelScope(shield=True):
+            if restart is not None and not restart.done():
+                restart.cancel()
+                await asyncio.wait({restart})
+            host, self.host = self.host, None
+            if host is not None:
+                await host.close()
