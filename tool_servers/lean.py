@@ -122,5 +122,5 @@ async def serve(info: dict[str, Any], tools: list[dict[str, Any]], handlers: dic
         task = asyncio.ensure_future(handle(message))
         running.add(task)
         task.add_done_callback(running.discard)
-    for task in running:
-        task.cancel()
+    if running:  # stdin closed: answer what was asked before exiting (a client kills us if it cannot wait)
+        await asyncio.gather(*running, return_exceptions=True)
