@@ -30,15 +30,6 @@ ENVS = FIXTURES / "envs"
 raw = load_module("raw_servers", FIXTURES)
 broken_subjects = load_module("broken_subjects", FIXTURES)
 
-COVERED: set[str] = set()
-"""Rules some test below makes fail (checked against RULES at the end)."""
-
-
-def _covers(*rules: str) -> list[str]:
-    COVERED.update(rules)
-    return list(rules)
-
-
 # -- every built-in environment passes --------------------------------------------------
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", [spec.name for spec in list_envs()])
@@ -93,7 +84,6 @@ def _match(expected, message: str) -> bool:
 @pytest.mark.anyio
 @pytest.mark.parametrize(("builder", "rule", "message"), RAW_CASES, ids=[c[0] for c in RAW_CASES])
 async def test_broken_mcp_server_fails_its_rule(builder, rule, message):
-    _covers(rule)
     report = await check_env_async(getattr(raw, builder)(), only=rule, official=False)
     result = report.result(rule)
     assert result.status == "failed", result
@@ -138,7 +128,6 @@ ENV_CASES = [
 @pytest.mark.anyio
 @pytest.mark.parametrize(("folder", "rule", "message"), ENV_CASES, ids=[c[0] for c in ENV_CASES])
 async def test_broken_environment_fails_its_rule(folder, rule, message, tmp_path, monkeypatch):
-    _covers(rule)
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the sticky fixture's state file goes here
     import tempfile
 
@@ -189,7 +178,6 @@ async def test_nondeterminism_caveats_the_verdicts_that_depend_on_it():
 
 @pytest.mark.anyio
 async def test_a_face_that_rewrites_results_fails_parity():
-    _covers("env.parity")
     subject = broken_subjects.TamperedMcpSubject(load_environment("echo"))
     report = await check_env_async(subject, only="env.parity", official=False)
     assert report.result("env.parity").message == (
@@ -200,7 +188,6 @@ async def test_a_face_that_rewrites_results_fails_parity():
 
 @pytest.mark.anyio
 async def test_a_serving_layer_that_rewrites_results_fails_wire_parity():
-    _covers("wire.parity")
     subject = broken_subjects.TamperedWireSubject(load_environment("echo"))
     report = await check_env_async(subject, only="wire.parity", official=False)
     assert report.result("wire.parity").message == (
@@ -212,7 +199,6 @@ async def test_a_serving_layer_that_rewrites_results_fails_wire_parity():
 
 @pytest.mark.anyio
 async def test_a_server_that_leaves_a_process_behind_fails_shutdown():
-    _covers("shutdown.clean")
     module = load_module("server", ENVS / "leaks_process")
     try:
         report = await check_env_async(ENVS / "leaks_process", only="shutdown", official=False)
@@ -248,7 +234,6 @@ def fragile(request):
 
 @pytest.mark.anyio
 async def test_a_server_that_dies_on_bad_input_fails_robustness(fragile):
-    _covers("wire.robustness")
     report = await check_env_async(fragile("--die-on-bad-input"), only="wire", official=False)
     message = report.result("wire.robustness").message
     assert re.fullmatch(r"POST a malformed JSON body: got no answer \((RemoteProtocolError|ReadError): [^)]*\); "
@@ -258,7 +243,6 @@ async def test_a_server_that_dies_on_bad_input_fails_robustness(fragile):
 
 @pytest.mark.anyio
 async def test_a_hand_written_server_without_faults_passes_but_warns_about_discover(fragile):
-    _covers("mcp.discover")
     report = await check_env_async(fragile(), official=False)
     assert report.ok, [(r.rule, r.message) for r in report.errors]
     assert [r.rule for r in report.warnings] == ["mcp.discover"]
@@ -270,7 +254,6 @@ async def test_a_hand_written_server_without_faults_passes_but_warns_about_disco
 
 @pytest.mark.anyio
 async def test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_run(fragile):
-    _covers("mcp.handshake")
     report = await check_env_async(fragile("--bad-version"), official=False)
     assert report.result("mcp.handshake").message == (
         "initialize failed: Unsupported protocol version from the server: 1999-01-01")
@@ -279,7 +262,6 @@ async def test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_run(fr
 
 @pytest.mark.anyio
 async def test_a_server_without_ping_fails_ping(fragile):
-    _covers("mcp.ping")
     report = await check_env_async(fragile("--no-ping"), only="mcp.ping", official=False)
     assert report.result("mcp.ping").message == "ping answered JSON-RPC error -32601: Method not found: ping"
 
@@ -344,9 +326,19 @@ async def test_assert_conformant_raises_with_the_errors():
 
 
 def test_every_rule_has_a_fixture_that_fails_it():
-    """Runs last in this file: every rule id was made to fail by some test above."""
-    pending = {"containment.host_file", "containment.network"}  # failed in tests/test_conformance_containment.py
-    assert set(RULES) - pending <= COVERED, f"rules no fixture fails: {sorted(set(RULES) - pending - COVERED)}"
+    """Every rule id is made to fail by a test: the parametrized cases above, the named tests,
+    and tests/test_conformance_containment.py for the containment probes."""
+    named = {"env.parity": test_a_face_that_rewrites_results_fails_parity,
+             "wire.parity": test_a_serving_layer_that_rewrites_results_fails_wire_parity,
+             "shutdown.clean": test_a_server_that_leaves_a_process_behind_fails_shutdown,
+             "wire.robustness": test_a_server_that_dies_on_bad_input_fails_robustness,
+             "mcp.discover": test_a_hand_written_server_without_faults_passes_but_warns_about_discover,
+             "mcp.handshake": test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_run,
+             "mcp.ping": test_a_server_without_ping_fails_ping,
+             "containment.host_file": "tests/test_conformance_containment.py",
+             "containment.network": "tests/test_conformance_containment.py"}
+    covered = {c[1] for c in RAW_CASES} | {c[1] for c in ENV_CASES} | set(named)
+    assert set(RULES) <= covered, f"rules no fixture fails: {sorted(set(RULES) - covered)}"
 
 
 # -- a served environment, checked by URL: episodes over the control plane, parity over the wire ----
