@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openenv_mcp.conformance import check_env_async
-from tests.conftest import need
+from conftest import need
 
 ENVS = Path(__file__).resolve().parent.parent / "conformance" / "fixtures" / "envs"
 HINT = (" (the process boundary is no filesystem or network wall: use isolation = \"sandbox\" or \"docker\", "
