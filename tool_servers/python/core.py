@@ -134,6 +134,16 @@ class Interpreter:
         self.proc = None
         self.lost = why
 
+    async def close(self) -> None:
+        """Kill the child and wait (at most 5 s) until it is gone."""
+        proc = self.proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 5)
+        self.stop()
+
     async def prestart(self) -> None:
         """Start the child now (in the background of a server's start) so the first call does not wait."""
         async with self._lock:

@@ -28,7 +28,7 @@ def create_server(ctx: Any, **overrides: float) -> FastMCP:
     interpreter = new_interpreter(ctx, cap)
     server = FastMCP("python", instructions=INSTRUCTIONS)
     server.interpreter = interpreter  # type: ignore[attr-defined]  # for tests and embedding
-    server.openenv_close = interpreter.stop  # type: ignore[attr-defined]  # an in-process episode's close ends the child
+    server.openenv_close = interpreter.close  # type: ignore[attr-defined]  # an in-process episode's close ends the child
 
     @server.tool(name="run", description=RUN_DESCRIPTION, output_schema=OUTPUT_SCHEMA)
     async def run(
