@@ -12,24 +12,18 @@ import os
 import sys
 from pathlib import Path
 
+from .._standalone import parser as base_parser, serve
 from .server import DEFAULT_MAX_ROWS, build_server
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m tool_servers.sql",
-        description="MCP SQL tool server: query (read-only), execute, list_tables, describe_table; "
-                    "SQLite file or PostgreSQL database.",
-    )
+    parser = base_parser("sql", "MCP SQL tool server: query (read-only), execute, list_tables, describe_table; "
+                                "SQLite file or PostgreSQL database.", port=8766)
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--sqlite", type=Path, metavar="FILE",
                        help="SQLite database file (created if missing)")
     where.add_argument("--database-url", metavar="URL",
                        help="PostgreSQL URL, e.g. postgresql://user@localhost:5432/db (default: $DATABASE_URL)")
-    parser.add_argument("--transport", choices=["stdio", "http"], default="stdio",
-                        help="stdio (for IDE mcpServers configs, default) or streamable HTTP")
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8766, help="HTTP port (default 8766); the endpoint is /mcp")
     parser.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS,
                         help="rows a result shows before the cut marker (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=10.0,
@@ -57,13 +51,7 @@ def main(argv: list[str] | None = None) -> int:
 
         backend = PostgresBackend(url, timeout=args.timeout)
         where = "PostgreSQL"
-    server = build_server(backend, max_rows=args.max_rows)
-    if args.transport == "stdio":
-        server.run("stdio", show_banner=False)
-    else:
-        print(f"sql MCP server ({where}) at http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
-        server.run("http", show_banner=False, host=args.host, port=args.port)
-    return 0
+    return serve(build_server(backend, max_rows=args.max_rows), args, f"sql MCP server ({where})")
 
 
 if __name__ == "__main__":

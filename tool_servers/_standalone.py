@@ -1,0 +1,60 @@
+"""What every reference tool server's ``__main__`` shares: the common flags and the run loop.
+
+Each server adds its own flags to :func:`parser` and calls :func:`serve` with the
+FastMCP server it built (or :func:`serve_lean` for the dependency-free stdio loop).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+__all__ = ["parser", "root_dir", "serve", "serve_lean"]
+
+
+def parser(name: str, description: str, *, port: int, root_help: str | None = None,
+           lean: bool = False) -> argparse.ArgumentParser:
+    """A parser with ``--root`` (when ``root_help``), ``--transport``, ``--host``, ``--port`` [, ``--lean``]."""
+    p = argparse.ArgumentParser(prog=f"python -m tool_servers.{name}", description=description)
+    if root_help:
+        p.add_argument("--root", required=True, type=Path, help=root_help)
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                   help="stdio (for IDE mcpServers configs, default) or streamable HTTP")
+    if lean:
+        p.add_argument("--lean", action="store_true",
+                       help="serve stdio with the built-in dependency-free MCP loop (starts in ~50 ms instead of "
+                            "~1 s; same tools and results; what environments use)")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=port, help=f"HTTP port (default {port}); the endpoint is /mcp")
+    return p
+
+
+def root_dir(args: argparse.Namespace) -> Path | None:
+    """``--root`` expanded, or ``None`` after printing what to do when it is not a folder."""
+    root = args.root.expanduser()
+    if not root.is_dir():
+        print(f"error: --root {str(root)!r} is not a directory; create it first", file=sys.stderr)
+        return None
+    return root
+
+
+def serve(server: Any, args: argparse.Namespace, label: str) -> int:
+    """Run a FastMCP ``server`` over the transport ``args`` ask for."""
+    if args.transport == "stdio":
+        server.run("stdio", show_banner=False)
+    else:
+        print(f"{label} at http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+        server.run("http", show_banner=False, host=args.host, port=args.port)
+    return 0
+
+
+def serve_lean(loop: Callable[..., Awaitable[None]], args: argparse.Namespace, *a: Any, **kw: Any) -> int:
+    """Run a dependency-free stdio loop (``--lean``); refuses HTTP with a clear error."""
+    if args.transport != "stdio":
+        print("error: --lean serves stdio only; drop --lean for --transport http", file=sys.stderr)
+        return 2
+    asyncio.run(loop(*a, **kw))
+    return 0
