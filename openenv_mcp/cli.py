@@ -99,16 +99,17 @@ def _summary(rows: list[dict[str, Any]], title: str) -> None:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    rows = anyio.run(lambda: run_reference(args.env, args.episodes, args.seed, args.policy))
+    rows = anyio.run(lambda: run_reference(args.env, args.episodes, args.seed, args.policy,
+                                           show_steps=args.show_steps))
     _summary(rows, f"{args.env}: {args.policy} policy")
     return 0
 
 
 # -- demo -----------------------------------------------------------------------
 def _cmd_demo(args: argparse.Namespace) -> int:
-    console.print(f"[bold]openenv-mcp demo[/bold]: one reference episode of [cyan]{args.env}[/cyan], step by step\n")
-    rows = anyio.run(lambda: run_reference(args.env, 1, args.seed, progress=False, show_steps=True))
-    _summary(rows, f"{args.env}: reference episode")
+    from .demo import tour
+
+    anyio.run(lambda: tour(args.env, host=args.host, port=args.port, seed=args.seed, once=args.once))
     return 0
 
 
@@ -158,11 +159,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--episodes", type=int, default=5)
     p.add_argument("--seed", type=int, default=None, help="seed of the first episode (then +1 each)")
     p.add_argument("--policy", choices=["reference", "wrong"], default="reference")
+    p.add_argument("--show-steps", action="store_true", help="print every tool call and its result")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("demo", help="the tour: a reference episode shown step by step")
+    p = sub.add_parser("demo", help="the tour: serve an environment, show how to connect, play one episode over MCP")
     p.add_argument("env", nargs="?", default="files")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000, help="preferred port (a free one is used if it is taken)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--once", action="store_true", help="stop after the tour instead of serving until Ctrl-C")
     p.set_defaults(func=_cmd_demo)
 
     p = sub.add_parser("rollout", help="a model plays episodes through an OpenAI-compatible API; JSONL out")
