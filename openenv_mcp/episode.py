@@ -62,8 +62,6 @@ class RewardContext:
 
     task: Task
     """The episode's task."""
-    workspace: Path
-    """The episode's workspace folder (host path)."""
     step: int
     """Tool calls made so far, this one included."""
     action: CallTool | None
@@ -74,6 +72,12 @@ class RewardContext:
     """Every (action, result) of the episode so far."""
     episode: Episode | None = None
     """The episode, for :meth:`call_tool` (uncounted, unrewarded calls)."""
+
+    @property
+    def workspace(self) -> Path:
+        """The episode's workspace folder (host path)."""
+        assert self.episode is not None
+        return self.episode.workspace.path
 
     async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
         """Call a tool to inspect the world; not a step, not seen by the agent."""
@@ -215,7 +219,7 @@ class Episode:
 
     async def _score(self, action: CallTool | None, result: CallToolResult | None,
                      extra: dict[str, Any] | None = None) -> float:
-        ctx = RewardContext(task=self.task, workspace=self.workspace.path, step=self.step_count,
+        ctx = RewardContext(task=self.task, step=self.step_count,
                             action=action, result=result, history=self.history, episode=self)
         value = self.env.reward_fn(ctx)
         if inspect.isawaitable(value):

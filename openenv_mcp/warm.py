@@ -69,7 +69,7 @@ async def prepare(env: Environment, episode_id: str, task: Task | None = None,
         if seeds:  # copying a large seed must not stall the event loop (other episodes, the MCP face)
             await anyio.to_thread.run_sync(world.workspace.seed, *seeds)
         for server in env.servers:
-            ctx = ServerContext(episode_id=episode_id, workspace=world.workspace.path, mode=env.mode,
+            ctx = ServerContext(episode_id=episode_id, workspace=world.workspace, mode=env.mode,
                                 env=env.server_env(server))
             world.connections.append(connect(server, ctx, spec.base_dir))
         await start_all(world.connections)

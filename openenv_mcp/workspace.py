@@ -19,12 +19,31 @@ def copy_seed(seed: Path, dest: Path) -> None:
 
 
 class Workspace:
-    """One episode's workspace folder, removed on :meth:`remove`."""
+    """One episode's workspace folder, removed on :meth:`remove`.
+
+    The folder is created when :attr:`path` is first read: an episode whose tool
+    servers and reward never touch a workspace creates no folder at all (that
+    is most of an in-process episode's start cost otherwise).
+    """
 
     def __init__(self, root: Path | None = None, prefix: str = "openenv-mcp-") -> None:
-        base = root or Path(os.environ.get("OPENENV_MCP_WORKDIR", tempfile.gettempdir()))
-        base.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=prefix, dir=base)).resolve()
+        self._root = root
+        self._prefix = prefix
+        self._path: Path | None = None
+
+    @property
+    def created(self) -> bool:
+        """Whether the folder exists yet."""
+        return self._path is not None
+
+    @property
+    def path(self) -> Path:
+        """The folder (created on first use)."""
+        if self._path is None:
+            base = self._root or Path(os.environ.get("OPENENV_MCP_WORKDIR", tempfile.gettempdir()))
+            base.mkdir(parents=True, exist_ok=True)
+            self._path = Path(tempfile.mkdtemp(prefix=self._prefix, dir=base)).resolve()
+        return self._path
 
     def seed(self, *seeds: Path) -> None:
         """Copy each seed folder in order (later ones overwrite earlier files)."""
@@ -43,11 +62,13 @@ class Workspace:
         """Remove the folder. It is renamed away at once (its path is free and
         nobody can reach its content any more) and deleted by a background thread,
         so a large workspace does not slow ``reset()`` down."""
-        trash = self.path.with_name(self.path.name + ".removed")
+        if self._path is None:
+            return
+        trash = self._path.with_name(self._path.name + ".removed")
         try:
-            os.rename(self.path, trash)
+            os.rename(self._path, trash)
         except OSError:
-            shutil.rmtree(self.path, ignore_errors=True)
+            shutil.rmtree(self._path, ignore_errors=True)
             return
         _REAPER.put(trash)
 

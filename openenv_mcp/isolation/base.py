@@ -10,29 +10,45 @@ results, so a crashed tool server never takes the environment down.
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
 from ..spec import ToolServerSpec
+from ..workspace import Workspace
 
 __all__ = ["Connection", "ServerContext"]
 
 
-@dataclass
 class ServerContext:
-    """What a tool server is started with, for one episode."""
+    """What a tool server is started with, for one episode.
 
-    episode_id: str
-    """The episode the server belongs to."""
-    workspace: Path
-    """The episode's private workspace on the host."""
-    mode: str = "sim"
-    """``sim`` (training/evaluation) or ``prod`` (deployment)."""
-    env: dict[str, str] = field(default_factory=dict)
-    """Variables for the server: the spec's ``env`` plus declared ``pass_env``."""
+    Attributes:
+        episode_id: the episode the server belongs to.
+        workspace: the episode's private workspace on the host. Given as a
+            :class:`~openenv_mcp.workspace.Workspace`, the folder is only created
+            when a server first asks for it (servers that need none cost nothing).
+        mode: ``sim`` (training/evaluation) or ``prod`` (deployment).
+        env: variables for the server: the spec's ``env`` plus declared ``pass_env``.
+    """
+
+    __slots__ = ("_workspace", "env", "episode_id", "mode")
+
+    def __init__(self, episode_id: str, workspace: Path | Workspace, mode: str = "sim",
+                 env: dict[str, str] | None = None) -> None:
+        self.episode_id = episode_id
+        self._workspace = workspace
+        self.mode = mode
+        self.env = env if env is not None else {}
+
+    @property
+    def workspace(self) -> Path:
+        w = self._workspace
+        return w.path if isinstance(w, Workspace) else w
+
+    def __repr__(self) -> str:
+        return f"ServerContext(episode_id={self.episode_id!r}, workspace={self._workspace!r}, mode={self.mode!r})"
 
 
 class Connection(abc.ABC):

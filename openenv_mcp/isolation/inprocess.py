@@ -15,6 +15,7 @@ import inspect
 import weakref
 from typing import Any
 
+import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, NotFoundError
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
@@ -48,6 +49,14 @@ starting an episode then costs no FastMCP listing (thousands of concurrent episo
 whose tools change at run time should be a per-episode factory."""
 
 
+_LISTING: weakref.WeakKeyDictionary[FastMCP, anyio.Lock] = weakref.WeakKeyDictionary()
+
+
+async def _list(server: FastMCP) -> tuple[dict[str, Any], list[Tool], list[Prompt]]:
+    tools = {t.name: t for t in await server.list_tools()}
+    return tools, [t.to_mcp_tool() for t in tools.values()], [p.to_mcp_prompt() for p in await server.list_prompts()]
+
+
 class InProcessConnection(Connection):
     """A FastMCP server object (or a per-episode factory) run in-process."""
 
@@ -73,13 +82,13 @@ class InProcessConnection(Connection):
             )
         self.server = obj
         self._owned = not shared
-        listed = _LISTED.get(obj) if shared else None
-        if listed is None:
-            tools = {t.name: t for t in await obj.list_tools()}
-            listed = (tools, [t.to_mcp_tool() for t in tools.values()],
-                      [p.to_mcp_prompt() for p in await obj.list_prompts()])
-            if shared:
-                _LISTED[obj] = listed
+        if not shared:
+            listed = await _list(obj)
+        elif (listed := _LISTED.get(obj)) is None:
+            # many episodes starting at once must not all list the same server
+            async with _LISTING.setdefault(obj, anyio.Lock()):
+                if (listed := _LISTED.get(obj)) is None:
+                    listed = _LISTED[obj] = await _list(obj)
         self._tools, self._mcp_tools, self._prompts = listed
 
     def _require(self) -> FastMCP:
