@@ -97,7 +97,9 @@ def _limits() -> None:
 
 def _command(project: Path, check: Path) -> tuple[list[str], str, str]:
     """(argv, project path as the runner sees it, test file as the runner sees it)."""
-    python = [sys.executable, "-I", "-B"]
+    # The base interpreter, not a venv's symlink: the runner needs only the standard library,
+    # and a venv inside a checkout under /tmp would vanish behind the sandbox's private /tmp.
+    python = [os.path.realpath(sys.executable), "-I", "-B"]
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return [*python, str(check / "runner.py"), str(project), str(check / "test_hidden.py")], str(project), ""

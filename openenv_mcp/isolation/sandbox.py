@@ -119,7 +119,14 @@ class SandboxConnection(ProcessConnection):
                 # bwrap running as the server's uid cannot bind what that uid cannot reach
                 if self.uid is None or self.privileged or _reachable(path):
                     seen.append(path)
-        return seen
+        # Bind only the outermost folders: a path inside another bound folder is already there,
+        # and binding it again on top (a venv's python symlink under a checkout in /tmp, say)
+        # makes bwrap fail to create the mount point.
+        outer: list[str] = []
+        for path in sorted(seen, key=lambda p: (p.count("/"), p)):
+            if not any(path == o or path.startswith(o.rstrip("/") + "/") for o in outer if os.path.isdir(o)):
+                outer.append(path)
+        return [p for p in seen if p in outer]
 
     def hidden_paths(self) -> list[str]:
         """The spec's ``hide`` paths (resolved against the env folder) that exist on the host.
