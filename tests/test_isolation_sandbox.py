@@ -170,3 +170,29 @@ def test_a_python_server_from_a_virtualenv_runs_in_the_sandbox():
 
 def test_nothing_outlives_a_killed_environment_server():
     killed_environment_server_leaves_nothing("sandbox")
+
+
+def test_a_checkout_under_tmp_with_its_interpreter_inside_runs_in_the_sandbox():
+    """Regression: a checkout in /tmp (CI clones anywhere) put the server's interpreter and its env
+    folder under the sandbox's private /tmp; binding both (one inside the other) made bwrap fail
+    with "Can't create file at /tmp/.../python"."""
+    import os
+    import tempfile
+
+    from containment import FIXTURE
+
+    checkout = Path(tempfile.mkdtemp(prefix="openenv-checkout-", dir="/tmp"))
+    try:
+        (checkout / "venv" / "bin").mkdir(parents=True)
+        python = checkout / "venv" / "bin" / "python"
+        python.symlink_to(os.path.realpath(sys.executable))
+        shutil.copy(FIXTURE, checkout / "server.py")
+        checkout.chmod(0o755)
+        env, marker = hostile_env("sandbox", python=str(python), base_dir=checkout)
+        env.unwrapped.environment.servers[0].command[1] = str(checkout / "server.py")
+        with env:
+            env.reset(seed=0)
+            assert call(env, "counter") == ("1", False)
+        assert_no_leak(marker)
+    finally:
+        shutil.rmtree(checkout, ignore_errors=True)
