@@ -9,7 +9,6 @@ face all go through it, so the two faces cannot disagree.
 from __future__ import annotations
 
 import inspect
-import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -17,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import jsonschema
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
 from .errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError
 from .isolation import Connection
 from .isolation.inprocess import error_result
 from .types import CallTool, ListTools, Observation, Score, State, Task
+from .validation import validator_for
 from .warm import prepare
 from .workspace import Workspace
 
@@ -34,27 +33,6 @@ __all__ = ["RESERVED_TOOL_NAMES", "Episode", "RewardContext"]
 
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 """Control-plane names: never a tool, whatever a tool server calls its tools."""
-
-_VALIDATORS: dict[str, Any] = {}
-
-
-def _validator(schema: dict[str, Any]) -> Any:
-    key = json.dumps(schema, sort_keys=True)
-    validator = _VALIDATORS.get(key)
-    if validator is None:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        validator = _VALIDATORS[key] = cls(schema)
-    return validator
-
-
-def _schema_error(name: str, validator: Any, arguments: dict[str, Any]) -> str | None:
-    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
-    if error is None:
-        return None
-    where = "/".join(str(p) for p in error.absolute_path)
-    at = f" at '{where}'" if where else ""
-    return f"Invalid arguments for tool {name!r}{at}: {error.message}"
-
 
 @dataclass
 class RewardContext:
@@ -145,7 +123,7 @@ class Episode:
                         f"duplicate tool name {name!r} (from tool servers {other!r} and {conn.spec.name!r}); "
                         "give them distinct namespaces"
                     )
-                routes[name] = (conn, tool.name, _validator(tool.input_schema))
+                routes[name] = (conn, tool.name, validator_for(tool.input_schema))
                 tools.append(tool if name == tool.name else tool.model_copy(update={"name": name}))
             for prompt in await conn.list_prompts():
                 pname = f"{prefix}_{prompt.name}" if prefix else prompt.name
@@ -171,10 +149,9 @@ class Episode:
         if route is None:
             return error_result(f"Unknown tool: {name!r}")
         conn, original, validator = route
-        if not isinstance(arguments, dict):
-            return error_result(f"Invalid arguments for tool {name!r}: arguments must be an object")
-        if not validator.is_valid(arguments):
-            return error_result(_schema_error(name, validator, arguments) or "Invalid arguments")
+        problem = validator.error(name, arguments)
+        if problem is not None:
+            return error_result(problem)
         timeout = self.env.call_timeout or conn.spec.limits.call_timeout
         try:
             with anyio.fail_after(timeout):

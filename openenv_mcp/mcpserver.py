@@ -49,7 +49,7 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
     async def call_tool(ctx: Any, params: Any) -> CallToolResult:
         episode = await resolve(ctx)
         try:
-            obs = await episode.act(CallTool(name=params.name, arguments=params.arguments or {}))
+            obs = await episode.act(CallTool.model_construct(name=params.name, arguments=params.arguments or {}))
         except EpisodeEnded:
             return error_result(EPISODE_ENDED_MESSAGE)
         return obs.result
