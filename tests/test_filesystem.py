@@ -8,7 +8,6 @@ with the official SDK client over stdio and streamable HTTP.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp.isolation import ServerContext
+from standalone import http_tool_server
 from tool_servers.filesystem import OUTSIDE, create_server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -388,39 +388,11 @@ async def test_standalone_stdio_with_the_official_sdk_client(layout):
     assert (ws / "from-ide.txt").read_text() == "hello\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_standalone_http_with_the_official_sdk_client(layout):
     ws, _ = layout
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tool_servers.filesystem", "--root", str(ws),
-                             "--transport", "http", "--port", str(port)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        url = f"http://127.0.0.1:{port}/mcp"
-        with anyio.fail_after(60):
-            while True:  # wait until it accepts connections
-                assert proc.poll() is None, f"server exited: {proc.stderr.read()}"
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    await anyio.sleep(0.05)
-            async with Client(url) as client:
-                assert {t.name for t in (await client.list_tools()).tools} == TOOLS
-                result = await client.call_tool("list", {"path": "src"})
-                assert result.content[0].text == "app.py (54 bytes)\nutil.py (37 bytes)"
-                result = await client.call_tool("delete", {"path": "/etc/passwd"})
-                assert result.is_error and result.content[0].text == OUTSIDE.format(path="/etc/passwd")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
+    async with http_tool_server("filesystem", "--root", str(ws)) as url, Client(url) as client:
+        assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+        result = await client.call_tool("list", {"path": "src"})
+        assert result.content[0].text == "app.py (54 bytes)\nutil.py (37 bytes)"
+        result = await client.call_tool("delete", {"path": "/etc/passwd"})
+        assert result.is_error and result.content[0].text == OUTSIDE.format(path="/etc/passwd")

@@ -22,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp.isolation import ServerContext, connect
 from openenv_mcp.spec import ToolServerSpec
+from standalone import http_tool_server
 from tests.conftest import need
 from tool_servers.python import OUTPUT_SCHEMA, create_server
 from tool_servers.python.core import limits, tool_definitions
@@ -251,43 +252,13 @@ async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
             assert result.content[0].text == "The interpreter was restarted; no variables are defined."
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_standalone_http_with_the_official_sdk_client(tmp_path):
-    import socket
-
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tool_servers.python", "--root", str(tmp_path),
-                             "--transport", "http", "--port", str(port)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        with anyio.fail_after(60):
-            while True:
-                assert proc.poll() is None, f"server exited: {proc.stderr.read()}"
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    await anyio.sleep(0.05)
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-                await client.call_tool("run", {"code": "total = 40"})
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:  # one interpreter per server
-                result = await client.call_tool("run", {"code": "total + 2"})
-                assert result.structured_content["result"] == "42"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
+    async with http_tool_server("python", "--root", str(tmp_path)) as url:
+        async with Client(url) as client:
+            await client.call_tool("run", {"code": "total = 40"})
+        async with Client(url) as client:  # one interpreter per server
+            result = await client.call_tool("run", {"code": "total + 2"})
+            assert result.structured_content["result"] == "42"
 
 
 # -- behind the sandbox boundary ---------------------------------------------------------

@@ -9,7 +9,6 @@ behind the ``sandbox`` boundary as the ``coding`` environment does.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp.isolation import ServerContext, connect
 from openenv_mcp.spec import ToolServerSpec
+from standalone import http_tool_server
 from tests.conftest import need
 from tool_servers.shell import OUTPUT_SCHEMA, create_server
 from tool_servers.shell.core import TRUNCATED, limits, tool_definitions
@@ -157,37 +157,10 @@ async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
     assert (tmp_path / "f.txt").read_text() == "hi\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_standalone_http_with_the_official_sdk_client(tmp_path):
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tool_servers.shell", "--root", str(tmp_path),
-                             "--transport", "http", "--port", str(port)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        with anyio.fail_after(60):
-            while True:
-                assert proc.poll() is None, f"server exited: {proc.stderr.read()}"
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    await anyio.sleep(0.05)
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
-                result = await client.call_tool("run", {"command": "echo over http"})
-                assert result.structured_content["stdout"] == "over http\n"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
+    async with http_tool_server("shell", "--root", str(tmp_path)) as url, Client(url) as client:
+        result = await client.call_tool("run", {"command": "echo over http"})
+        assert result.structured_content["stdout"] == "over http\n"
 
 
 # -- behind the sandbox boundary ---------------------------------------------------------

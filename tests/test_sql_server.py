@@ -361,44 +361,22 @@ async def test_standalone_stdio_with_the_official_client(tmp_path):
 @pytest.mark.anyio
 async def test_standalone_http_on_postgres_with_the_official_client(postgres_server):
     """``--transport http`` with ``DATABASE_URL`` from the environment: the production shape."""
-    import socket
-    import subprocess
-
-    import anyio
     from mcp.client.client import Client as SdkClient
+
+    from standalone import http_tool_server
 
     name = "t_" + uuid.uuid4().hex[:12]
     with psycopg.connect(postgres_server.url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     await PostgresBackend(postgres_server.url_for(name)).execute(SCHEMA, 10)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "tool_servers.sql", "--transport", "http", "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={"PATH": os.environ.get("PATH", ""), "DATABASE_URL": postgres_server.url_for(name)})
+    env = {"PATH": os.environ.get("PATH", ""), "DATABASE_URL": postgres_server.url_for(name)}
     try:
-        with anyio.fail_after(60):
-            while True:
-                assert proc.poll() is None, f"server exited: {proc.stderr.read()}"
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        break
-                except OSError:
-                    await anyio.sleep(0.05)
-            async with SdkClient(f"http://127.0.0.1:{port}/mcp") as client:
-                names = sorted(t.name for t in (await client.list_tools()).tools)
-                assert names == ["describe_table", "execute", "list_tables", "query"]
-                result = await client.call_tool("query", {"sql": "SELECT title FROM books WHERE id = 3"})
-                assert not result.is_error and result.structured_content["rows"] == [["Solaris"]]
-                result = await client.call_tool("query", {"sql": "DELETE FROM books"})
-                assert result.is_error and result.structured_content["error"]["kind"] == "read_only"
+        async with http_tool_server("sql", env=env) as url, SdkClient(url) as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            assert names == ["describe_table", "execute", "list_tables", "query"]
+            result = await client.call_tool("query", {"sql": "SELECT title FROM books WHERE id = 3"})
+            assert not result.is_error and result.structured_content["rows"] == [["Solaris"]]
+            result = await client.call_tool("query", {"sql": "DELETE FROM books"})
+            assert result.is_error and result.structured_content["error"]["kind"] == "read_only"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
         await drop_database(postgres_server.url, name)
