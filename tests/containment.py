@@ -78,7 +78,7 @@ time.sleep(120)
 """
 
 
-def killed_environment_server_leaves_nothing(isolation: str) -> None:
+def assert_killed_server_leaves_nothing(isolation: str) -> None:
     """SIGKILL an environment server (a child Python) whose tool server runs behind
     ``isolation``: its tool servers, and their detached children, must die with it."""
     import signal

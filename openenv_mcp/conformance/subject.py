@@ -20,10 +20,11 @@ A subject is one of:
 
 from __future__ import annotations
 
+import abc
 import json
 import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -99,18 +100,16 @@ class EpisodeHandle:
         await self.episode.close()
 
 
-class Subject:
+class Subject(abc.ABC):
     """Base: what a rule may ask of the target. ``capabilities`` gates rules."""
 
     label = "?"
     capabilities: frozenset[str] = frozenset({"mcp"})
     environment: Environment | None = None
 
-    @asynccontextmanager
-    async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:
+    @abc.abstractmethod
+    def mcp(self, mode: str = "auto", fresh: bool = False) -> AbstractAsyncContextManager[Client]:
         """A connected official SDK client (``fresh``: on an episode of its own where that matters)."""
-        raise NotImplementedError
-        yield  # pragma: no cover
 
     async def new_episode(self, seed: int | None = None, task_id: str | None = None) -> EpisodeHandle:
         raise ConfigError(f"{self.label} has no episodes")
@@ -119,11 +118,9 @@ class Subject:
         """The scripted trajectory for ``task`` when the environment has one."""
         return None
 
-    @asynccontextmanager
-    async def http(self) -> AsyncIterator[str]:
+    @abc.abstractmethod
+    def http(self) -> AbstractAsyncContextManager[str]:
         """The URL of the subject's MCP face over real streamable HTTP."""
-        raise NotImplementedError
-        yield  # pragma: no cover
 
     async def prepare(self) -> None:
         """Learn what the target offers (called once before the rules run)."""

@@ -18,6 +18,7 @@ asyncio backend).
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import json
@@ -242,8 +243,9 @@ class McpConnection(Connection):
     _lock: anyio.Lock | None = None
     _restart: asyncio.Task[None] | None = None
 
+    @abc.abstractmethod
     def _new_host(self) -> SessionHost:
-        raise NotImplementedError
+        """The backend's way to launch the server and open its MCP session."""
 
     async def start(self) -> None:
         await self._ensure()
