@@ -58,11 +58,17 @@ def marked_processes(marker: str) -> list[int]:
     return found
 
 
-def assert_no_leak(marker: str, within: float = 5.0) -> None:
-    """Every process of the test server is gone (killed processes need a moment to exit)."""
+def survivors(marker: str, within: float = 5.0) -> list[int]:
+    """Processes of the test server still alive after ``within`` s (killed ones need a moment to exit)."""
     deadline = time.monotonic() + within
     while (alive := marked_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
+    return alive
+
+
+def assert_no_leak(marker: str, within: float = 5.0) -> None:
+    """Every process of the test server is gone."""
+    alive = survivors(marker, within)
     assert alive == [], f"leaked processes: {alive}"
 
 
@@ -78,9 +84,10 @@ time.sleep(120)
 """
 
 
-def assert_killed_server_leaves_nothing(isolation: str) -> None:
+def survivors_of_killed_server(isolation: str) -> list[int]:
     """SIGKILL an environment server (a child Python) whose tool server runs behind
-    ``isolation``: its tool servers, and their detached children, must die with it."""
+    ``isolation``; the pids of its tool servers (and their detached children) still alive
+    afterwards — there must be none."""
     import signal
     import subprocess
 
@@ -92,7 +99,7 @@ def assert_killed_server_leaves_nothing(isolation: str) -> None:
         assert len(marked_processes(marker)) >= 2  # the server and its detached grandchild
         child.send_signal(signal.SIGKILL)
         child.wait()
-        assert_no_leak(marker)
+        return survivors(marker)
     finally:
         if child.poll() is None:
             child.kill()

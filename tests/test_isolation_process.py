@@ -15,7 +15,7 @@ import json
 import pytest
 
 from containment import (DROPS_UID, Listener, assert_no_leak, call, hostile_env,
-                         assert_killed_server_leaves_nothing, marked_processes, world_dir)
+                         marked_processes, survivors_of_killed_server, world_dir)
 from conftest import need
 from openenv_mcp import BoundaryError
 from openenv_mcp.isolation.mcpsession import truncation_marker
@@ -253,4 +253,4 @@ def test_loopback_is_reachable_from_the_process_boundary():
 
 
 def test_nothing_outlives_a_killed_environment_server():
-    assert_killed_server_leaves_nothing("process")
+    assert survivors_of_killed_server("process") == []
