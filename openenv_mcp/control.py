@@ -28,7 +28,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from .errors import EpisodeEnded, OpenEnvError
+from .errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge
 from .types import CallTool, ListTools, action_from_json
 
 if TYPE_CHECKING:
@@ -36,26 +36,12 @@ if TYPE_CHECKING:
     from .episodes import EpisodeManager
     from .metrics import Metrics
 
-__all__ = ["OPS", "BadRequest", "ControlPlane", "error_body"]
+__all__ = ["OPS", "ControlPlane", "error_body"]
 
 OPS = ("create", "reset", "step", "state", "close", "batch", "list")
 """The operations of the control plane (the ``op`` of a WebSocket message)."""
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-
-class BadRequest(OpenEnvError):
-    """A control-plane message that is not valid (bad JSON, unknown op, missing field)."""
-
-    code = "bad_request"
-    http_status = 400
-
-
-class RequestTooLarge(OpenEnvError):
-    """A message over the server's ``--max-request-bytes``."""
-
-    code = "request_too_large"
-    http_status = 413
 
 
 def error_body(err: OpenEnvError) -> dict[str, str]:

@@ -9,11 +9,13 @@ are never raised: they come back as MCP results with ``isError: true``.
 from __future__ import annotations
 
 __all__ = [
+    "BadRequest",
     "BoundaryError",
     "ConfigError",
     "EpisodeEnded",
     "EpisodeLimit",
     "OpenEnvError",
+    "RequestTooLarge",
     "ResetNeeded",
     "ToolNameError",
     "UnknownEnvironment",
@@ -81,3 +83,17 @@ class BoundaryError(OpenEnvError):
 
     code = "boundary_error"
     http_status = 502
+
+
+class BadRequest(OpenEnvError):
+    """A control-plane message that is not valid (bad JSON, unknown op, missing field)."""
+
+    code = "bad_request"
+    http_status = 400
+
+
+class RequestTooLarge(OpenEnvError):
+    """A request body or WebSocket message over the server's ``--max-request-bytes``."""
+
+    code = "request_too_large"
+    http_status = 413

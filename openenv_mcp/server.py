@@ -34,10 +34,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .control import ControlPlane, RequestTooLarge
+from .control import ControlPlane
 from .environment import Environment
 from .episodes import EpisodeManager
-from .errors import ConfigError
+from .errors import ConfigError, RequestTooLarge
 from .health import health_report
 from .mcphttp import EPISODE_SCOPE_KEY, McpFace
 from .metrics import Metrics
