@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
 
 REQUIRE_ALL = os.environ.get("OPENENV_MCP_REQUIRE_ALL") == "1"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def need(condition: bool, reason: str) -> None:
@@ -16,6 +20,29 @@ def need(condition: bool, reason: str) -> None:
     if REQUIRE_ALL:
         pytest.fail(f"required engine missing (OPENENV_MCP_REQUIRE_ALL=1): {reason}")
     pytest.skip(reason)
+
+
+def docker_problem(cli: str = "docker") -> str | None:
+    """Why Docker cannot be used here (``cli``: the command the test runs), or None."""
+    if shutil.which(cli) is None:
+        return f"no {cli} CLI: run .ci/docker-setup.sh (installs docker.io and docker-compose, starts dockerd)"
+    try:
+        import docker
+
+        docker.from_env(timeout=10).ping()
+    except ImportError:
+        return "the Docker SDK is missing: pip install 'openenv-mcp[docker]'"
+    except Exception as e:
+        return f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
+    return None
+
+
+def need_docker(*images: str, cli: str = "docker") -> None:
+    """:func:`need` a Docker engine, then build ``images`` (``docker/build.sh`` names; layers cached)."""
+    problem = docker_problem(cli)
+    need(problem is None, problem or "")
+    if images:
+        subprocess.run([str(ROOT / "docker" / "build.sh"), *images], check=True, timeout=900)
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ the internal network, and tears everything down (no container left).
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -20,7 +19,7 @@ import anyio
 import httpx
 import pytest
 
-from conftest import need
+from conftest import need_docker
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.docker
@@ -32,24 +31,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _compose_problem() -> str | None:
-    if shutil.which("docker-compose") is None:
-        return "docker-compose is missing: run .ci/docker-setup.sh (apt-get install docker-compose)"
-    try:
-        import docker
-
-        docker.from_env(timeout=10).ping()
-    except Exception as e:
-        return f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
-    return None
-
-
 @pytest.fixture(scope="module")
 def stack():
     """``docker-compose up`` on a free port; yields (base URL, project name); always ``down``."""
-    problem = _compose_problem()
-    need(problem is None, problem or "")
-    subprocess.run([str(ROOT / "docker" / "build.sh"), "tools", "server"], check=True, timeout=900)
+    need_docker("tools", "server", cli="docker-compose")
     project = f"openenvmcptest{uuid.uuid4().hex[:8]}"
     port = _free_port()
     env = {**os.environ, "OPENENV_MCP_PORT": str(port)}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from openenv_mcp.conformance import check_env_async
-from conftest import need
+from conftest import need, need_docker
 
 ENVS = Path(__file__).resolve().parent.parent / "conformance" / "fixtures" / "envs"
 HINT = (" (the process boundary is no filesystem or network wall: use isolation = \"sandbox\" or \"docker\", "
@@ -57,21 +57,7 @@ async def test_the_example_known_failures_file_accepts_a_trusted_process_server(
 @pytest.mark.anyio
 @pytest.mark.docker
 async def test_the_docker_boundary_passes_both_probes_and_leaves_no_container():
-    import subprocess
-
-    problem = None
-    if shutil.which("docker") is None:
-        problem = "no docker CLI: run .ci/docker-setup.sh"
-    else:
-        try:
-            import docker
-
-            docker.from_env(timeout=10).ping()
-        except Exception as e:
-            problem = f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
-    need(problem is None, problem or "")
-    root = Path(__file__).resolve().parent.parent
-    subprocess.run([str(root / "docker" / "build.sh"), "tools"], check=True, timeout=900)
+    need_docker("tools")
     report = await check_env_async(ENVS / "dockered", only="containment,shutdown", official=False)
     assert [(r.rule, r.status) for r in report.results] == [("shutdown.clean", "passed"),
                                                             ("containment.host_file", "passed"),

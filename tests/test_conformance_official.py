@@ -11,12 +11,11 @@ plain environment skips the fixture scenarios with their reasons.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import need
+from conftest import need, need_docker
 from openenv_mcp import official_suite
 from openenv_mcp.conformance import check_env_async
 from openenv_mcp.conformance.official import load_scenario_reasons
@@ -30,21 +29,6 @@ pytestmark = pytest.mark.node
 
 def _node() -> None:
     need(official_suite.available(), f"Node 22 MCP tooling missing: {official_suite.INSTALL_HINT}")
-
-
-def _docker() -> None:
-    problem = None
-    if shutil.which("docker") is None:
-        problem = "no docker CLI: run .ci/docker-setup.sh"
-    else:
-        try:
-            import docker
-
-            docker.from_env(timeout=10).ping()
-        except Exception as e:
-            problem = f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
-    need(problem is None, problem or "")
-    subprocess.run([str(ROOT / "docker" / "build.sh"), "tools"], check=True, timeout=900)
 
 
 BOUNDARIES = ["inprocess", "process", "sandbox", "docker"]
@@ -65,7 +49,7 @@ async def test_every_official_scenario_passes_through_the_environment_layer(boun
     if boundary == "sandbox":
         need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
     if boundary == "docker":
-        _docker()
+        need_docker("tools")
     env_file = FIXTURE / ("env.toml" if boundary == "inprocess" else f"{boundary}.toml")
     names = [s.name for s in official_suite.list_scenarios("server")]
     if boundary != "inprocess":

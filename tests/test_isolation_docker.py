@@ -21,7 +21,7 @@ import anyio
 import pytest
 
 import openenv_mcp
-from conftest import need
+from conftest import need, need_docker
 from containment import FIXTURE, IS_ROOT, Listener, assert_no_leak, call, marked_processes, world_dir
 from openenv_mcp import BoundaryError, CallTool, EnvSpec, ToolServerSpec
 
@@ -30,27 +30,10 @@ IMAGE = "openenv-mcp/tools"
 pytestmark = pytest.mark.docker
 
 
-def _engine() -> str | None:
-    """Why Docker cannot be used here, or None."""
-    if shutil.which("docker") is None:
-        return "no docker CLI: run .ci/docker-setup.sh (installs docker.io, starts dockerd)"
-    try:
-        import docker
-
-        docker.from_env(timeout=10).ping()
-    except ImportError:
-        return "the Docker SDK is missing: pip install 'openenv-mcp[docker]'"
-    except Exception as e:
-        return f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
-    return None
-
-
 @pytest.fixture(scope="module")
 def image() -> str:
     """The tools image, built (layers cached) from docker/tools.Dockerfile."""
-    problem = _engine()
-    need(problem is None, problem or "")
-    subprocess.run([str(ROOT / "docker" / "build.sh"), "tools"], check=True, timeout=900)
+    need_docker("tools")
     return IMAGE
 
 
