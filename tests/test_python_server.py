@@ -8,7 +8,6 @@ behind the ``sandbox`` boundary.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
@@ -20,10 +19,9 @@ from fastmcp import Client as FastMCPClient
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from openenv_mcp.isolation import ServerContext, connect
+from openenv_mcp.isolation import ServerContext
 from openenv_mcp.spec import ToolServerSpec
-from standalone import http_tool_server
-from tests.conftest import need
+from standalone import http_tool_server, sandboxed_lean_server
 from tool_servers.python import OUTPUT_SCHEMA, create_server
 from tool_servers.python.core import limits, tool_definitions
 
@@ -263,18 +261,8 @@ async def test_standalone_http_with_the_official_sdk_client(tmp_path):
 
 # -- behind the sandbox boundary ---------------------------------------------------------
 async def test_in_the_sandbox_code_cannot_read_hidden_paths_or_reach_the_network(tmp_path):
-    need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
-    env_dir = tmp_path / "env"
-    (env_dir / "secret").mkdir(parents=True)
-    (env_dir / "secret" / "answer.txt").write_text("42")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    spec = ToolServerSpec(name="python", command=["python", "-m", "tool_servers.python", "--root", "{workspace}", "--lean"],
-                          isolation="sandbox", hide=["secret"])
-    conn = connect(spec, ServerContext(episode_id="python-sandbox-test", workspace=ws), env_dir)
-    try:
+    async with sandboxed_lean_server("python", tmp_path) as (conn, env_dir, _):
         with anyio.fail_after(60):
-            await conn.start()
             result = await conn.call_tool("run", {"code": "import os\nx = os.getcwd()\nx"}, "run")
             assert result.structured_content["result"] == "'/workspace'"
             result = await conn.call_tool("run", {"code": f"open({str(env_dir / 'secret' / 'answer.txt')!r}).read()"}, "run")
@@ -284,5 +272,3 @@ async def test_in_the_sandbox_code_cannot_read_hidden_paths_or_reach_the_network
             assert result.structured_content["error"].splitlines()[-1].startswith("OSError")
             result = await conn.call_tool("run", {"code": "x"}, "run")
             assert result.structured_content["result"] == "'/workspace'"
-    finally:
-        await conn.close()

@@ -20,10 +20,8 @@ from fastmcp import Client as FastMCPClient
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from openenv_mcp.isolation import ServerContext, connect
-from openenv_mcp.spec import ToolServerSpec
-from standalone import http_tool_server
-from tests.conftest import need
+from openenv_mcp.isolation import ServerContext
+from standalone import http_tool_server, sandboxed_lean_server
 from tool_servers.shell import OUTPUT_SCHEMA, create_server
 from tool_servers.shell.core import TRUNCATED, limits, tool_definitions
 
@@ -165,20 +163,8 @@ async def test_standalone_http_with_the_official_sdk_client(tmp_path):
 
 # -- behind the sandbox boundary ---------------------------------------------------------
 async def test_in_the_sandbox_commands_cannot_touch_the_host_or_hidden_paths(tmp_path):
-    import shutil
-
-    need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
-    env_dir = tmp_path / "env"
-    (env_dir / "secret").mkdir(parents=True)
-    (env_dir / "secret" / "answer.txt").write_text("42")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    spec = ToolServerSpec(name="shell", command=["python", "-m", "tool_servers.shell", "--root", "{workspace}", "--lean"],
-                          isolation="sandbox", hide=["secret"])
-    conn = connect(spec, ServerContext(episode_id="shell-sandbox-test", workspace=ws), env_dir)
-    try:
+    async with sandboxed_lean_server("shell", tmp_path) as (conn, env_dir, ws):
         with anyio.fail_after(60):
-            await conn.start()
             result = await conn.call_tool("run", {"command": "pwd; echo made > here.txt"}, "run")
             assert result.structured_content["stdout"] == "/workspace\n"
             result = await conn.call_tool("run", {"command": f"cat {env_dir}/secret/answer.txt"}, "run")
@@ -186,7 +172,5 @@ async def test_in_the_sandbox_commands_cannot_touch_the_host_or_hidden_paths(tmp
             assert "No such file or directory" in result.structured_content["stderr"]
             result = await conn.call_tool("run", {"command": f"touch {REPO}/escape.txt"}, "run")
             assert "Read-only file system" in result.structured_content["stderr"]
-    finally:
-        await conn.close()
     assert (ws / "here.txt").read_text() == "made\n"
     assert not (REPO / "escape.txt").exists()
