@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-__all__ = ["parser", "root_dir", "serve", "serve_lean"]
+__all__ = ["add_timeout_flags", "parser", "root_dir", "serve", "serve_lean"]
 
 
 def parser(name: str, description: str, *, port: int, root_help: str | None = None,
@@ -30,6 +30,14 @@ def parser(name: str, description: str, *, port: int, root_help: str | None = No
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=port, help=f"HTTP port (default {port}); the endpoint is /mcp")
     return p
+
+
+def add_timeout_flags(p: argparse.ArgumentParser, limits: dict[str, Any], what: str) -> None:
+    """``--default-timeout`` and ``--max-timeout`` for servers that run ``what`` (code, commands)."""
+    p.add_argument("--default-timeout", type=float, default=limits["default_timeout"],
+                   help=f"seconds {what} may run when the call gives no timeout (default %(default)s)")
+    p.add_argument("--max-timeout", type=float, default=limits["max_timeout"],
+                   help="largest timeout a call may ask for (default %(default)s)")
 
 
 def root_dir(args: argparse.Namespace) -> Path | None:

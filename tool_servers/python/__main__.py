@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._standalone import parser, root_dir, serve, serve_lean
+from .._standalone import add_timeout_flags, parser, root_dir, serve, serve_lean
 from .core import DEFAULT_LIMITS
 
 
@@ -23,10 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the interpreter's address-space limit in MiB, 0 for none (default %(default)s)")
     p.add_argument("--max-output-chars", type=int, default=int(DEFAULT_LIMITS["max_output_chars"]),
                    help="characters of stdout, stderr, result and traceback kept before a marker (default %(default)s)")
-    p.add_argument("--default-timeout", type=float, default=DEFAULT_LIMITS["default_timeout"],
-                   help="seconds code may run when the call gives no timeout (default %(default)s)")
-    p.add_argument("--max-timeout", type=float, default=DEFAULT_LIMITS["max_timeout"],
-                   help="largest timeout a call may ask for (default %(default)s)")
+    add_timeout_flags(p, DEFAULT_LIMITS, "code")
     return p
 
 

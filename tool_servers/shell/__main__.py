@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._standalone import parser, root_dir, serve, serve_lean
+from .._standalone import add_timeout_flags, parser, root_dir, serve, serve_lean
 from .core import DEFAULT_LIMITS
 
 
@@ -20,10 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
                root_help="the working folder of every command (NOT a confinement: commands have your rights)")
     p.add_argument("--max-output-bytes", type=int, default=int(DEFAULT_LIMITS["max_output_bytes"]),
                    help="bytes of stdout and of stderr kept before cutting with a marker (default %(default)s)")
-    p.add_argument("--default-timeout", type=float, default=DEFAULT_LIMITS["default_timeout"],
-                   help="seconds a command may run when the call gives no timeout (default %(default)s)")
-    p.add_argument("--max-timeout", type=float, default=DEFAULT_LIMITS["max_timeout"],
-                   help="largest timeout a call may ask for (default %(default)s)")
+    add_timeout_flags(p, DEFAULT_LIMITS, "a command")
     return p
 
 
