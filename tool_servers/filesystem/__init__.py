@@ -4,6 +4,6 @@
 ``python -m tool_servers.filesystem --root DIR`` runs it standalone (stdio or HTTP).
 """
 
-from .server import DEFAULT_LIMITS, OUTSIDE, create_server, resolve
+from .server import DEFAULT_LIMITS, NOT_REGULAR, OUTSIDE, create_server
 
-__all__ = ["DEFAULT_LIMITS", "OUTSIDE", "create_server", "resolve"]
+__all__ = ["DEFAULT_LIMITS", "NOT_REGULAR", "OUTSIDE", "create_server"]
