@@ -7,17 +7,33 @@ FastMCP's own ``tools/call`` handler would send. The parity tests hold that.
 
 Isolation here is a convention, not a wall: the server shares the process.
 Use ``process``, ``sandbox`` or ``docker`` for code you do not trust.
+
+Time: a tool written as a plain (sync) function never runs on the caller's
+event loop. Its FastMCP call runs on one background loop per process
+(:class:`_ToolLoop`) which dispatches the body to a worker thread, and the
+caller only awaits the outcome: when the episode's ``call_timeout`` passes, the
+wait is cancelled at once, the agent gets the same timeout error result every
+boundary gives, and the server keeps answering meanwhile. A thread cannot be
+killed, so the abandoned body runs on to its end: a sync tool must bound its
+own work (the filesystem server caps every read, walk and edit, and matches
+regular expressions with RE2, in linear time). An ``async`` tool runs on the
+caller's loop and is cancelled at its next ``await``; one that blocks without
+awaiting blocks the loop, so write blocking work as a sync function.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import os
+import threading
 import weakref
 from typing import Any
 
 import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, NotFoundError
+from fastmcp.utilities.async_utils import is_coroutine_function
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
 
 from ..errors import BoundaryError, ConfigError
@@ -55,6 +71,36 @@ _LISTING: weakref.WeakKeyDictionary[FastMCP, anyio.Lock] = weakref.WeakKeyDictio
 async def _list(server: FastMCP) -> tuple[dict[str, Any], list[Tool], list[Prompt]]:
     tools = {t.name: t for t in await server.list_tools()}
     return tools, [t.to_mcp_tool() for t in tools.values()], [p.to_mcp_prompt() for p in await server.list_prompts()]
+
+
+class _ToolLoop:
+    """One background event loop (a daemon thread) per process that runs sync tools' FastMCP calls."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _pid = 0
+
+    @classmethod
+    def get(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            if cls._loop is None or cls._pid != os.getpid():  # a forked child has no thread behind the loop
+                loop = asyncio.new_event_loop()
+                threading.Thread(target=loop.run_forever, name="openenv-mcp-inprocess-tools", daemon=True).start()
+                cls._loop, cls._pid = loop, os.getpid()
+            return cls._loop
+
+
+def _sync_tool(tool: Any) -> bool:
+    """Whether ``tool`` is a FastMCP function tool whose body is a plain function run in a thread."""
+    fn = getattr(tool, "fn", None)
+    return fn is not None and getattr(tool, "run_in_thread", False) and not is_coroutine_function(fn) \
+        and not inspect.isasyncgenfunction(fn)
+
+
+async def _off_loop(tool: Any, arguments: dict[str, Any]) -> Any:
+    """Run a sync tool's call on :class:`_ToolLoop`; cancelling this returns at once (the body runs on)."""
+    future = asyncio.run_coroutine_threadsafe(tool._run(arguments), _ToolLoop.get())
+    return await asyncio.wrap_future(future)
 
 
 class InProcessConnection(Connection):
@@ -106,7 +152,7 @@ class InProcessConnection(Connection):
         if tool is None:
             return error_result(f"Unknown tool: {label!r}")
         try:
-            result = await tool._run(arguments)
+            result = await (_off_loop(tool, arguments) if _sync_tool(tool) else tool._run(arguments))
         except FastMCPError as e:
             return error_result(str(e) or f"Error calling tool {label!r}")
         except Exception as e:  # a tool that raises is the agent's problem, not a crash

@@ -103,11 +103,16 @@ class Root:
     Args:
         path: the root folder (trusted: the server created it or was told to use it).
         owner: ``(uid, gid)`` given to every file and folder this object creates
-            (``fchown`` on the new descriptor, never by name), or ``None``.
+            (``fchown`` on the new descriptor, never by name); ``"root"`` for the
+            root folder's owner at the time (when it is not this process's user);
+            ``None`` to leave them to this process's user.
         use_openat2: force the kernel resolver on or off (default: on when the kernel has it).
     """
 
-    def __init__(self, path: str, owner: tuple[int, int] | None = None, use_openat2: bool | None = None) -> None:
+    def __init__(self, path: str, owner: tuple[int, int] | str | None = None,
+                 use_openat2: bool | None = None) -> None:
+        if owner is not None and owner != "root" and not isinstance(owner, tuple):
+            raise ValueError(f"owner must be (uid, gid), 'root' or None, got {owner!r}")
         self.path = path
         self.owner = owner
         self.use_openat2 = HAVE_OPENAT2 if use_openat2 is None else use_openat2 and HAVE_OPENAT2
@@ -217,5 +222,9 @@ class Root:
 
     def give(self, fd: int) -> None:
         """Hand a descriptor this object created to :attr:`owner` (no-op without one)."""
-        if self.owner is not None:
-            os.fchown(fd, *self.owner)
+        owner = self.owner
+        if owner == "root":
+            st = os.stat(self.path)
+            owner = None if (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()) else (st.st_uid, st.st_gid)
+        if owner is not None:
+            os.fchown(fd, *owner)

@@ -128,15 +128,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def create_server(ctx: Any, *, owner: tuple[int, int] | None = None, **limits: int) -> FastMCP:
+def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **limits: int) -> FastMCP:
     """A FastMCP filesystem server rooted at ``ctx.workspace``.
 
     Args:
         ctx: an :class:`openenv_mcp.isolation.ServerContext` (its ``workspace``
             is the root) or a plain path (``str`` / ``Path``).
         owner: ``(uid, gid)`` to give every file and folder the tools create (by
-            ``fchown`` on the new descriptor), e.g. the uid sandboxed servers of
-            the same workspace run as; ``None`` leaves them to the server's user.
+            ``fchown`` on the new descriptor, never by name); ``"root"`` for the
+            workspace folder's owner at that moment (e.g. the uid sandboxed
+            servers of the same workspace run as); ``None`` leaves them to the
+            server's user.
         **limits: overrides of :data:`DEFAULT_LIMITS` (e.g. ``max_read_chars=1000``).
     """
     unknown = set(limits) - set(DEFAULT_LIMITS)
