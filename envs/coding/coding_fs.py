@@ -20,6 +20,6 @@ from fastmcp import FastMCP
 from tool_servers.filesystem import create_server as filesystem
 
 
-def create_server(ctx: Any) -> FastMCP:
+async def create_server(ctx: Any) -> FastMCP:
     """The filesystem server for ``ctx.workspace``; what it creates belongs to the workspace's owner."""
     return filesystem(ctx, owner="root")
