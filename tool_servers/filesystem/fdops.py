@@ -51,13 +51,17 @@ def lines(fd: int, keep: int, scan: Scan) -> Iterator[tuple[str, int]]:
     """The lines of an open file as ``(first keep characters, full length)``, split like ``str.splitlines``.
 
     Strict UTF-8 (``UnicodeDecodeError`` on bad bytes); stops early when the
-    caller stops iterating or ``scan`` runs out (then the last, partial line is
-    not yielded).
+    caller stops iterating or when ``scan`` runs out (then the line being read
+    is yielded as far as it was read: its length is a lower bound).
     """
     decoder = codecs.getincrementaldecoder("utf-8")("strict")
     head, length, hold = "", 0, ""
-    while not scan.exhausted:
-        raw = os.read(fd, CHUNK)
+    while True:
+        if scan.exhausted:
+            if length:
+                yield head, length
+            return
+        raw = os.read(fd, min(CHUNK, scan.budget - scan.read))
         scan.read += len(raw)
         eof = not raw
         text = hold + decoder.decode(raw, final=eof)

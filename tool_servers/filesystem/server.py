@@ -231,12 +231,14 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
             held = total = count = 0
             scan = Scan(cap["max_read_scan_bytes"])
             end = None if max_lines is None else start_line + max_lines
+            complete = False  # every line asked for was seen whole
             try:
                 for head, length in lines(fd, limit + 1, scan):
                     count += 1
                     if count < start_line:
                         continue
                     if end is not None and count >= end:
+                        complete = True
                         break
                     if held <= limit:
                         kept.append(head[: limit + 1 - held])
@@ -247,7 +249,7 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
                                 "it cannot be read as text.") from None
         finally:
             os.close(fd)
-        stopped = scan.exhausted and (end is None or count < end - 1)
+        stopped = scan.exhausted and not complete
         if (start_line > 1 or max_lines is not None) and start_line > max(count, 1):
             if stopped:
                 raise ToolError(f"start_line {start_line} is past the first {count} lines of {path!r}, all that "
