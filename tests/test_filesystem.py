@@ -396,3 +396,183 @@ async def test_standalone_http_with_the_official_sdk_client(layout):
         assert result.content[0].text == "app.py (54 bytes)\nutil.py (37 bytes)"
         result = await client.call_tool("delete", {"path": "/etc/passwd"})
         assert result.is_error and result.content[0].text == OUTSIDE.format(path="/etc/passwd")
+
+
+# -- descriptor-relative resolution (both resolvers) ------------------------------------
+from tool_servers.filesystem import NOT_REGULAR  # noqa: E402
+from tool_servers.filesystem.fdpath import HAVE_OPENAT2, Outside, Root, split  # noqa: E402
+
+RESOLVERS = [pytest.param(True, id="openat2"), pytest.param(False, id="walk")]
+
+
+def test_split_cleans_lexically_and_refuses_what_climbs_out():
+    assert split(".") == () and split("./a//b/./") == ("a", "b") and split("a/../b") == ("b",)
+    for bad in ("..", "../x", "a/../../x", "/etc", "~root"):
+        with pytest.raises(Outside):
+            split(bad)
+    with pytest.raises(ValueError, match="^Path is empty"):
+        split("  ")
+
+
+@pytest.mark.parametrize("kernel", RESOLVERS)
+def test_root_follows_inner_links_and_refuses_every_way_out(layout, kernel):
+    if kernel and not HAVE_OPENAT2:
+        pytest.skip("this kernel has no openat2")
+    ws, out = layout
+    (ws / "src" / "up").symlink_to("../notes.txt")       # relative, stays inside
+    (ws / "src" / "climb").symlink_to("../../outside")   # relative, climbs out
+    (ws / "chain").symlink_to("src/up")                  # a link to a link
+    (ws / "loop1").symlink_to("loop2")
+    (ws / "loop2").symlink_to("loop1")
+    root = Root(str(ws), use_openat2=kernel)
+
+    def read(path: str) -> bytes:
+        fd = root.open(split(path), os.O_RDONLY)
+        try:
+            return os.read(fd, 100)
+        finally:
+            os.close(fd)
+
+    assert read("inner") == read("chain") == read("src/up") == b"alpha\nbeta\ngamma\n"
+    for escape in ("linkdir/secret.txt", "linkfile", "dangling", "src/climb/secret.txt", "src/climb"):
+        with pytest.raises(Outside):
+            read(escape)
+    with pytest.raises(OSError) as loop:
+        read("loop1")
+    assert loop.value.errno == 40  # ELOOP
+
+
+@pytest.mark.parametrize("kernel", RESOLVERS)
+def test_root_never_follows_a_link_swapped_in_for_a_folder(layout, kernel):
+    """What the walk opens is the descriptor it checked: a folder replaced by a link to the host
+    between two calls is refused on the next open, never followed."""
+    if kernel and not HAVE_OPENAT2:
+        pytest.skip("this kernel has no openat2")
+    ws, out = layout
+    root = Root(str(ws), use_openat2=kernel)
+    with root.fd() as top:
+        parent = root.parent(top, ("src", "new.txt"), create=True)
+        os.rename(ws / "src", ws / "src.old")
+        os.symlink(out, ws / "src")  # the swap: 'src' now leads out
+        try:
+            fd = root.create(parent, "new.txt", os.O_WRONLY)  # the descriptor still names the real folder
+            os.close(fd)
+        finally:
+            os.close(parent)
+        with pytest.raises(Outside):
+            root.parent(top, ("src", "x.txt"), create=True)
+    assert (ws / "src.old" / "new.txt").is_file() and not (out / "new.txt").exists()
+
+
+async def test_created_files_and_folders_go_to_the_owner_and_existing_ones_keep_theirs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("giving files to another uid needs root")
+    (tmp_path / "old.txt").write_text("old")
+    async with FastMCPClient(create_server(tmp_path, owner=(65534, 65534))) as client:
+        await ok(client, "write", path="a/b/new.txt", content="x")
+        await ok(client, "write", path="old.txt", content="changed")
+        await ok(client, "move", source="old.txt", destination="c/old.txt")
+    for path in ("a", "a/b", "a/b/new.txt", "c"):
+        assert (tmp_path / path).stat().st_uid == 65534, path
+    assert (tmp_path / "c" / "old.txt").stat().st_uid == 0  # never chowned: it existed
+
+
+# -- bounded reads, edits, walks ----------------------------------------------------------
+async def test_read_streams_lines_split_exactly_like_splitlines_across_chunk_edges(tmp_path):
+    from tool_servers.filesystem.fdops import CHUNK
+
+    text = "x" * (CHUNK - 1) + "\r\n" + "é" * 10 + "\u2028mid\x0bv\x0cf\x1cg\x85h\rlast\r\nz"
+    (tmp_path / "t.txt").write_text(text, newline="")
+    lines = text.splitlines(keepends=True)
+    async with FastMCPClient(create_server(tmp_path, max_read_chars=10 * CHUNK)) as client:
+        for start in range(1, len(lines) + 1):
+            assert await ok(client, "read", path="t.txt", start_line=start, max_lines=2) == "".join(
+                lines[start - 1:start + 1]), start
+        assert await fails(client, "read", path="t.txt", start_line=len(lines) + 1) == (
+            f"File 't.txt' has {len(lines)} lines; start_line {len(lines) + 1} is past its end.")
+
+
+async def test_read_stops_at_the_scan_budget_and_says_so(tmp_path):
+    (tmp_path / "big.txt").write_text("line\n" * 1000)
+    async with FastMCPClient(create_server(tmp_path, max_read_scan_bytes=100, max_read_chars=50)) as client:
+        assert await ok(client, "read", path="big.txt") == "line\n" * 10 + (
+            "[... truncated: showing 50 of at least 100 characters; continue with start_line=11 ...]")
+        assert await fails(client, "read", path="big.txt", start_line=500) == (
+            "start_line 500 is past the first 20 lines of 'big.txt', all that read scans (100 bytes); "
+            "the file is 5000 bytes.")
+
+
+async def test_edit_refuses_by_size_before_reading_or_building(tmp_path):
+    (tmp_path / "a.txt").write_text("ab" * 30)
+    with open(tmp_path / "sparse.bin", "wb") as f:
+        f.truncate(1 << 30)
+    async with FastMCPClient(create_server(tmp_path, max_write_chars=100)) as client:
+        assert await fails(client, "edit", path="a.txt", old_text="a", new_text="xyz", replace_all=True) == (
+            "The result would be 120 characters; the limit is 100.")
+        assert (tmp_path / "a.txt").read_text() == "ab" * 30
+        assert await fails(client, "edit", path="sparse.bin", old_text="a", new_text="b") == (
+            "File 'sparse.bin' is 1073741824 bytes; edit changes files of at most 100 characters. "
+            "Use write to replace it.")
+
+
+async def test_deep_trees_are_listed_searched_and_deleted_without_recursion(tmp_path):
+    deep = tmp_path
+    for _ in range(700):
+        deep = deep / "d"
+        os.mkdir(deep)
+    (deep / "bottom.txt").write_text("needle\n")
+    async with FastMCPClient(create_server(tmp_path, max_depth=1000)) as client:
+        listing = (await ok(client, "list", recursive=True)).splitlines()
+        assert len(listing) == 701 and listing[-1] == "d/" * 700 + "bottom.txt (7 bytes)"
+        assert await ok(client, "search", pattern="needle") == "d/" * 700 + "bottom.txt:1: needle"
+        assert await ok(client, "delete", path="d", recursive=True) == "Deleted folder d and 700 entries in it."
+    assert not (tmp_path / "d").exists()
+
+
+async def test_walk_budgets_are_visible(tmp_path):
+    for i in range(30):
+        (tmp_path / f"f{i:02d}.txt").write_text("hit\n")
+    async with FastMCPClient(create_server(tmp_path, max_walk_entries=10)) as client:
+        assert (await ok(client, "list")).splitlines()[-1] == (
+            "[... truncated: listing stopped after 10 entries; list a sub-folder instead ...]")
+        assert (await ok(client, "search", pattern="hit")).splitlines()[-1] == (
+            "[search stopped after 10 entries; narrow it with path or glob]")
+
+
+async def test_search_uses_linear_time_regex_and_names_unsupported_features(fs, layout):
+    ws, _ = layout
+    (ws / "a.txt").write_text("a" * 40 + "\n")
+    assert await ok(fs, "search", pattern="(a|a)*b", regex=True, path="a.txt") == (
+        "No matches for '(a|a)*b' in 'a.txt'.")
+    assert await ok(fs, "search", pattern="(?i)ALPHA", regex=True, path="notes.txt") == "notes.txt:1: alpha"
+    assert await fails(fs, "search", pattern="a(?=b)", regex=True) == (
+        "Regular expression 'a(?=b)' is not supported: invalid perl operator: (?=. Search matches in linear "
+        "time (RE2 syntax), without backreferences or look-around.")
+    assert await ok(fs, "search", pattern="a.b*", path="notes.txt") == "No matches for 'a.b*' in 'notes.txt'."
+
+
+async def test_special_files_are_refused_by_every_tool_that_opens_them(fs, layout):
+    import socket
+
+    ws, _ = layout
+    os.mkfifo(ws / "pipe")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(ws / "sock"))
+    try:
+        with anyio.fail_after(10):
+            for path in ("pipe", "sock"):
+                for tool, args in (("read", {}), ("write", {"content": "x"}),
+                                   ("edit", {"old_text": "a", "new_text": "b"})):
+                    text = await fails(fs, tool, path=path, **args)
+                    assert text == NOT_REGULAR.format(path=path), (tool, path, text)
+            assert await ok(fs, "search", pattern="x") == "No matches for 'x' in '.'."
+    finally:
+        sock.close()
+
+
+async def test_a_dangling_link_inside_is_not_written_through(fs, layout):
+    ws, _ = layout
+    os.symlink("missing.txt", ws / "soon")
+    assert await fails(fs, "write", path="soon", content="x") == (
+        "'soon' is a link to a missing file or appeared meanwhile; nothing was written. Write to the file's own path.")
+    assert not (ws / "missing.txt").exists()

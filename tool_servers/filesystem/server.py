@@ -24,6 +24,7 @@ byte-identical results (the parity test relies on it).
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import functools
 import os
@@ -99,6 +100,8 @@ def _safe(fn: Callable[..., str]) -> Callable[..., str]:
         except Special:
             raise ToolError(NOT_REGULAR.format(path=what)) from None
         except OSError as e:
+            if e.errno == errno.ENXIO:  # a socket, a FIFO nobody reads, a device without a driver
+                raise ToolError(NOT_REGULAR.format(path=what)) from None
             reason = e.strerror or type(e).__name__
             raise ToolError(f"{fn.__name__.rstrip('_')} failed for {what!r}: {reason}.") from None
 
@@ -283,11 +286,7 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
                 existed = True
             except IsADirectoryError:
                 raise ToolError(f"{path!r} is a folder; give a file path.") from None
-            except OSError as e:
-                if e.errno == 6:  # ENXIO: a FIFO nobody reads
-                    raise Special(path) from None
-                if not isinstance(e, FileNotFoundError):
-                    raise
+            except FileNotFoundError:
                 parent = tree.parent(top, parts, create=True)
                 try:
                     fd = tree.create(parent, parts[-1], os.O_WRONLY | os.O_NONBLOCK)
@@ -321,10 +320,6 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
             raise ToolError(f"File {path!r} does not exist; use write to create it.") from None
         except IsADirectoryError:
             raise ToolError(f"{path!r} is a folder, not a file.") from None
-        except OSError as e:
-            if e.errno == 6:  # ENXIO: a FIFO nobody reads
-                raise Special(path) from None
-            raise
         limit = cap["max_write_chars"]
         try:
             st = os.fstat(fd)
