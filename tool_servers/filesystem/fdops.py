@@ -15,7 +15,8 @@ import stat
 from dataclasses import dataclass
 from typing import Iterator
 
-__all__ = ["CHUNK", "Entry", "Special", "count_tree", "lines", "open_regular", "remove_tree", "walk"]
+__all__ = ["CHUNK", "Entry", "Scan", "Special", "count_tree", "lines", "open_regular", "read_at_most", "remove_tree",
+           "walk", "write_whole"]
 
 CHUNK = 256 * 1024
 _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits on
@@ -186,3 +187,23 @@ def remove_tree(dirfd: int, name: str) -> None:
     finally:
         for fd, *_ in stack:
             os.close(fd)
+
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of an open file (so a caller sees it was longer)."""
+    chunks, got = [], 0
+    while got <= limit:
+        chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def write_whole(fd: int, data: bytes) -> None:
+    """Make ``data`` the whole content of the open file (written from its current offset: seek first)."""
+    os.ftruncate(fd, 0)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

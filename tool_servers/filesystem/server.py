@@ -30,6 +30,7 @@ import functools
 import os
 import re
 import stat
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any, Callable
 
@@ -38,7 +39,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from .fdops import Scan, Special, count_tree, lines, open_regular, remove_tree, walk
+from .fdops import Scan, Special, count_tree, lines, open_regular, read_at_most, remove_tree, walk, write_whole
 from .fdpath import Outside, Root, split
 
 __all__ = ["DEFAULT_LIMITS", "NOT_REGULAR", "OUTSIDE", "create_server"]
@@ -110,25 +111,6 @@ def _safe(fn: Callable[..., str]) -> Callable[..., str]:
 
 def _size(n: int) -> str:
     return f"{n} byte" if n == 1 else f"{n} bytes"
-
-
-def _read_all(fd: int, limit: int) -> bytes:
-    """At most ``limit + 1`` bytes of an open file (so a caller sees it was longer)."""
-    chunks, got = [], 0
-    while got <= limit:
-        chunk = os.read(fd, min(1 << 20, limit + 1 - got))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    os.ftruncate(fd, 0)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
 
 
 def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **limits: int) -> FastMCP:
@@ -299,7 +281,7 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise Special(path)
-            _write_all(fd, data)
+            write_whole(fd, data)
         finally:
             os.close(fd)
         return f"{'Overwrote' if existed else 'Created'} {_rel(parts)} ({_size(len(data))})."
@@ -330,7 +312,7 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
             if st.st_size > 4 * limit:  # more bytes than any text of `limit` characters (sparse files included)
                 raise ToolError(f"File {path!r} is {st.st_size} bytes; edit changes files of at most {limit} "
                                 "characters. Use write to replace it.")
-            raw = _read_all(fd, 4 * limit)
+            raw = read_at_most(fd, 4 * limit)
             text = _text(raw, len(raw), path)
             del raw
             count = text.count(old_text)
@@ -345,7 +327,7 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
             data = text.replace(old_text, new_text).encode("utf-8")
             del text
             os.lseek(fd, 0, os.SEEK_SET)
-            _write_all(fd, data)
+            write_whole(fd, data)
         finally:
             os.close(fd)
         return f"Replaced {count} occurrence{'s' if count > 1 else ''} in {_rel(parts)}."
@@ -379,46 +361,34 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
             raise ToolError(f"Source and destination are the same path ({source!r}).")
         if dst[: len(src)] == src:
             raise ToolError(f"Cannot move folder {source!r} into itself ({destination!r}).")
-        with tree.fd() as top:
+        with tree.fd() as top, ExitStack() as fds:
             try:
                 sdir = tree.parent(top, src)
+                fds.callback(os.close, sdir)
+                sst = os.stat(src[-1], dir_fd=sdir, follow_symlinks=False)
             except FileNotFoundError:
                 raise ToolError(f"Source {source!r} does not exist.") from None
             try:
+                ddir = tree.parent(top, dst)
+                fds.callback(os.close, ddir)
+                dst_st: os.stat_result | None = os.stat(dst[-1], dir_fd=ddir, follow_symlinks=False)
+            except FileNotFoundError:
+                dst_st = None
+            if dst_st is not None:
+                if stat.S_ISDIR(dst_st.st_mode):
+                    raise ToolError(f"Destination {destination!r} is an existing folder; give the full new path, "
+                                    f"e.g. {(destination.rstrip('/') + '/' + src[-1])!r}.")
+                if not overwrite:
+                    raise ToolError(f"Destination {destination!r} already exists; set overwrite to true to replace it.")
+                if stat.S_ISDIR(sst.st_mode):
+                    raise ToolError(f"Cannot replace file {destination!r} with folder {source!r}.")
+            else:
                 try:
-                    sst = os.stat(src[-1], dir_fd=sdir, follow_symlinks=False)
-                except FileNotFoundError:
-                    raise ToolError(f"Source {source!r} does not exist.") from None
-                try:
-                    ddir = tree.parent(top, dst, create=False)
-                    dst_st: os.stat_result | None = os.stat(dst[-1], dir_fd=ddir, follow_symlinks=False)
-                except FileNotFoundError:
-                    ddir, dst_st = None, None
+                    ddir = tree.parent(top, dst, create=True)
                 except Outside:
                     raise ToolError(OUTSIDE.format(path=destination)) from None
-                if dst_st is not None:
-                    if stat.S_ISDIR(dst_st.st_mode):
-                        if ddir is not None:
-                            os.close(ddir)
-                        raise ToolError(f"Destination {destination!r} is an existing folder; give the full new path, "
-                                        f"e.g. {(destination.rstrip('/') + '/' + src[-1])!r}.")
-                    if not overwrite or stat.S_ISDIR(sst.st_mode):
-                        if ddir is not None:
-                            os.close(ddir)
-                        if not overwrite:
-                            raise ToolError(f"Destination {destination!r} already exists; set overwrite to true to replace it.")
-                        raise ToolError(f"Cannot replace file {destination!r} with folder {source!r}.")
-                if ddir is None:
-                    try:
-                        ddir = tree.parent(top, dst, create=True)
-                    except Outside:
-                        raise ToolError(OUTSIDE.format(path=destination)) from None
-                try:
-                    os.rename(src[-1], dst[-1], src_dir_fd=sdir, dst_dir_fd=ddir)
-                finally:
-                    os.close(ddir)
-            finally:
-                os.close(sdir)
+                fds.callback(os.close, ddir)
+            os.rename(src[-1], dst[-1], src_dir_fd=sdir, dst_dir_fd=ddir)
         return f"Moved {_rel(src)} -> {_rel(dst)}."
 
     @server.tool(name="delete", output_schema=None)
@@ -487,7 +457,7 @@ def create_server(ctx: Any, *, owner: tuple[int, int] | str | None = None, **lim
             if size > biggest:
                 skipped += 1
                 return
-            raw = _read_all(fd, biggest)
+            raw = read_at_most(fd, biggest)
             if len(raw) > biggest:
                 skipped += 1
                 return
