@@ -133,32 +133,25 @@ async def test_tools_share_the_workspace_and_python_state_is_per_episode(coding)
         await third.close()
 
 
-async def test_files_the_fs_tools_create_belong_to_the_sandboxed_servers_uid(tmp_path):
-    import os
-
-    from openenv_mcp.isolation import ServerContext
-    from openenv_mcp.spec import load_object
-
-    need(os.geteuid() == 0, "ownership is only handed over when the environment server runs as root")
-    create_server = load_object("coding_fs:create_server", ENV_DIR)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "old.txt").write_text("x")
-    uid = 65534
-    for path in (ws, ws / "old.txt"):
-        os.chown(path, uid, uid)  # what the process boundary does for its unprivileged uid
-    server = await create_server(ServerContext(episode_id="own", workspace=ws))
-    tools = {t.name: t for t in await server.list_tools()}
-    assert set(tools) == {"list", "read", "write", "edit", "move", "delete", "search"}
-    await tools["write"]._run({"path": "new/deep/file.py", "content": "print(1)\n"})
-    await tools["move"]._run({"source": "old.txt", "destination": "moved/old.txt"})
-    for path in ("new", "new/deep", "new/deep/file.py", "moved", "moved/old.txt"):
-        assert (ws / path).stat().st_uid == uid, path
-    from fastmcp.exceptions import ToolError
-
-    with pytest.raises(ToolError, match="^Access denied: path '../outside.txt' is outside the workspace"):
-        await tools["write"]._run({"path": "../outside.txt", "content": "x"})  # refusals pass through unchanged
-    assert not (tmp_path / "outside.txt").exists()
+async def test_files_the_fs_tools_create_belong_to_the_sandboxed_servers_uid(coding):
+    """fs runs behind the same sandbox as python: what fs_write / fs_move create, python_run can change."""
+    episode = await coding.new_episode(seed=0, task_id=coding.tasks.tasks[0].id)
+    try:
+        with anyio.fail_after(60):
+            assert not (await act(episode, "fs_write", path="new/deep/file.py", content="print(1)\n")).result.is_error
+            assert not (await act(episode, "fs_move", source="new/deep", destination="moved/deep")).result.is_error
+            obs = await act(episode, "python_run", code=(
+                "import os\nopen('moved/deep/file.py', 'a').write('print(2)\\n')\n"
+                "os.rename('moved', 'renamed')\nsorted({os.stat(p).st_uid == os.getuid() "
+                "for p in ('new', 'renamed', 'renamed/deep', 'renamed/deep/file.py')})"))
+            assert obs.result.structured_content["result"] == "[True]", obs.result
+            obs = await act(episode, "fs_read", path="renamed/deep/file.py")
+            assert obs.result.content[0].text == "print(1)\nprint(2)\n"
+            obs = await act(episode, "fs_write", path="../outside.txt", content="x")
+            assert obs.result.is_error and obs.result.content[0].text.startswith(
+                "Access denied: path '../outside.txt' is outside the workspace")
+    finally:
+        await episode.close()
 
 
 async def test_runaway_code_is_contained_and_the_episode_goes_on(coding):

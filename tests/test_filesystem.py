@@ -576,3 +576,63 @@ async def test_a_dangling_link_inside_is_not_written_through(fs, layout):
     assert await fails(fs, "write", path="soon", content="x") == (
         "'soon' is a link to a missing file or appeared meanwhile; nothing was written. Write to the file's own path.")
     assert not (ws / "missing.txt").exists()
+
+
+# -- lean stdio mode (what the coding env starts in its sandbox) ----------------------------
+async def test_lean_mode_lists_exactly_what_fastmcp_lists(tmp_path):
+    import json
+
+    from tool_servers.filesystem.core import TOOLS_FILE
+
+    listed = [t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
+              for t in await create_server(tmp_path).list_tools()]
+    for tool in listed:
+        tool.pop("_meta", None)
+    assert json.loads(TOOLS_FILE.read_text()) == listed
+
+
+async def test_lean_stdio_with_the_official_sdk_client(layout):
+    ws, out = layout
+    params = StdioServerParameters(command=sys.executable, cwd=str(REPO),
+                                   args=["-m", "tool_servers.filesystem", "--root", str(ws), "--lean"])
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            result = await client.call_tool("write", {"path": "lean/new.txt", "content": "hello\n"})
+            assert not result.is_error and result.content[0].text == "Created lean/new.txt (6 bytes)."
+            result = await client.call_tool("read", {"path": "linkdir/secret.txt"})
+            assert result.is_error and result.content[0].text == OUTSIDE.format(path="linkdir/secret.txt")
+            result = await client.call_tool("search", {"pattern": "^(a|a)*q$", "regex": True})
+            assert result.content[0].text == "No matches for '^(a|a)*q$' in '.'."
+    assert (ws / "lean" / "new.txt").read_text() == "hello\n"
+
+
+PEAK_READ = """
+import asyncio, json, resource, sys
+from fastmcp import Client
+from tool_servers.filesystem import create_server
+
+async def main():
+    async with Client(create_server(sys.argv[1])) as client:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result = await client.call_tool_mcp("read", {"path": "big", "max_lines": 1})
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"grew_mb": (after - before) / 1024, "text": result.content[0].text[-120:]}))
+
+asyncio.run(main())
+"""
+
+
+def test_reading_one_line_of_a_sparse_gigabyte_file_keeps_memory_bounded(tmp_path):
+    """The old read loaded the whole file (2.2 GB peak for 1 GB of zeros); reads stream now."""
+    import json
+
+    with open(tmp_path / "big", "wb") as f:
+        f.truncate(1 << 30)
+    done = subprocess.run([sys.executable, "-c", PEAK_READ, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["grew_mb"] < 150, out
+    assert out["text"].endswith("[... truncated: showing 100000 of at least 64000000 characters; "
+                                "continue with start_line=1 ...]"), out

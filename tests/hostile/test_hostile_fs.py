@@ -202,8 +202,9 @@ def test_fs_edit_replace_all_with_a_huge_new_text_is_refused_before_allocating()
 
 
 def test_fs_read_of_a_sparse_gigabyte_file_streams_within_a_memory_bound():
-    """High 8: ``truncate -s 1G`` then ``fs_read max_lines=1`` read the whole file (2.2 GB peak);
-    reads stream now and keep only what they return."""
+    """High 8: ``truncate -s 1G`` then ``fs_read max_lines=1`` read the whole file in the environment
+    server (2.2 GB peak); reads stream now and keep only what they return (and coding's fs server runs in
+    the sandbox; ``tests/test_filesystem.py`` bounds the server's own peak)."""
     _need_sandbox_as_root()
     out = _peak("coding", '[("python_run", {"code": "open(\\"big\\", \\"wb\\").truncate(1 << 30)"})]',
                 '("fs_read", {"path": "big", "max_lines": 1})')
