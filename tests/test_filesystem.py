@@ -636,3 +636,44 @@ def test_reading_one_line_of_a_sparse_gigabyte_file_keeps_memory_bounded(tmp_pat
     assert out["grew_mb"] < 150, out
     assert out["text"].endswith("[... truncated: showing 100000 of at least 64000000 characters; "
                                 "continue with start_line=1 ...]"), out
+
+
+def _exchange_forever(ws: Path, a: str, b: str, stop: "threading.Event") -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    while not stop.is_set():
+        libc.renameat2(-100, str(ws / a).encode(), -100, str(ws / b).encode(), 2)  # RENAME_EXCHANGE
+
+
+async def test_in_process_tools_cannot_be_raced_out_by_a_folder_symlink_exchange(layout):
+    """The real race on the in-process server: another thread swaps folder 'd' and a link 'l' to a folder
+    outside in a loop while every tool works on 'd/...'; nothing outside is read, written or removed."""
+    import threading
+
+    ws, out = layout
+    (ws / "d").mkdir()
+    (ws / "d" / "secret.txt").write_text("decoy\n")
+    (out / "owned.txt").write_text("keep\n")
+    os.symlink(out, ws / "l")
+    before = sorted((p.name, p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir())
+    stop = threading.Event()
+    swapper = threading.Thread(target=_exchange_forever, args=(ws, "d", "l", stop), daemon=True)
+    swapper.start()
+    texts = []
+    try:
+        async with FastMCPClient(create_server(ws)) as client:
+            for i in range(150):
+                for tool, args in (("write", {"path": f"d/x{i}.txt", "content": "agent\n"}),
+                                   ("read", {"path": "d/secret.txt"}),
+                                   ("edit", {"path": "d/secret.txt", "old_text": "top", "new_text": "pwned"}),
+                                   ("search", {"pattern": "secret", "path": "d"}),
+                                   ("move", {"source": "d/owned.txt", "destination": "stolen.txt"}),
+                                   ("delete", {"path": "d/owned.txt"})):
+                    texts.append((await call(client, tool, **args))[0])
+    finally:
+        stop.set()
+        swapper.join()
+    assert not any("top secret" in t for t in texts)
+    assert sorted((p.name, p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()) == before
+    assert any(t.startswith("Created d/x") for t in texts)
