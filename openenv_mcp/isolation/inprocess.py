@@ -9,11 +9,11 @@ Isolation here is a convention, not a wall: the server shares the process.
 Use ``process``, ``sandbox`` or ``docker`` for code you do not trust.
 
 Time: a tool written as a plain (sync) function never runs on the caller's
-event loop. Its FastMCP call runs on one background loop per process
-(:class:`_ToolLoop`) which dispatches the body to a worker thread, and the
-caller only awaits the outcome: when the episode's ``call_timeout`` passes, the
-wait is cancelled at once, the agent gets the same timeout error result every
-boundary gives, and the server keeps answering meanwhile. A thread cannot be
+event loop. Its whole FastMCP call (validation, body, result conversion) runs
+in a worker thread and the caller only awaits the outcome, abandoning it when
+cancelled: when the episode's ``call_timeout`` passes, the wait ends at once,
+the agent gets the same timeout error result every boundary gives, and the
+server keeps answering meanwhile. A thread cannot be
 killed, so the abandoned body runs on to its end: a sync tool must bound its
 own work (the filesystem server caps every read, walk and edit, and matches
 regular expressions with RE2, in linear time). An ``async`` tool runs on the
@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
-import threading
 import weakref
 from typing import Any
 
@@ -58,7 +56,10 @@ def _normalize(result: Any) -> CallToolResult:
     return CallToolResult(content=result)
 
 
-_LISTED: weakref.WeakKeyDictionary[FastMCP, tuple[dict[str, Any], list[Tool], list[Prompt]]] = (
+_Listed = tuple[dict[str, Any], dict[str, Any], list[Tool], list[Prompt]]
+"""Tools by name, their threaded copies (sync tools only), the MCP tools and prompts."""
+
+_LISTED: weakref.WeakKeyDictionary[FastMCP, _Listed] = (
     weakref.WeakKeyDictionary())
 """Tools and prompts of *shared* server objects (not factory-made), listed once per process:
 starting an episode then costs no FastMCP listing (thousands of concurrent episodes). A server
@@ -68,26 +69,11 @@ whose tools change at run time should be a per-episode factory."""
 _LISTING: weakref.WeakKeyDictionary[FastMCP, anyio.Lock] = weakref.WeakKeyDictionary()
 
 
-async def _list(server: FastMCP) -> tuple[dict[str, Any], list[Tool], list[Prompt]]:
+async def _list(server: FastMCP) -> _Listed:
     tools = {t.name: t for t in await server.list_tools()}
-    return tools, [t.to_mcp_tool() for t in tools.values()], [p.to_mcp_prompt() for p in await server.list_prompts()]
-
-
-class _ToolLoop:
-    """One background event loop (a daemon thread) per process that runs sync tools' FastMCP calls."""
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-    _pid = 0
-
-    @classmethod
-    def get(cls) -> asyncio.AbstractEventLoop:
-        with cls._lock:
-            if cls._loop is None or cls._pid != os.getpid():  # a forked child has no thread behind the loop
-                loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="openenv-mcp-inprocess-tools", daemon=True).start()
-                cls._loop, cls._pid = loop, os.getpid()
-            return cls._loop
+    threaded = {name: copy for name, t in tools.items() if (copy := _threaded(t)) is not None}
+    return (tools, threaded, [t.to_mcp_tool() for t in tools.values()],
+            [p.to_mcp_prompt() for p in await server.list_prompts()])
 
 
 def _sync_tool(tool: Any) -> bool:
@@ -97,10 +83,20 @@ def _sync_tool(tool: Any) -> bool:
         and not inspect.isasyncgenfunction(fn)
 
 
-async def _off_loop(tool: Any, arguments: dict[str, Any]) -> Any:
-    """Run a sync tool's call on :class:`_ToolLoop`; cancelling this returns at once (the body runs on)."""
-    future = asyncio.run_coroutine_threadsafe(tool._run(arguments), _ToolLoop.get())
-    return await asyncio.wrap_future(future)
+def _threaded(tool: Any) -> Any:
+    """For a sync tool, a copy that calls its body in the calling thread (we call it in a worker thread)."""
+    return tool.model_copy(update={"run_in_thread": False}) if _sync_tool(tool) else None
+
+
+def _drive(inline: Any, tool: Any, arguments: dict[str, Any]) -> Any:
+    """Run a sync tool's FastMCP call to its end in this (worker) thread."""
+    coro = inline._run(arguments)
+    try:
+        coro.send(None)  # validation and the body run inline: nothing to wait for
+    except StopIteration as done:
+        return done.value
+    coro.close()  # it awaited something (an async dependency): run the call on a loop of this thread
+    return asyncio.run(tool._run(arguments))
 
 
 class InProcessConnection(Connection):
@@ -111,6 +107,7 @@ class InProcessConnection(Connection):
         self._base_dir = base_dir
         self.server: FastMCP | None = None
         self._tools: dict[str, Any] = {}
+        self._threaded: dict[str, Any] = {}
         self._mcp_tools: list[Tool] = []
         self._prompts: list[Prompt] = []
 
@@ -135,7 +132,7 @@ class InProcessConnection(Connection):
             async with _LISTING.setdefault(obj, anyio.Lock()):
                 if (listed := _LISTED.get(obj)) is None:
                     listed = _LISTED[obj] = await _list(obj)
-        self._tools, self._mcp_tools, self._prompts = listed
+        self._tools, self._threaded, self._mcp_tools, self._prompts = listed
 
     def _require(self) -> FastMCP:
         if self.server is None:
@@ -152,7 +149,11 @@ class InProcessConnection(Connection):
         if tool is None:
             return error_result(f"Unknown tool: {label!r}")
         try:
-            result = await (_off_loop(tool, arguments) if _sync_tool(tool) else tool._run(arguments))
+            inline = self._threaded.get(name)
+            if inline is None:
+                result = await tool._run(arguments)
+            else:  # cancelling the wait (call_timeout) returns at once; the thread runs on to its end
+                result = await anyio.to_thread.run_sync(_drive, inline, tool, arguments, abandon_on_cancel=True)
         except FastMCPError as e:
             return error_result(str(e) or f"Error calling tool {label!r}")
         except Exception as e:  # a tool that raises is the agent's problem, not a crash
@@ -182,7 +183,7 @@ class InProcessConnection(Connection):
 
     async def close(self) -> None:
         server, self.server = self.server, None
-        self._tools = {}
+        self._tools, self._threaded = {}, {}
         # a server a factory made for this episode may release what it holds (connections, databases)
         closer = getattr(server, "openenv_close", None) if getattr(self, "_owned", False) else None
         if closer is not None:
