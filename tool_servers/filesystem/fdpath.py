@@ -178,9 +178,12 @@ class Root:
     # -- parents and creation -----------------------------------------------------------
     def parent(self, root: int, parts: tuple[str, ...], create: bool = False) -> int:
         """A descriptor (``O_PATH``) of the folder holding ``parts[-1]``; missing folders made when ``create``."""
-        if not create:
+        try:
             return self.open_at(root, parts[:-1], os.O_PATH | os.O_DIRECTORY)
-        fd = os.dup(root)
+        except FileNotFoundError:
+            if not create:
+                raise
+        fd = os.dup(root)  # some folder is missing: go one component at a time, making what is missing
         try:
             for i, name in enumerate(parts[:-1]):
                 try:
