@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -582,7 +583,7 @@ async def test_a_dangling_link_inside_is_not_written_through(fs, layout):
 async def test_lean_mode_lists_exactly_what_fastmcp_lists(tmp_path):
     import json
 
-    from tool_servers.filesystem.core import TOOLS_FILE
+    from tool_servers.filesystem.stdio import TOOLS_FILE
 
     listed = [t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
               for t in await create_server(tmp_path).list_tools()]
@@ -638,7 +639,7 @@ def test_reading_one_line_of_a_sparse_gigabyte_file_keeps_memory_bounded(tmp_pat
                                 "continue with start_line=1 ...]"), out
 
 
-def _exchange_forever(ws: Path, a: str, b: str, stop: "threading.Event") -> None:
+def _exchange_forever(ws: Path, a: str, b: str, stop: threading.Event) -> None:
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
@@ -649,8 +650,6 @@ def _exchange_forever(ws: Path, a: str, b: str, stop: "threading.Event") -> None
 async def test_in_process_tools_cannot_be_raced_out_by_a_folder_symlink_exchange(layout):
     """The real race on the in-process server: another thread swaps folder 'd' and a link 'l' to a folder
     outside in a loop while every tool works on 'd/...'; nothing outside is read, written or removed."""
-    import threading
-
     ws, out = layout
     (ws / "d").mkdir()
     (ws / "d" / "secret.txt").write_text("decoy\n")

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     if root is None:
         return 2
     if args.lean:
-        from .core import serve_lean as loop
+        from .stdio import serve_lean as loop
 
         return serve_lean(loop, args, root, max_read_chars=args.max_read_chars)
     from .server import create_server

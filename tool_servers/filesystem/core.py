@@ -39,7 +39,7 @@ import re2
 from .fdops import Scan, Special, count_tree, lines, open_regular, read_at_most, remove_tree, walk, write_whole
 from .fdpath import Outside, Root, split
 
-__all__ = ["DEFAULT_LIMITS", "INSTRUCTIONS", "NOT_REGULAR", "OUTSIDE", "Refused", "make_tools", "root_of", "serve_lean"]
+__all__ = ["DEFAULT_LIMITS", "INSTRUCTIONS", "NOT_REGULAR", "OUTSIDE", "Refused", "make_tools", "root_of"]
 
 OUTSIDE = "Access denied: path {path!r} is outside the workspace. Use a path relative to the workspace root, such as 'notes.txt' or 'src/app.py'."
 """The refusal for any path that resolves outside the root (``.format(path=...)``)."""
@@ -529,29 +529,3 @@ def _compile(pattern: str, regex: bool, case_sensitive: bool) -> Any:
         raise Refused(f"Regular expression {pattern!r} is not supported: {detail}. Search matches in linear time "
                         "(RE2 syntax), without backreferences or look-around.") from None
 
-
-TOOLS_FILE = Path(__file__).with_name("tools.json")
-"""The tools as MCP lists them (what the FastMCP server lists, without its ``_meta``); a test keeps them equal."""
-
-
-async def serve_lean(ctx: Any, **limits: int) -> None:
-    """Serve the tools over stdio with :mod:`tool_servers.lean` (no MCP imports: starts in ~0.1 s)."""
-    import asyncio
-    import json
-
-    from ..lean import Reply, ToolFailure, serve
-
-    tools = make_tools(ctx, **limits)
-
-    def handler(fn: Callable[..., str]) -> Any:
-        async def run(arguments: dict[str, Any]) -> Reply:
-            try:  # a worker thread: the loop keeps answering other requests meanwhile
-                return Reply(await asyncio.to_thread(fn, **arguments))
-            except Refused as e:
-                raise ToolFailure(str(e)) from None
-
-        return run
-
-    definitions = json.loads(TOOLS_FILE.read_text())
-    await serve({"name": "filesystem", "instructions": INSTRUCTIONS}, definitions,
-                {name: handler(fn) for name, fn in tools.items()})
