@@ -7,10 +7,12 @@ with the official SDK client over stdio and streamable HTTP.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -639,12 +641,25 @@ def test_reading_one_line_of_a_sparse_gigabyte_file_keeps_memory_bounded(tmp_pat
                                 "continue with start_line=1 ...]"), out
 
 
-def _exchange_forever(ws: Path, a: str, b: str, stop: threading.Event) -> None:
-    import ctypes
+SWAP = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (p.encode() for p in sys.argv[1:3])
+while True:
+    libc.renameat2(-100, a, -100, b, 2)  # RENAME_EXCHANGE
+"""
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    while not stop.is_set():
-        libc.renameat2(-100, str(ws / a).encode(), -100, str(ws / b).encode(), 2)  # RENAME_EXCHANGE
+
+@contextlib.contextmanager
+def exchanging(a: Path, b: Path):
+    """Another process swaps ``a`` and ``b`` (renameat2 RENAME_EXCHANGE) in a loop, as agent code would."""
+    proc = subprocess.Popen([sys.executable, "-c", SWAP, str(a), str(b)])
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 async def test_in_process_tools_cannot_be_raced_out_by_a_folder_symlink_exchange(layout):
@@ -656,11 +671,8 @@ async def test_in_process_tools_cannot_be_raced_out_by_a_folder_symlink_exchange
     (out / "owned.txt").write_text("keep\n")
     os.symlink(out, ws / "l")
     before = sorted((p.name, p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir())
-    stop = threading.Event()
-    swapper = threading.Thread(target=_exchange_forever, args=(ws, "d", "l", stop), daemon=True)
-    swapper.start()
     texts = []
-    try:
+    with exchanging(ws / "d", ws / "l"):
         async with FastMCPClient(create_server(ws)) as client:
             for i in range(150):
                 for tool, args in (("write", {"path": f"d/x{i}.txt", "content": "agent\n"}),
@@ -670,9 +682,39 @@ async def test_in_process_tools_cannot_be_raced_out_by_a_folder_symlink_exchange
                                    ("move", {"source": "d/owned.txt", "destination": "stolen.txt"}),
                                    ("delete", {"path": "d/owned.txt"})):
                     texts.append((await call(client, tool, **args))[0])
-    finally:
-        stop.set()
-        swapper.join()
     assert not any("top secret" in t for t in texts)
     assert sorted((p.name, p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()) == before
     assert any(t.startswith("Created d/x") for t in texts)
+
+
+async def test_in_process_read_is_not_blocked_by_a_fifo_exchanged_in_by_a_race(tmp_path):
+    """Another thread swaps a regular file and a FIFO in a loop; read refuses the FIFO (non-blocking open,
+    fstat) or reads the file, and never waits for a writer (the old read blocked the event loop)."""
+    (tmp_path / "f").write_text("text\n")
+    os.mkfifo(tmp_path / "p")
+    stop, blocked = threading.Event(), threading.Event()
+
+    def unblock() -> None:  # if a read waits on the FIFO, a writer lets it go on (and the test fails)
+        if not stop.wait(20):
+            blocked.set()
+            while not stop.is_set():
+                for name in ("f", "p"):
+                    try:
+                        os.close(os.open(tmp_path / name, os.O_WRONLY | os.O_NONBLOCK))
+                    except OSError:
+                        pass
+                time.sleep(0.01)
+
+    watchdog = threading.Thread(target=unblock, daemon=True)
+    watchdog.start()
+    texts = set()
+    try:
+        with exchanging(tmp_path / "f", tmp_path / "p"):
+            async with FastMCPClient(create_server(tmp_path)) as client:
+                for _ in range(300):
+                    texts.add((await call(client, "read", path="f"))[0])
+    finally:
+        stop.set()
+        watchdog.join()
+    assert not blocked.is_set(), "read blocked on a FIFO swapped in under it"
+    assert texts <= {"text\n", NOT_REGULAR.format(path="f")} and "text\n" in texts
