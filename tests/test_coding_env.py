@@ -227,5 +227,5 @@ async def test_the_reward_ignores_caches_and_scores_partial_fixes(coding, tmp_pa
     module = ws / task.data["module"]
     # only IV and IX: two of the four hidden tests (4, 9) pass, 40 and 1994 still fail
     module.write_text(module.read_text().replace('(5, "V"), (1, "I")', '(9, "IX"), (5, "V"), (4, "IV"), (1, "I")'))
-    passed, info = reward.evaluate(task.data, ws, task.id)
+    passed, info = await reward.evaluate(task.data, ws, task.id)
     assert (passed, info["hidden_tests"]) == (2, 4)
