@@ -47,6 +47,34 @@ def test_tasks_and_hidden_tests_are_consistent():
         assert hidden.is_file() and not hidden.is_relative_to(project), task["id"]
         assert hidden.read_text().count("\ndef test_") == task["data"]["hidden_tests"], task["id"]
         assert not list(project.rglob("test_hidden*")), task["id"]  # never in the workspace
+        split = _reward().parse_hidden(hidden)  # the expected sides stay with the reward
+        assert len(split.tests) == task["data"]["hidden_tests"], task["id"]
+        assert all(kind != "eval" or "==" not in code for t in split.tests for kind, code in t.steps)
+
+
+def _reward():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("coding_reward_under_test", ENV_DIR / "reward.py")
+    reward = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reward)
+    return reward
+
+
+def test_a_hidden_test_whose_expected_side_is_not_a_literal_is_refused(tmp_path):
+    from openenv_mcp import ConfigError
+
+    hidden = tmp_path / "test_hidden.py"
+    hidden.write_text("from m import f\n\n\ndef test_a():\n    assert f(1) == f(2)\n")
+    with pytest.raises(ConfigError) as info:
+        _reward().parse_hidden(hidden)
+    assert str(info.value) == (
+        f"{hidden}: line 5: unsupported assertion 'f(1) == f(2)'; a hidden test asserts `assert ACTUAL == "
+        "LITERAL`, `assert ACTUAL is True|False|None`, `assert not ACTUAL` or `assert math.isclose(ACTUAL, "
+        "NUMBER)`, so that the expected side stays with the reward")
+    hidden.write_text("import m\nm.setup()\n")
+    with pytest.raises(ConfigError, match="line 2: a hidden test file holds only imports and argument-less"):
+        _reward().parse_hidden(hidden)
 
 
 async def test_every_task_reference_scores_one_and_wrong_scores_zero(coding):
@@ -205,11 +233,7 @@ async def test_special_files_in_the_workspace_never_block_the_reward(coding):
 
 
 async def test_the_reward_ignores_caches_and_scores_partial_fixes(coding, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("coding_reward_under_test", ENV_DIR / "reward.py")
-    reward = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reward)
+    reward = _reward()
     task = next(t for t in coding.tasks.tasks if t.id == "roman-subtractive")
     ws = tmp_path / "ws"
     shutil.copytree(ENV_DIR / task.workspace, ws)
@@ -220,5 +244,5 @@ async def test_the_reward_ignores_caches_and_scores_partial_fixes(coding, tmp_pa
     module = ws / task.data["module"]
     # only IV and IX: two of the four hidden tests (4, 9) pass, 40 and 1994 still fail
     module.write_text(module.read_text().replace('(5, "V"), (1, "I")', '(9, "IX"), (5, "V"), (4, "IV"), (1, "I")'))
-    passed, info = reward.evaluate(task.data, ws, task.id)
+    passed, info = await reward.evaluate(task.data, ws, task.id)
     assert (passed, info["hidden_tests"]) == (2, 4)
