@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from openenv_mcp.registry import load_environment
+from openenv_mcp.client.registry import load_environment
 from openenv_mcp.types import CallTool
 from tests.conftest import need
 
@@ -137,7 +137,7 @@ async def test_files_the_fs_tools_create_belong_to_the_sandboxed_servers_uid(tmp
     import os
 
     from openenv_mcp.isolation import ServerContext
-    from openenv_mcp.spec import load_object
+    from openenv_mcp.core.spec import load_object
 
     need(os.geteuid() == 0, "ownership is only handed over when the environment server runs as root")
     create_server = load_object("coding_fs:create_server", ENV_DIR)

@@ -1,7 +1,7 @@
 """The filesystem tool server: every tool, every escape refused, limits, and standalone stdio/HTTP runs.
 
 In-process tests talk MCP to the server through fastmcp's in-memory client;
-the standalone tests start ``python -m tool_servers.filesystem`` and connect
+the standalone tests start ``python -m openenv_mcp.tool_servers.filesystem`` and connect
 with the official SDK client over stdio and streamable HTTP.
 """
 
@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp.isolation import ServerContext
 from standalone import http_tool_server
-from tool_servers.filesystem import OUTSIDE, create_server
+from openenv_mcp.tool_servers.filesystem import OUTSIDE, create_server
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = {"list", "read", "write", "edit", "move", "delete", "search"}
@@ -361,7 +361,7 @@ async def test_a_link_created_later_is_refused_too(fs, layout):
 
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "tool_servers.filesystem", *a],  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.filesystem", *a],  # noqa: E731
                                     cwd=REPO, capture_output=True, text=True, timeout=60)
     result = run("--help")
     assert result.returncode == 0
@@ -374,7 +374,7 @@ def test_cli_help_and_bad_root(tmp_path):
 
 async def test_standalone_stdio_with_the_official_sdk_client(layout):
     ws, out = layout
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tool_servers.filesystem", "--root", str(ws)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws)],
                                    cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:

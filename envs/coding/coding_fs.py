@@ -1,4 +1,4 @@
-"""The coding env's filesystem tools: ``tool_servers.filesystem``, with file ownership kept in step.
+"""The coding env's filesystem tools: ``openenv_mcp.tool_servers.filesystem``, with file ownership kept in step.
 
 The filesystem server runs in-process (as the environment server's user); the
 shell and python servers run in the sandbox, and when the environment server
@@ -18,7 +18,7 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.tools.tool_transform import Tool, forward
 
-from tool_servers.filesystem import create_server as filesystem
+from openenv_mcp.tool_servers.filesystem import create_server as filesystem
 
 MUTATING = {"write", "edit", "move"}
 """Tools that may create files or folders (``edit`` rewrites in place; kept for safety)."""
