@@ -27,7 +27,7 @@ bench: $(STAMP)
 CONFORMANCE_ENV ?= echo
 conformance: $(STAMP)
 	bash .ci/node-tools.sh
-	$(BIN)/python -m openenv_mcp.official_suite $(CONFORMANCE_ENV)
+	$(BIN)/python -m openenv_mcp.conformance.official_suite $(CONFORMANCE_ENV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

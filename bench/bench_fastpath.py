@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec, make_async
-from tool_servers.echo import server
+from openenv_mcp.tool_servers.echo import server
 
 N = 2000
 WARMUP = 200

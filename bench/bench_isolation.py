@@ -1,7 +1,7 @@
 """Isolation boundaries: episode start, reset (warm pool, 1,000-file workspace) and per-call overhead.
 
-Every boundary runs the same FastMCP ``echo`` server (``tool_servers.echo``):
-in-process as an object, out of process as ``python -m tool_servers.echo``.
+Every boundary runs the same FastMCP ``echo`` server (``openenv_mcp.tool_servers.echo``):
+in-process as an object, out of process as ``python -m openenv_mcp.tool_servers.echo``.
 
 * **start**: ``Environment.new_episode()`` with nothing pre-started (cold), p50.
 * **reset**: ``AsyncEnv.reset()`` of an episode whose workspace was seeded with
@@ -28,13 +28,13 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
-from openenv_mcp.env import AsyncEnv
-from openenv_mcp.environment import Environment
+from openenv_mcp.client.env import AsyncEnv
+from openenv_mcp.core.environment import Environment
 
-ECHO = ["python", "-m", "tool_servers.echo"]
+ECHO = ["python", "-m", "openenv_mcp.tool_servers.echo"]
 
 BOUNDARIES: list[tuple[str, dict[str, Any]]] = [
-    ("inprocess", {"object": "tool_servers.echo:server"}),
+    ("inprocess", {"object": "openenv_mcp.tool_servers.echo:server"}),
     ("process", {"command": ECHO, "isolation": "process"}),
     ("sandbox", {"command": ECHO, "isolation": "sandbox"}),
     ("docker", {"command": ECHO, "isolation": "docker"}),  # in openenv-mcp/tools (docker/build.sh)

@@ -27,9 +27,9 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_mcp import CallTool
-from openenv_mcp.environment import Environment
-from openenv_mcp.registry import load_environment
-from openenv_mcp.spec import load_module
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.core.spec import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 SQL = "SELECT status, COUNT(*) AS n FROM orders GROUP BY status ORDER BY status"

@@ -1,7 +1,7 @@
 """Shell and python tool servers behind the sandbox: start (FastMCP vs --lean), per call, coding episodes.
 
 * **start**: connection start (bwrap + interpreter + MCP handshake) of one
-  sandboxed server, p50 of :data:`STARTS`; FastMCP (``python -m tool_servers.X``)
+  sandboxed server, p50 of :data:`STARTS`; FastMCP (``python -m openenv_mcp.tool_servers.X``)
   against the dependency-free ``--lean`` stdio loop the ``coding`` env uses.
 * **call**: median ``shell run "true"`` / ``python run "1"`` over the wire, lean.
 * **coding episode**: ``new_episode`` + the scripted reference trajectory of
@@ -24,8 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_mcp.isolation import ServerContext, connect
-from openenv_mcp.registry import load_environment
-from openenv_mcp.spec import ToolServerSpec
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.core.spec import ToolServerSpec
 
 STARTS = 5
 CALLS = 100
@@ -35,7 +35,7 @@ CALL = {"shell": ("run", {"command": "true"}), "python": ("run", {"code": "1"})}
 
 async def _server(name: str, lean: bool) -> tuple[float, float]:
     """(start p50 ms, call p50 ms) of one sandboxed server."""
-    command = ["python", "-m", f"tool_servers.{name}", "--root", "{workspace}"] + (["--lean"] if lean else [])
+    command = ["python", "-m", f"openenv_mcp.tool_servers.{name}", "--root", "{workspace}"] + (["--lean"] if lean else [])
     spec = ToolServerSpec(name=name, command=command, isolation="sandbox")
     starts, calls = [], []
     for i in range(STARTS):

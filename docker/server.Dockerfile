@@ -15,11 +15,11 @@ RUN python3 -m venv /opt/venv 2>/dev/null || { \
         && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /usr/share/doc /usr/share/man \
         && python3 -m venv /opt/venv; }
 WORKDIR /app
-# Dependencies only (an empty package with the real pyproject.toml), cached until pyproject changes.
+# Dependencies only (read from the real pyproject.toml), cached until pyproject changes.
 COPY pyproject.toml README.md /app/
-RUN mkdir -p openenv_mcp tool_servers && touch openenv_mcp/__init__.py tool_servers/__init__.py \
-    && pip install -q --no-cache-dir ".[docker]" && pip uninstall -q -y openenv-mcp \
-    && rm -rf openenv_mcp tool_servers build *.egg-info
+RUN python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
+print('\n'.join(p['dependencies'] + p['optional-dependencies']['docker']))" > /tmp/requirements.txt \
+    && pip install -q --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY openenv_mcp /app/openenv_mcp
 COPY tool_servers /app/tool_servers
 COPY envs /app/envs

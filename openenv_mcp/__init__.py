@@ -1,23 +1,61 @@
-"""openenv-mcp: MCP tool servers as environments, for agents in production and in training."""
+"""openenv-mcp: MCP tool servers as environments, for agents in production and in training.
 
-from .env import AsyncEnv, Env
-from .environment import Environment
-from .errors import (
-    BoundaryError,
-    ConfigError,
-    EpisodeEnded,
-    EpisodeLimit,
-    OpenEnvError,
-    ResetNeeded,
-    ToolNameError,
-    UnknownEnvironment,
-    UnknownEpisode,
-)
-from .registry import list_envs, make, make_async
-from .spec import EnvSpec, Limits, ToolServerSpec
-from .types import CallTool, ListTools, Observation, Score, State, Task
+The names below load on first use (the httpx pattern), so ``import openenv_mcp``
+stays cheap and a tool server under ``openenv_mcp.tool_servers`` starts without
+importing the framework, FastMCP, Starlette, uvicorn or the Docker SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client.env import AsyncEnv, Env
+    from .client.registry import list_envs, make, make_async
+    from .core.environment import Environment
+    from .core.spec import EnvSpec, Limits, ToolServerSpec
+    from .errors import (
+        BoundaryError,
+        ConfigError,
+        EpisodeEnded,
+        EpisodeLimit,
+        OpenEnvError,
+        ResetNeeded,
+        ToolNameError,
+        UnknownEnvironment,
+        UnknownEpisode,
+    )
+    from .types import CallTool, ListTools, Observation, Score, State, Task
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "AsyncEnv": "client.env",
+    "Env": "client.env",
+    "list_envs": "client.registry",
+    "make": "client.registry",
+    "make_async": "client.registry",
+    "Environment": "core.environment",
+    "EnvSpec": "core.spec",
+    "Limits": "core.spec",
+    "ToolServerSpec": "core.spec",
+    "BoundaryError": "errors",
+    "ConfigError": "errors",
+    "EpisodeEnded": "errors",
+    "EpisodeLimit": "errors",
+    "OpenEnvError": "errors",
+    "ResetNeeded": "errors",
+    "ToolNameError": "errors",
+    "UnknownEnvironment": "errors",
+    "UnknownEpisode": "errors",
+    "CallTool": "types",
+    "ListTools": "types",
+    "Observation": "types",
+    "Score": "types",
+    "State": "types",
+    "Task": "types",
+}
 
 __all__ = [
     "AsyncEnv",
@@ -45,3 +83,16 @@ __all__ = [
     "make",
     "make_async",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'openenv_mcp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

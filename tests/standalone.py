@@ -1,4 +1,4 @@
-"""Run a reference tool server standalone over streamable HTTP for a test (``python -m tool_servers.NAME``)."""
+"""Run a reference tool server standalone over streamable HTTP for a test (``python -m openenv_mcp.tool_servers.NAME``)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def http_tool_server(module: str, *args: str, env: dict[str, str] | None = None) -> AsyncIterator[str]:
-    """Start ``python -m tool_servers.MODULE ARGS --transport http`` on a free port; yield its /mcp URL.
+    """Start ``python -m openenv_mcp.tool_servers.MODULE ARGS --transport http`` on a free port; yield its /mcp URL.
 
     The process is stopped (and killed if it must be) however the test ends."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", f"tool_servers.{module}", *args,
+    proc = subprocess.Popen([sys.executable, "-m", f"openenv_mcp.tool_servers.{module}", *args,
                              "--transport", "http", "--port", str(port)],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -53,13 +53,13 @@ async def http_tool_server(module: str, *args: str, env: dict[str, str] | None =
 
 @asynccontextmanager
 async def sandboxed_lean_server(module: str, tmp_path: Path) -> AsyncIterator[tuple[Any, Path, Path]]:
-    """``python -m tool_servers.MODULE --lean`` behind the sandbox boundary, started.
+    """``python -m openenv_mcp.tool_servers.MODULE --lean`` behind the sandbox boundary, started.
 
     The env folder holds ``secret/answer.txt``, which the spec hides. Yields
     ``(connection, env_dir, workspace)``; the connection is closed however the test ends."""
     from conftest import need
     from openenv_mcp.isolation import ServerContext, connect
-    from openenv_mcp.spec import ToolServerSpec
+    from openenv_mcp.core.spec import ToolServerSpec
 
     need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
     env_dir = tmp_path / "env"
@@ -67,7 +67,7 @@ async def sandboxed_lean_server(module: str, tmp_path: Path) -> AsyncIterator[tu
     (env_dir / "secret" / "answer.txt").write_text("42")
     ws = tmp_path / "ws"
     ws.mkdir()
-    spec = ToolServerSpec(name=module, command=["python", "-m", f"tool_servers.{module}", "--root", "{workspace}",
+    spec = ToolServerSpec(name=module, command=["python", "-m", f"openenv_mcp.tool_servers.{module}", "--root", "{workspace}",
                                                 "--lean"], isolation="sandbox", hide=["secret"])
     conn = connect(spec, ServerContext(episode_id=f"{module}-sandbox-test", workspace=ws), env_dir)
     try:

@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from openenv_mcp.registry import load_environment
+from openenv_mcp.client.registry import load_environment
 from openenv_mcp.types import CallTool
 from tests.conftest import need
 

@@ -21,8 +21,8 @@ from openenv_mcp.conformance.report import load_known_failures
 from openenv_mcp.conformance.runner import select_rules
 from openenv_mcp.conformance.subject import free_port
 from openenv_mcp.errors import ConfigError
-from openenv_mcp.registry import list_envs, load_environment
-from openenv_mcp.spec import load_module
+from openenv_mcp.client.registry import list_envs, load_environment
+from openenv_mcp.core.spec import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "conformance" / "fixtures"
@@ -346,7 +346,7 @@ def test_every_rule_has_a_fixture_that_fails_it():
 @pytest.mark.anyio
 async def test_a_served_environment_is_checked_over_the_wire_by_url():
     from openenv_mcp.conformance.subject import serve_asgi
-    from openenv_mcp.server import create_app
+    from openenv_mcp.serve.app import create_app
 
     async with serve_asgi(create_app(load_environment("echo"))) as base:
         report = await check_env_async(base, official=False)
@@ -362,7 +362,7 @@ async def test_a_served_environment_is_checked_over_the_wire_by_url():
 @pytest.mark.anyio
 async def test_a_production_server_has_no_control_plane_so_episode_rules_are_skipped():
     from openenv_mcp.conformance.subject import serve_asgi
-    from openenv_mcp.server import create_app
+    from openenv_mcp.serve.app import create_app
 
     async with serve_asgi(create_app(load_environment("echo", mode="prod"))) as base:
         report = await check_env_async(base, official=False)
@@ -373,7 +373,7 @@ async def test_a_production_server_has_no_control_plane_so_episode_rules_are_ski
 
 @pytest.mark.anyio
 async def test_an_env_from_make_is_a_target_too():
-    from openenv_mcp.registry import make_async
+    from openenv_mcp.client.registry import make_async
 
     report = await check_env_async(make_async("echo"), only="env.parity", official=False)
     assert report.result("env.parity").status == "passed"
@@ -382,7 +382,7 @@ async def test_an_env_from_make_is_a_target_too():
 @pytest.mark.anyio
 async def test_a_server_behind_a_token_is_checked_with_the_token():
     from openenv_mcp.conformance.subject import serve_asgi
-    from openenv_mcp.server import create_app
+    from openenv_mcp.serve.app import create_app
 
     async with serve_asgi(create_app(load_environment("echo"), token="s3cret")) as base:
         report = await check_env_async(base, token="s3cret", official=False, skip="tools,resources,prompts")

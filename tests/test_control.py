@@ -10,8 +10,8 @@ import pytest
 from servers import serving
 from websockets.asyncio.client import connect
 
-from openenv_mcp.registry import load_environment
-from openenv_mcp.server import create_app
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.serve.app import create_app
 
 pytestmark = pytest.mark.anyio
 

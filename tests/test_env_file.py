@@ -11,7 +11,7 @@ import pytest
 import openenv_mcp
 from conftest import need
 from openenv_mcp.cli import main
-from openenv_mcp.spec import load_env_file
+from openenv_mcp.core.spec import load_env_file
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "wrapped-fs"
 SERVER = EXAMPLE / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
@@ -36,7 +36,7 @@ def test_every_key_of_the_example_loads():
 def test_wrapped_third_party_server_runs_scripted_episodes(example, policy, reward):
     import anyio
 
-    from openenv_mcp.cli import run_reference
+    from openenv_mcp.cli.main import run_reference
 
     rows = anyio.run(lambda: run_reference(str(example), 3, 0, policy, progress=False))
     assert sorted(r["task"] for r in rows) == ["greet", "greet", "rename"]

@@ -9,7 +9,7 @@ import pytest
 
 import openenv_mcp
 from openenv_mcp import CallTool
-from openenv_mcp.registry import load_environment
+from openenv_mcp.client.registry import load_environment
 
 REPO = Path(__file__).resolve().parent.parent
 ENVIRONMENT = load_environment("files")
@@ -19,7 +19,7 @@ TASKS = ENVIRONMENT.tasks.tasks
 def test_the_environment_is_declared_as_documented():
     spec = ENVIRONMENT.spec
     assert spec.description and spec.max_steps == 20
-    assert [(s.name, s.object) for s in spec.tool_servers] == [("fs", "tool_servers.filesystem:create_server")]
+    assert [(s.name, s.object) for s in spec.tool_servers] == [("fs", "openenv_mcp.tool_servers.filesystem:create_server")]
     assert len(TASKS) >= 20
     for task in TASKS:
         assert task.workspace == f"seeds/{task.id}" and (spec.base_dir / task.workspace).is_dir(), task.id

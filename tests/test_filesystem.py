@@ -1,7 +1,7 @@
 """The filesystem tool server: every tool, every escape refused, limits, and standalone stdio/HTTP runs.
 
 In-process tests talk MCP to the server through fastmcp's in-memory client;
-the standalone tests start ``python -m tool_servers.filesystem`` and connect
+the standalone tests start ``python -m openenv_mcp.tool_servers.filesystem`` and connect
 with the official SDK client over stdio and streamable HTTP.
 """
 
@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp.isolation import ServerContext
 from standalone import http_tool_server
-from tool_servers.filesystem import OUTSIDE, create_server
+from openenv_mcp.tool_servers.filesystem import OUTSIDE, create_server
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = {"list", "read", "write", "edit", "move", "delete", "search"}
@@ -364,7 +364,7 @@ async def test_a_link_created_later_is_refused_too(fs, layout):
 
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "tool_servers.filesystem", *a],  # noqa: E731
+    run = lambda *a: subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.filesystem", *a],  # noqa: E731
                                     cwd=REPO, capture_output=True, text=True, timeout=60)
     result = run("--help")
     assert result.returncode == 0
@@ -377,7 +377,7 @@ def test_cli_help_and_bad_root(tmp_path):
 
 async def test_standalone_stdio_with_the_official_sdk_client(layout):
     ws, out = layout
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tool_servers.filesystem", "--root", str(ws)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws)],
                                    cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:
@@ -402,8 +402,8 @@ async def test_standalone_http_with_the_official_sdk_client(layout):
 
 
 # -- descriptor-relative resolution (both resolvers) ------------------------------------
-from tool_servers.filesystem import NOT_REGULAR  # noqa: E402
-from tool_servers.filesystem.fdpath import HAVE_OPENAT2, Outside, Root, split  # noqa: E402
+from openenv_mcp.tool_servers.filesystem import NOT_REGULAR  # noqa: E402
+from openenv_mcp.tool_servers.filesystem.fdpath import HAVE_OPENAT2, Outside, Root, split  # noqa: E402
 
 RESOLVERS = [pytest.param(True, id="openat2"), pytest.param(False, id="walk")]
 
@@ -482,7 +482,7 @@ async def test_created_files_and_folders_go_to_the_owner_and_existing_ones_keep_
 
 # -- bounded reads, edits, walks ----------------------------------------------------------
 async def test_read_streams_lines_split_exactly_like_splitlines_across_chunk_edges(tmp_path):
-    from tool_servers.filesystem.fdops import CHUNK
+    from openenv_mcp.tool_servers.filesystem.fdops import CHUNK
 
     text = "x" * (CHUNK - 1) + "\r\n" + "é" * 10 + "\u2028mid\x0bv\x0cf\x1cg\x85h\rlast\r\nz"
     (tmp_path / "t.txt").write_text(text, newline="")
@@ -585,7 +585,7 @@ async def test_a_dangling_link_inside_is_not_written_through(fs, layout):
 async def test_lean_mode_lists_exactly_what_fastmcp_lists(tmp_path):
     import json
 
-    from tool_servers.filesystem.stdio import TOOLS_FILE
+    from openenv_mcp.tool_servers.filesystem.stdio import TOOLS_FILE
 
     listed = [t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
               for t in await create_server(tmp_path).list_tools()]
@@ -597,7 +597,7 @@ async def test_lean_mode_lists_exactly_what_fastmcp_lists(tmp_path):
 async def test_lean_stdio_with_the_official_sdk_client(layout):
     ws, out = layout
     params = StdioServerParameters(command=sys.executable, cwd=str(REPO),
-                                   args=["-m", "tool_servers.filesystem", "--root", str(ws), "--lean"])
+                                   args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws), "--lean"])
     with anyio.fail_after(60):
         async with Client(params) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOLS
@@ -613,7 +613,7 @@ async def test_lean_stdio_with_the_official_sdk_client(layout):
 PEAK_READ = """
 import asyncio, json, resource, sys
 from fastmcp import Client
-from tool_servers.filesystem import create_server
+from openenv_mcp.tool_servers.filesystem import create_server
 
 async def main():
     async with Client(create_server(sys.argv[1])) as client:

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from conftest import need
-from openenv_mcp import official_suite
-from openenv_mcp.official_suite import inspector, served_env
+from openenv_mcp.conformance import official_suite
+from openenv_mcp.conformance.official_suite import inspector, served_env
 
 STDIO = [sys.executable, "-m", "openenv_mcp.cli", "stdio", "echo"]
 

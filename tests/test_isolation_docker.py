@@ -302,7 +302,7 @@ def test_an_http_entrypoint_on_an_internal_network(image, tmp_path):
     client = docker.from_env()
     tag = "openenv-mcp/tools-http:test"
     (tmp_path / "Dockerfile").write_text(
-        f"FROM {IMAGE}\nCMD [\"fastmcp\", \"run\", \"/app/tool_servers/echo.py:server\", \"--transport\", \"http\", "
+        f"FROM {IMAGE}\nCMD [\"fastmcp\", \"run\", \"/app/openenv_mcp/tool_servers/echo.py:server\", \"--transport\", \"http\", "
         "\"--host\", \"0.0.0.0\", \"--port\", \"8000\", \"--no-banner\"]\n")
     client.images.build(path=str(tmp_path), tag=tag, rm=True)
     spec = EnvSpec(name="echo-http", max_steps=None, tool_servers=[
@@ -403,10 +403,10 @@ import sys, tempfile
 from pathlib import Path
 import anyio
 from openenv_mcp.isolation import ServerContext, connect
-from openenv_mcp.spec import ToolServerSpec
+from openenv_mcp.core.spec import ToolServerSpec
 
 async def main():
-    spec = ToolServerSpec(name="echo", command=["python", "-m", "tool_servers.echo"], isolation="docker")
+    spec = ToolServerSpec(name="echo", command=["python", "-m", "openenv_mcp.tool_servers.echo"], isolation="docker")
     conn = connect(spec, ServerContext(episode_id=sys.argv[1], workspace=Path(tempfile.mkdtemp())))
     await conn.start()
     print("started", flush=True)
@@ -470,12 +470,12 @@ def test_an_unreachable_engine_says_how_to_start_it(monkeypatch, tmp_path):
 
 @pytest.mark.anyio
 async def test_the_files_environment_in_docker_gives_the_in_process_results(image):
-    from openenv_mcp.environment import Environment
-    from openenv_mcp.registry import load_environment
+    from openenv_mcp.core.environment import Environment
+    from openenv_mcp.client.registry import load_environment
 
     inprocess = load_environment("files")
     spec = inprocess.spec.model_copy(update={"tool_servers": [ToolServerSpec(
-        name="fs", isolation="docker", command=["python", "-m", "tool_servers.filesystem", "--root", "{workspace}"])]})
+        name="fs", isolation="docker", command=["python", "-m", "openenv_mcp.tool_servers.filesystem", "--root", "{workspace}"])]})
     docker = Environment(spec)
 
     async def trace(environment, task):

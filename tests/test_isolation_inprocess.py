@@ -10,8 +10,8 @@ import httpx
 import pytest
 from servers import serving
 
-from openenv_mcp.registry import load_environment
-from openenv_mcp.server import create_app
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.serve.app import create_app
 from openenv_mcp.types import CallTool
 
 pytestmark = pytest.mark.anyio

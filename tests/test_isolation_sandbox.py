@@ -160,7 +160,7 @@ def test_a_python_server_from_a_virtualenv_runs_in_the_sandbox():
     from openenv_mcp import CallTool, EnvSpec, ToolServerSpec, make
 
     spec = EnvSpec(name="echo-sandbox", max_steps=None, tool_servers=[
-        ToolServerSpec(name="echo", namespace="", command=["python", "-m", "tool_servers.echo"], isolation="sandbox")])
+        ToolServerSpec(name="echo", namespace="", command=["python", "-m", "openenv_mcp.tool_servers.echo"], isolation="sandbox")])
     with make(spec) as env:
         obs = env.reset(seed=0)
         assert [t.name for t in obs.tools] == ["echo"]

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _session(tmp_path, *lines: str) -> list[dict]:
-    proc = subprocess.run([sys.executable, "-m", "tool_servers.shell", "--root", str(tmp_path), "--lean"],
+    proc = subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.shell", "--root", str(tmp_path), "--lean"],
                           input="".join(line + "\n" for line in lines), capture_output=True, text=True,
                           cwd=REPO, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -75,9 +75,9 @@ def test_calls_run_concurrently(tmp_path):
 
 def test_lean_mode_imports_no_mcp_library(tmp_path):
     code = ("import asyncio, sys\n"
-            "from tool_servers.shell.core import serve_lean\n"
-            "from tool_servers.python.core import serve_lean as py\n"
-            "import tool_servers.lean\n"
+            "from openenv_mcp.tool_servers.shell.core import serve_lean\n"
+            "from openenv_mcp.tool_servers.python.core import serve_lean as py\n"
+            "import openenv_mcp.tool_servers.lean\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'fastmcp', 'pydantic', 'mcp_types')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

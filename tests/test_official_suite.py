@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from conftest import need
-from openenv_mcp import official_suite
-from openenv_mcp.official_suite import ScenarioResult, served_env
+from openenv_mcp.conformance import official_suite
+from openenv_mcp.conformance.official_suite import ScenarioResult, served_env
 
 ALWAYS_APPLICABLE = {"server-initialize", "ping", "tools-list", "resources-list", "prompts-list",
                      "server-sse-multiple-streams", "dns-rebinding-protection"}
@@ -37,7 +37,7 @@ def served(tooling):
 @pytest.fixture(scope="module")
 def plain_fastmcp(tooling):
     port = official_suite.free_port()
-    code = ("import uvicorn; from tool_servers.echo import server; "
+    code = ("import uvicorn; from openenv_mcp.tool_servers.echo import server; "
             f"uvicorn.run(server.http_app(path='/mcp'), host='127.0.0.1', port={port}, log_level='warning')")
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -115,7 +115,7 @@ def test_logging_is_not_applicable_because_the_capability_is_not_declared(served
 
 
 def test_make_conformance_entry_point_prints_the_table(served):
-    proc = subprocess.run([sys.executable, "-m", "openenv_mcp.official_suite", "--url", served + "/mcp"],
+    proc = subprocess.run([sys.executable, "-m", "openenv_mcp.conformance.official_suite", "--url", served + "/mcp"],
                           capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
                                                                              "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -1,7 +1,7 @@
 """The python tool server: state across calls, results, tracebacks, time and memory limits, restarts.
 
 In-process tests use fastmcp's in-memory client (the interpreter is a real
-child process); the standalone tests start ``python -m tool_servers.python``
+child process); the standalone tests start ``python -m openenv_mcp.tool_servers.python``
 (FastMCP and ``--lean``) with the official SDK client; the sandbox test runs it
 behind the ``sandbox`` boundary.
 """
@@ -20,10 +20,10 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp.isolation import ServerContext
-from openenv_mcp.spec import ToolServerSpec
+from openenv_mcp.core.spec import ToolServerSpec
 from standalone import http_tool_server, sandboxed_lean_server
-from tool_servers.python import OUTPUT_SCHEMA, create_server
-from tool_servers.python.core import limits, tool_definitions
+from openenv_mcp.tool_servers.python import OUTPUT_SCHEMA, create_server
+from openenv_mcp.tool_servers.python.core import limits, tool_definitions
 
 REPO = Path(__file__).resolve().parent.parent
 LOST = "all variables were lost"
@@ -204,11 +204,11 @@ async def test_lean_definitions_equal_what_fastmcp_lists(tmp_path):
 
 
 async def test_an_in_process_episode_ends_its_interpreter_on_close(tmp_path):
-    from openenv_mcp.environment import Environment
-    from openenv_mcp.spec import EnvSpec
+    from openenv_mcp.core.environment import Environment
+    from openenv_mcp.core.spec import EnvSpec
     from openenv_mcp.types import CallTool
 
-    spec = EnvSpec(name="py-inprocess", tool_servers=[ToolServerSpec(name="py", object="tool_servers.python:create_server")],
+    spec = EnvSpec(name="py-inprocess", tool_servers=[ToolServerSpec(name="py", object="openenv_mcp.tool_servers.python:create_server")],
                    base_dir=tmp_path)
     episode = await Environment(spec).new_episode(seed=0)
     try:
@@ -222,12 +222,12 @@ async def test_an_in_process_episode_ends_its_interpreter_on_close(tmp_path):
 
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "tool_servers.python", "--help"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.python", "--help"], cwd=REPO,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0
     for flag in ("--root", "--transport", "--lean", "--memory-mb", "--max-output-chars", "--max-timeout"):
         assert flag in result.stdout
-    result = subprocess.run([sys.executable, "-m", "tool_servers.python", "--root", str(tmp_path / "nope")],
+    result = subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path / "nope")],
                             cwd=REPO, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: --root {str(tmp_path / 'nope')!r} is not a directory; create it first"
@@ -235,7 +235,7 @@ def test_cli_help_and_bad_root(tmp_path):
 
 @pytest.mark.parametrize("lean", [False, True], ids=["fastmcp", "lean"])
 async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
-    args = ["-m", "tool_servers.python", "--root", str(tmp_path)] + (["--lean"] if lean else [])
+    args = ["-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path)] + (["--lean"] if lean else [])
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:

@@ -16,7 +16,7 @@ from servers import running_server
 
 import openenv_mcp
 from openenv_mcp import ConfigError
-from openenv_mcp.registry import load_environment
+from openenv_mcp.client.registry import load_environment
 from openenv_mcp.rollout import (
     TRAJECTORY_FORMAT,
     OpenAIPolicy,

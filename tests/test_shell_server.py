@@ -1,7 +1,7 @@
 """The shell tool server: exit codes, timeouts, output caps, stdin, cleanup, and every way it runs.
 
 In-process tests use fastmcp's in-memory client; the standalone tests start
-``python -m tool_servers.shell`` (FastMCP over stdio and HTTP, and ``--lean``
+``python -m openenv_mcp.tool_servers.shell`` (FastMCP over stdio and HTTP, and ``--lean``
 stdio) and connect with the official SDK client; the sandbox test runs it
 behind the ``sandbox`` boundary as the ``coding`` environment does.
 """
@@ -22,8 +22,8 @@ from mcp.client.stdio import StdioServerParameters
 
 from openenv_mcp.isolation import ServerContext
 from standalone import http_tool_server, sandboxed_lean_server
-from tool_servers.shell import OUTPUT_SCHEMA, create_server
-from tool_servers.shell.core import TRUNCATED, limits, tool_definitions
+from openenv_mcp.tool_servers.shell import OUTPUT_SCHEMA, create_server
+from openenv_mcp.tool_servers.shell.core import TRUNCATED, limits, tool_definitions
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -125,7 +125,7 @@ async def test_lean_definitions_equal_what_fastmcp_lists(tmp_path):
 
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
-    run_cli = lambda *a: subprocess.run([sys.executable, "-m", "tool_servers.shell", *a],  # noqa: E731
+    run_cli = lambda *a: subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.shell", *a],  # noqa: E731
                                         cwd=REPO, capture_output=True, text=True, timeout=60)
     result = run_cli("--help")
     assert result.returncode == 0
@@ -141,7 +141,7 @@ def test_cli_help_and_bad_root(tmp_path):
 
 @pytest.mark.parametrize("lean", [False, True], ids=["fastmcp", "lean"])
 async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
-    args = ["-m", "tool_servers.shell", "--root", str(tmp_path)] + (["--lean"] if lean else [])
+    args = ["-m", "openenv_mcp.tool_servers.shell", "--root", str(tmp_path)] + (["--lean"] if lean else [])
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:

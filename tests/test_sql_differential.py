@@ -4,7 +4,7 @@ Every task's reference AND wrong trajectory runs twice: on the embedded SQLite
 copy (simulation) and on PostgreSQL (a per-episode database created from a
 template filled from the same seed). Compared step by step: the tool result,
 reward, done and info; then the end state through every check and guard of
-the task. Results go through ``tool_servers.sql.normalize.comparable`` (the one
+the task. Results go through ``openenv_mcp.tool_servers.sql.normalize.comparable`` (the one
 documented place where the engines may differ: an error's wording); nothing
 else is skipped.
 """
@@ -16,12 +16,12 @@ import uuid
 import psycopg
 import pytest
 
-from openenv_mcp.environment import Environment
-from openenv_mcp.registry import load_environment
-from openenv_mcp.spec import load_module
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.core.spec import load_module
 from openenv_mcp.types import canonical_json
-from tool_servers.sql.normalize import comparable
-from tool_servers.sql.postgres import drop_database
+from openenv_mcp.tool_servers.sql.normalize import comparable
+from openenv_mcp.tool_servers.sql.postgres import drop_database
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from openenv_mcp.registry import load_environment, make
-from openenv_mcp.spec import load_module
+from openenv_mcp.client.registry import load_environment, make
+from openenv_mcp.core.spec import load_module
 from openenv_mcp.types import CallTool
 
 ENV = load_environment("sql")

@@ -18,10 +18,10 @@ import pytest
 from fastmcp import Client
 
 from openenv_mcp.isolation.base import ServerContext
-from tool_servers.sql import build_server, create_server
-from tool_servers.sql.backend import split_statements, statement_command
-from tool_servers.sql.postgres import PostgresBackend, drop_database, episode_database_name
-from tool_servers.sql.sqlite import SQLiteBackend
+from openenv_mcp.tool_servers.sql import build_server, create_server
+from openenv_mcp.tool_servers.sql.backend import split_statements, statement_command
+from openenv_mcp.tool_servers.sql.postgres import PostgresBackend, drop_database, episode_database_name
+from openenv_mcp.tool_servers.sql.sqlite import SQLiteBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -335,7 +335,7 @@ async def test_create_server_postgres_episode_database_from_template(tmp_path, p
 def test_help_runs():
     import subprocess
 
-    out = subprocess.run([sys.executable, "-m", "tool_servers.sql", "--help"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.sql", "--help"], capture_output=True, text=True,
                          cwd=ROOT, timeout=60)
     assert out.returncode == 0 and "--database-url" in out.stdout and "--sqlite" in out.stdout
 
@@ -347,7 +347,7 @@ async def test_standalone_stdio_with_the_official_client(tmp_path):
 
     db = tmp_path / "x.db"
     await SQLiteBackend(db).execute(SCHEMA, 10)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "tool_servers.sql", "--sqlite", str(db)],
+    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.tool_servers.sql", "--sqlite", str(db)],
                                    cwd=str(ROOT), env={"PATH": os.environ.get("PATH", "")})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await asyncio.wait_for(session.initialize(), 60)

@@ -7,7 +7,7 @@ import itertools
 import jsonschema
 import pytest
 
-from openenv_mcp.validation import ArgumentValidator, _compile_flat, validator_for
+from openenv_mcp.core.validation import ArgumentValidator, _compile_flat, validator_for
 
 FLAT = {"type": "object", "additionalProperties": False, "required": ["text"],
         "properties": {"text": {"type": "string"}, "n": {"type": "integer", "default": 1},

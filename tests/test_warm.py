@@ -46,7 +46,7 @@ def test_a_task_with_its_own_workspace_starts_cold(tmp_path):
     env, marker = hostile_env("process", base_dir=tmp_path)
     environment = env.unwrapped.environment
     environment.warm_pool_size = 1
-    from openenv_mcp.tasks import TaskSet
+    from openenv_mcp.core.tasks import TaskSet
     from openenv_mcp.types import Task
 
     environment.tasks = TaskSet([Task(id="t", prompt="p", workspace="task-seed")])

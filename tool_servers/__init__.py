@@ -1,1 +1,1 @@
-"""Reference MCP tool servers. Each runs standalone: ``python -m tool_servers.NAME --help``."""
+"""Reference MCP tool servers. Each runs standalone: ``python -m openenv_mcp.tool_servers.NAME --help``."""

@@ -18,7 +18,7 @@ __all__ = ["add_timeout_flags", "parser", "root_dir", "serve", "serve_lean"]
 def parser(name: str, description: str, *, port: int, root_help: str | None = None,
            lean: bool = False) -> argparse.ArgumentParser:
     """A parser with ``--root`` (when ``root_help``), ``--transport``, ``--host``, ``--port`` [, ``--lean``]."""
-    p = argparse.ArgumentParser(prog=f"python -m tool_servers.{name}", description=description)
+    p = argparse.ArgumentParser(prog=f"python -m openenv_mcp.tool_servers.{name}", description=description)
     if root_help:
         p.add_argument("--root", required=True, type=Path, help=root_help)
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",

@@ -1,4 +1,4 @@
-"""A one-tool MCP server: ``echo`` returns its text. Standalone: ``python -m tool_servers.echo``."""
+"""A one-tool MCP server: ``echo`` returns its text. Standalone: ``python -m openenv_mcp.tool_servers.echo``."""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ def _sibling(name: str) -> Any:
 reward = _sibling("reward")
 seed = _sibling("seed")
 
-from tool_servers.sql.backend import SqlError  # noqa: E402
-from tool_servers.sql.sqlite import SQLiteBackend  # noqa: E402
+from openenv_mcp.tool_servers.sql.backend import SqlError  # noqa: E402
+from openenv_mcp.tool_servers.sql.sqlite import SQLiteBackend  # noqa: E402
 
 COLUMNS: dict[str, dict[str, str]] = {
     "departments": {"id": "int", "name": "text", "budget": "money"},

@@ -10,9 +10,9 @@ file or folder), a running server (URL) or a plain MCP server object::
     assert_conformant("path/to/env.toml")  # pytest-friendly: raises with the failures
 
 Command line: ``openenv-mcp conformance TARGET [--json F] [--only R] [--skip R]
-[--known-failures F]``. Rules live in ``rules_mcp`` (MCP lifecycle, listing,
-tools/call), ``rules_env`` (parity, determinism, reset, isolation, sim/prod)
-and ``rules_wire`` (robustness over HTTP, containment, shutdown).
+[--known-failures F]``. Rules live in ``rules.mcp`` (MCP lifecycle, listing,
+tools/call), ``rules.env`` (parity, determinism, reset, isolation, sim/prod)
+and ``rules.wire`` (robustness over HTTP, containment, shutdown).
 """
 
 from __future__ import annotations

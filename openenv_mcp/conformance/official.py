@@ -1,6 +1,6 @@
 """The official MCP conformance suite as one section of the report.
 
-Uses :mod:`openenv_mcp.official_suite` (Node 22 tooling). Scenarios listed in a
+Uses :mod:`openenv_mcp.conformance.official_suite` (Node 22 tooling). Scenarios listed in a
 not-applicable file (by default ``conformance/official-not-applicable.toml``:
 the ones that need the suite's own fixture tools) are reported as skipped with
 their reason; every other server scenario runs against the subject's MCP face
@@ -48,7 +48,7 @@ async def official_results(subject: Subject, progress: Any = None,
                            not_applicable: dict[str, str] | str | Path | None = None,
                            scenarios: list[str] | None = None) -> list[Result]:
     """One :class:`Result` per official server scenario (``official.<scenario>``)."""
-    from .. import official_suite
+    from . import official_suite
 
     if not official_suite.available():
         return [Result(rule="official", severity="warning", status="skipped", section="official",

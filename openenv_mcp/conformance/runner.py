@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from ..errors import ConfigError
-from . import rules_mcp, rules_env, rules_wire  # noqa: F401,I001  (registration order = run order)
+from . import rules  # noqa: F401  (registers the rules, in run order)
 from .base import RULES, Context, Failed, Rule, Skipped, leaf
 from .report import Report, Result, load_known_failures
 from .subject import Subject, make_subject
@@ -84,7 +84,7 @@ async def check_env_async(target: Any, *, only: Any = None, skip: Any = None,
              else load_known_failures(known_failures) if known_failures else {})
     rules = select_rules(only, skip)
     if official is None:  # default: when Node 22 tooling is there and the selection allows it
-        from .. import official_suite
+        from . import official_suite
 
         official = official_suite.available() and (
             not _split(only) or any(_matches("official", s) for s in _split(only)))

@@ -31,9 +31,9 @@ import anyio
 from mcp.client.client import Client
 from mcp.server import Server
 
-from ..environment import Environment
+from ..core.environment import Environment
 from ..errors import ConfigError
-from ..mcpserver import episode_server
+from ..serve.mcp_server import episode_server
 from ..types import CallTool, ListTools, Observation, State, Task
 
 __all__ = ["EpisodeHandle", "LocalSubject", "ServerSubject", "Subject", "UrlSubject", "make_subject", "serve_asgi"]
@@ -178,7 +178,7 @@ class LocalSubject(Subject):
     async def http(self) -> AsyncIterator[str]:
         factory = _serving()
         if factory is None:
-            raise ConfigError("serving is not installed (openenv_mcp.server)")
+            raise ConfigError("serving is not installed (openenv_mcp.serve.app)")
         app = factory(self.environment)
         async with serve_asgi(app) as base:
             yield base + "/mcp"
@@ -187,7 +187,7 @@ class LocalSubject(Subject):
 def _serving() -> Any:
     """The serving module's app factory ``f(environment) -> ASGI app``, when it exists."""
     try:
-        from .. import server  # type: ignore[attr-defined]
+        from ..serve import app as server  # type: ignore[attr-defined]
     except ImportError:
         return None
     for name in ("create_app", "build_app", "make_app"):
@@ -344,8 +344,8 @@ class UrlSubject(Subject):
 def make_subject(target: Any, **options: Any) -> Subject:
     """A subject for a name, env file/folder, URL, EnvSpec, Environment, an ``Env``/``AsyncEnv`` from
     ``make()``, or an MCP server object."""
-    from ..registry import _is_url, find_env
-    from ..spec import EnvSpec
+    from ..client.registry import _is_url, find_env
+    from ..core.spec import EnvSpec
 
     token = options.pop("token", None)
     if isinstance(target, Subject):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..spec import ToolServerSpec
+from ..core.spec import ToolServerSpec
 from .base import Connection, ServerContext
 
 __all__ = ["Connection", "ServerContext", "connect"]

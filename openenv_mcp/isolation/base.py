@@ -15,8 +15,8 @@ from typing import Any
 
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
-from ..spec import ToolServerSpec
-from ..workspace import Workspace
+from ..core.spec import ToolServerSpec
+from ..core.workspace import Workspace
 
 __all__ = ["Connection", "ServerContext"]
 
@@ -27,7 +27,7 @@ class ServerContext:
     Attributes:
         episode_id: the episode the server belongs to.
         workspace: the episode's private workspace on the host. Given as a
-            :class:`~openenv_mcp.workspace.Workspace`, the folder is only created
+            :class:`~openenv_mcp.core.workspace.Workspace`, the folder is only created
             when a server first asks for it (servers that need none cost nothing).
         mode: ``sim`` (training/evaluation) or ``prod`` (deployment).
         env: variables for the server: the spec's ``env`` plus declared ``pass_env``.

@@ -49,7 +49,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.shared.message import SessionMessage
 
 from ..errors import BoundaryError, ConfigError
-from ..spec import ToolServerSpec
+from ..core.spec import ToolServerSpec
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 

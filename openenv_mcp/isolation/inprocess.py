@@ -35,7 +35,7 @@ from fastmcp.utilities.async_utils import is_coroutine_function
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
 
 from ..errors import BoundaryError, ConfigError
-from ..spec import ToolServerSpec, load_object
+from ..core.spec import ToolServerSpec, load_object
 from .base import Connection, ServerContext
 
 __all__ = ["InProcessConnection", "error_result"]

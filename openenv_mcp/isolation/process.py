@@ -62,7 +62,7 @@ import mcp_types
 from mcp.shared.message import SessionMessage
 
 from ..errors import BoundaryError, ConfigError
-from ..spec import ToolServerSpec
+from ..core.spec import ToolServerSpec
 from .base import ServerContext
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
 

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ..errors import BoundaryError, ConfigError
-from ..spec import ToolServerSpec
+from ..core.spec import ToolServerSpec
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 

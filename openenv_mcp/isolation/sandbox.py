@@ -27,13 +27,14 @@ Needs ``bwrap`` (``apt-get install bubblewrap``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
 from pathlib import Path
 
 from ..errors import BoundaryError
-from ..spec import ToolServerSpec
+from ..core.spec import ToolServerSpec
 from .base import ServerContext
 from .process import SYSTEM_PATH, Launch, ProcessConnection, rlimits_for
 
@@ -57,6 +58,22 @@ def bwrap_path() -> str:
             "run `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"
         )
     return found
+
+
+def package_dirs() -> list[str]:
+    """The folders the import system loads ``openenv_mcp`` and its tool servers and environments from.
+
+    Found through the import system, not assumed: in a wheel they are one folder in site-packages; in
+    an editable install ``openenv_mcp.tool_servers`` and ``openenv_mcp.envs`` map to the checkout's
+    top-level ``tool_servers/`` and ``envs/``.
+    """
+    out: list[str] = []
+    for name in ("openenv_mcp", "openenv_mcp.tool_servers", "openenv_mcp.envs"):
+        spec = importlib.util.find_spec(name)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            if os.path.realpath(folder) not in out:
+                out.append(os.path.realpath(folder))
+    return out
 
 
 def _hidden(path: str) -> bool:
@@ -108,10 +125,7 @@ class SandboxConnection(ProcessConnection):
         paths = [str(self.base_dir), os.path.realpath(argv[0]), argv[0]]
         paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
         if argv[0] == sys.executable:
-            import openenv_mcp
-
-            paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix),
-                      str(Path(openenv_mcp.__file__).resolve().parents[1])]
+            paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]
             paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
         seen: list[str] = []
         for path in paths:

@@ -1,4 +1,4 @@
-"""``python -m tool_servers.conformance_fixture``: the fixture server over stdio."""
+"""``python -m openenv_mcp.tool_servers.conformance_fixture``: the fixture server over stdio."""
 
 from .server import server
 

@@ -7,7 +7,7 @@ behind each boundary, it shows that the environment layer is transparent: the
 official scenarios pass through it, except those listed with reasons in
 ``conformance/official-fixture/exceptions.toml``.
 
-Standalone: ``python -m tool_servers.conformance_fixture`` (stdio).
+Standalone: ``python -m openenv_mcp.tool_servers.conformance_fixture`` (stdio).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Run the filesystem tool server standalone: ``python -m tool_servers.filesystem --root DIR``.
+"""Run the filesystem tool server standalone: ``python -m openenv_mcp.tool_servers.filesystem --root DIR``.
 
 stdio (the default) is what IDE ``mcpServers`` configs start; ``--transport http``
 serves streamable HTTP at ``http://HOST:PORT/mcp``.

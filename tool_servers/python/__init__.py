@@ -1,7 +1,7 @@
 """Python MCP tool server: a stateful interpreter (child process) with time, memory and output limits.
 
 ``create_server(ctx_or_path)`` builds a FastMCP server whose interpreter works
-in a folder; ``python -m tool_servers.python --root DIR`` runs it standalone
+in a folder; ``python -m openenv_mcp.tool_servers.python --root DIR`` runs it standalone
 (stdio or HTTP); ``--lean`` serves stdio without importing MCP libraries (fast
 start, used by environments).
 """

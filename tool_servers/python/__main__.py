@@ -1,4 +1,4 @@
-"""Run the python tool server standalone: ``python -m tool_servers.python --root DIR``.
+"""Run the python tool server standalone: ``python -m openenv_mcp.tool_servers.python --root DIR``.
 
 stdio (the default) is what IDE ``mcpServers`` configs start; ``--transport http``
 serves streamable HTTP at ``http://HOST:PORT/mcp``.

@@ -1,7 +1,7 @@
 """Shell MCP tool server: run one command in a workspace folder, with a timeout and an output cap.
 
 ``create_server(ctx_or_path)`` builds a FastMCP server whose commands run in a
-folder; ``python -m tool_servers.shell --root DIR`` runs it standalone (stdio or
+folder; ``python -m openenv_mcp.tool_servers.shell --root DIR`` runs it standalone (stdio or
 HTTP); ``--lean`` serves stdio without importing MCP libraries (fast start, used
 by environments).
 """

@@ -227,7 +227,7 @@ def tool_definitions(cap: dict[str, float]) -> list[dict[str, Any]]:
 
 
 async def serve_lean(ctx: Any, **overrides: float) -> None:
-    """Serve the tools over stdio with :mod:`tool_servers.lean` (no MCP imports: fast start)."""
+    """Serve the tools over stdio with :mod:`openenv_mcp.tool_servers.lean` (no MCP imports: fast start)."""
     from ..lean import Reply, ToolFailure, serve
 
     cap = limits(overrides)

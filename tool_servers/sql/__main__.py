@@ -1,4 +1,4 @@
-"""Run the sql tool server standalone: ``python -m tool_servers.sql --sqlite shop.db``.
+"""Run the sql tool server standalone: ``python -m openenv_mcp.tool_servers.sql --sqlite shop.db``.
 
 stdio (the default) is what IDE ``mcpServers`` configs start; ``--transport http``
 serves streamable HTTP at ``http://HOST:PORT/mcp``. Without ``--sqlite`` the

@@ -26,7 +26,7 @@ Defaults (:func:`default_expr`)
     PostgreSQL's ``'x'::text`` casts are dropped, so both show ``'x'``.
 
 Errors (:func:`error_kind`)
-    Driver errors become :class:`~tool_servers.sql.backend.SqlError` with a
+    Driver errors become :class:`~openenv_mcp.tool_servers.sql.backend.SqlError` with a
     portable ``kind`` (``syntax``, ``undefined_table``, ``undefined_column``,
     ``undefined_function``, ``already_exists``, ``constraint``, ``data``,
     ``read_only``, ``not_allowed``, ``timeout``, ``other``) and the engine's own

@@ -1,4 +1,4 @@
-"""The ``sql`` MCP tools over a :class:`~tool_servers.sql.backend.Backend`.
+"""The ``sql`` MCP tools over a :class:`~openenv_mcp.tool_servers.sql.backend.Backend`.
 
 Four tools, the same names, schemas and result format on every backend:
 
@@ -18,7 +18,7 @@ Four tools, the same names, schemas and result format on every backend:
 
 A failure is an error result (``isError``) whose text says what went wrong
 and whose structured content is ``{"error": {"kind", "message", "statement"}}``
-(kinds in :data:`~tool_servers.sql.normalize.ERROR_KINDS`).
+(kinds in :data:`~openenv_mcp.tool_servers.sql.normalize.ERROR_KINDS`).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def _setting(ctx: Any, key: str, default: str | None = None) -> str | None:
 
 
 async def create_server(ctx: Any) -> FastMCP:
-    """Factory for in-process use in ``env.toml`` (``object = "tool_servers.sql:create_server"``).
+    """Factory for in-process use in ``env.toml`` (``object = "openenv_mcp.tool_servers.sql:create_server"``).
 
     Reads the tool server's ``env``:
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .errors import ConfigError, OpenEnvError
-from .types import Score
+from ..errors import ConfigError, OpenEnvError
+from ..types import Score
 
 __all__ = ["CommandReward", "RewardCommand"]
 

@@ -22,10 +22,10 @@ from mcp.types import (
     ReadResourceResult,
 )
 
-from .episode import Episode
-from .errors import EpisodeEnded
-from .isolation.inprocess import error_result
-from .types import CallTool
+from ..core.episode import Episode
+from ..errors import EpisodeEnded
+from ..isolation.inprocess import error_result
+from ..types import CallTool
 
 __all__ = ["EPISODE_ENDED_MESSAGE", "build_server", "episode_server"]
 

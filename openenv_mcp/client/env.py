@@ -18,10 +18,10 @@ from typing import Any
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from .environment import Environment
-from .episode import Episode
-from .errors import ResetNeeded
-from .types import CallTool, ListTools, Observation, State, action_from_json
+from ..core.environment import Environment
+from ..core.episode import Episode
+from ..errors import ResetNeeded
+from ..types import CallTool, ListTools, Observation, State, action_from_json
 
 __all__ = ["AsyncEnv", "Env"]
 

@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import ConfigError
-from .types import Task
+from ..errors import ConfigError
+from ..types import Task
 
 __all__ = ["TaskSet", "load_tasks"]
 

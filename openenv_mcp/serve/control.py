@@ -7,7 +7,7 @@ same operations one request at a time. The wire forms are documented with
 examples in ``docs/protocol.md``.
 
 Every operation goes through :class:`ControlPlane`, which reaches episodes via
-the :class:`~openenv_mcp.episodes.EpisodeManager` and steps them with
+the :class:`~openenv_mcp.serve.manager.EpisodeManager` and steps them with
 :meth:`Episode.act` (the one dispatch path the MCP face uses too). Errors are
 :class:`~openenv_mcp.errors.OpenEnvError` subclasses raised deep and translated
 here, once, with their ``code`` and ``http_status``.
@@ -28,12 +28,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from .errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge
-from .types import CallTool, ListTools, action_from_json
+from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge
+from ..types import CallTool, ListTools, action_from_json
 
 if TYPE_CHECKING:
-    from .episode import Episode
-    from .episodes import EpisodeManager
+    from ..core.episode import Episode
+    from .manager import EpisodeManager
     from .metrics import Metrics
 
 __all__ = ["OPS", "ControlPlane", "error_body"]

@@ -7,14 +7,15 @@ from pathlib import Path
 from typing import Any
 
 from .env import AsyncEnv, Env
-from .environment import Environment
-from .errors import UnknownEnvironment
-from .spec import EnvSpec, load_env_file
+from .. import envs
+from ..core.environment import Environment
+from ..errors import UnknownEnvironment
+from ..core.spec import EnvSpec, load_env_file
 
 __all__ = ["env_dirs", "find_env", "list_envs", "load_environment", "make", "make_async"]
 
-BUILTIN_ENVS = Path(__file__).resolve().parent.parent / "envs"
-"""The reference environments shipped in the repository's ``envs/`` folder."""
+BUILTIN_ENVS = Path(envs.__file__).resolve().parent
+"""The reference environments (the repository's ``envs/`` folder, installed as ``openenv_mcp.envs``)."""
 
 
 def env_dirs() -> list[Path]:

@@ -19,9 +19,9 @@ import httpx
 from rich.console import Console
 from rich.panel import Panel
 
-from .playground import PUBLIC_PATHS, playground_routes
-from .registry import load_environment
-from .server import create_app
+from ..serve.playground import PUBLIC_PATHS, playground_routes
+from ..client.registry import load_environment
+from ..serve.app import create_app
 
 __all__ = ["tour"]
 
@@ -56,7 +56,7 @@ async def _episode(base: str, target: str, seed: int) -> None:
         console.print(f"[bold]task:[/bold] {task['prompt']}")
         console.print(f"[dim]trainer: POST /episodes -> episode {episode_id[:12]}…; "
                       f"agent: MCP client on {created['mcp_url']}[/dim]")
-        from .types import Task
+        from ..types import Task
 
         actions = environment.trajectory(Task.model_validate(task), "reference")
         async with Client(created["mcp_url"]) as client:

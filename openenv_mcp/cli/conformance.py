@@ -36,8 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from .base import RULES
-    from .runner import check_env_async
+    from ..conformance.base import RULES
+    from ..conformance.runner import check_env_async
 
     console = Console()
     if args.list_rules:

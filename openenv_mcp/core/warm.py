@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from .isolation import Connection, ServerContext, connect
-from .types import Task
+from ..isolation import Connection, ServerContext, connect
+from ..types import Task
 from .workspace import Workspace
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WarmPool", "World", "prepare"]
 
-log = logging.getLogger("openenv_mcp.warm")
+log = logging.getLogger("openenv_mcp.core.warm")
 
 
 @dataclass

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 if TYPE_CHECKING:
-    from .environment import Environment
-    from .episodes import EpisodeManager
+    from ..core.environment import Environment
+    from .manager import EpisodeManager
 
 __all__ = ["CHECK_TIMEOUT", "SAMPLE", "health_report"]
 

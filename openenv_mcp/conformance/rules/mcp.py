@@ -26,11 +26,11 @@ from mcp.types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ..episode import RESERVED_TOOL_NAMES
-from ..errors import OpenEnvError, ToolNameError
-from ..types import CallTool
-from .argsgen import generate_calls, violations
-from .base import Context, Failed, Skipped, fail_if, leaf, list_all_tools, rule
+from ...core.episode import RESERVED_TOOL_NAMES
+from ...errors import OpenEnvError, ToolNameError
+from ...types import CallTool
+from ..argsgen import generate_calls, violations
+from ..base import Context, Failed, Skipped, fail_if, leaf, list_all_tools, rule
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 """MCP 2025-11-25 tool names: 1-128 characters of A-Z a-z 0-9 _ - . (case-sensitive)."""

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .episode import Episode
-from .errors import ConfigError
+from ..errors import ConfigError
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
 from .tasks import TaskSet, load_tasks
-from .types import CallTool, Task, action_from_json
+from ..types import CallTool, Task, action_from_json
 from .warm import WarmPool, World
 
 __all__ = ["Environment"]
@@ -28,7 +28,7 @@ class Environment:
         workdir: where episode workspaces are created (default: the temp dir,
             or ``$OPENENV_MCP_WORKDIR``).
         warm_pool: pre-started worlds kept ready for fast resets (overrides
-            the spec's ``warm_pool``; see :mod:`openenv_mcp.warm`).
+            the spec's ``warm_pool``; see :mod:`openenv_mcp.core.warm`).
     """
 
     def __init__(self, spec: EnvSpec, *, mode: str = "sim", call_timeout: float | None = None,
@@ -48,7 +48,7 @@ class Environment:
         if isinstance(reward, str):
             reward = load_object(reward, spec.base_dir)
         elif isinstance(reward, dict):  # reward = { command = [...] }: run inside a boundary
-            from .reward_command import CommandReward
+            from .rewards import CommandReward
 
             reward = CommandReward(reward, [s.name for s in spec.tool_servers], spec.name)
         if reward is not None and not callable(reward):

@@ -13,7 +13,7 @@ import anyio.to_thread
 import httpx
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from .base import Context, Failed, Skipped, fail_if, rule
+from ..base import Context, Failed, Skipped, fail_if, rule
 
 LATEST = HANDSHAKE_PROTOCOL_VERSIONS[-1]
 OVERSIZED_BYTES = 8 * 1024 * 1024
@@ -239,7 +239,7 @@ async def check_shutdown(ctx: Context) -> None:
     workspace = getattr(handle.episode, "workspace", None)
     episode_id = getattr(handle.episode, "id", "")
     try:
-        from .rules_env import _actions, _replay
+        from .env import _actions, _replay
 
         await _replay(handle, (await _actions(ctx, handle))[:4])
         started = (_descendants(os.getpid()) - before)
@@ -283,10 +283,10 @@ async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, A
     """Start the probe behind ``spec``'s boundary (same isolation, network, limits, hide) and call ``tool``."""
     import uuid
 
-    from ..isolation import ServerContext, connect
-    from ..spec import ToolServerSpec
-    from ..workspace import Workspace
-    from .probe import PROBE_SOURCE
+    from ...isolation import ServerContext, connect
+    from ...core.spec import ToolServerSpec
+    from ...core.workspace import Workspace
+    from ..probe import PROBE_SOURCE
 
     probe = ToolServerSpec(name=f"{spec.name}-probe", command=["python3", "-c", PROBE_SOURCE],
                            isolation=spec.isolation, network=spec.network, limits=spec.limits,

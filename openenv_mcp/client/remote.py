@@ -7,7 +7,7 @@
     observations = venv.reset(seeds=range(64))
     observations = venv.step([CallTool(...)] * 64)          # one batch message
 
-:class:`RemoteAsyncEnv` has the methods of :class:`~openenv_mcp.env.AsyncEnv`
+:class:`RemoteAsyncEnv` has the methods of :class:`~openenv_mcp.client.env.AsyncEnv`
 and raises the same named errors (the server's error ``code`` picks the
 class). The connection opens on the first ``reset()`` and closes on
 ``close()``. Messages are multiplexed by request id, so concurrent calls on one
@@ -23,10 +23,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from . import errors as _errors
+from .. import errors as _errors
 from .env import Env, _coerce, _Portal
-from .errors import ConfigError, OpenEnvError, ResetNeeded
-from .types import CallTool, ListTools, Observation, State
+from ..errors import ConfigError, OpenEnvError, ResetNeeded
+from ..types import CallTool, ListTools, Observation, State
 
 __all__ = ["AsyncVectorEnv", "RemoteAsyncEnv", "RemoteConnection", "VectorEnv", "ws_url"]
 

@@ -3,13 +3,13 @@
 Routes (simulation mode; production mode keeps only the first three):
 
 * ``/mcp`` — the MCP face, streamable HTTP (both protocol generations), see
-  :mod:`openenv_mcp.mcphttp`;
+  :mod:`openenv_mcp.serve.mcp_http`;
 * ``GET /health`` — liveness, live episodes, tool-server health (never behind
-  the token), see :mod:`openenv_mcp.health`;
-* ``GET /metrics`` — Prometheus text, see :mod:`openenv_mcp.metrics`;
+  the token), see :mod:`openenv_mcp.serve.health`;
+* ``GET /metrics`` — Prometheus text, see :mod:`openenv_mcp.serve.metrics`;
 * ``/ws``, ``POST /episodes``, ``GET /episodes``, ``POST /episodes/{id}/reset``,
   ``POST /episodes/{id}/step``, ``GET /episodes/{id}/state``,
-  ``DELETE /episodes/{id}`` — the control plane, see :mod:`openenv_mcp.control`;
+  ``DELETE /episodes/{id}`` — the control plane, see :mod:`openenv_mcp.serve.control`;
 * ``/episodes/{id}/mcp`` — the MCP face bound to one episode.
 
 Extra routes (e.g. the playground at ``/``) come in through ``extra_routes``.
@@ -35,11 +35,11 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .control import ControlPlane
-from .environment import Environment
-from .episodes import EpisodeManager
-from .errors import ConfigError, RequestTooLarge
+from ..core.environment import Environment
+from .manager import EpisodeManager
+from ..errors import ConfigError, RequestTooLarge
 from .health import health_report
-from .mcphttp import EPISODE_SCOPE_KEY, McpFace
+from .mcp_http import EPISODE_SCOPE_KEY, McpFace
 from .metrics import Metrics
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "create_app", "serve", "serve_stdio", "tune_gc"]
@@ -357,7 +357,7 @@ def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str =
     """
     import uvicorn
 
-    from .registry import load_environment
+    from ..client.registry import load_environment
 
     environment = load_environment(target, mode=mode)
     routes = list(extra_routes(environment, mode, options.get("token")) if extra_routes else ())
@@ -372,8 +372,8 @@ async def serve_stdio(target: Any, *, mode: str = "sim", seed: int | None = None
     """Serve one episode of ``target`` as an MCP server over stdin/stdout (IDE and desktop clients)."""
     from mcp.server.stdio import stdio_server
 
-    from .mcpserver import episode_server
-    from .registry import load_environment
+    from .mcp_server import episode_server
+    from ..client.registry import load_environment
 
     environment = load_environment(target, mode=mode)
     episode = await environment.new_episode(seed=seed, task_id=task_id)

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 __all__ = ["EnvSpec", "Limits", "ToolServerSpec", "load_env_file", "load_object"]
 

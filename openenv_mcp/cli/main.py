@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .errors import OpenEnvError
+from ..errors import OpenEnvError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -24,7 +24,7 @@ err_console = Console(stderr=True)
 
 # -- list ----------------------------------------------------------------------
 def _cmd_list(args: argparse.Namespace) -> int:
-    from .registry import list_envs
+    from ..client.registry import list_envs
 
     table = Table(title="openenv-mcp environments")
     table.add_column("name", style="bold")
@@ -41,7 +41,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 async def run_reference(target: str, episodes: int, seed: int | None, policy: str = "reference",
                         progress: bool = True, show_steps: bool = False) -> list[dict[str, Any]]:
     """Run the environment's scripted ``policy`` for ``episodes`` episodes; one row per episode."""
-    from .registry import load_environment
+    from ..client.registry import load_environment
 
     environment = load_environment(target)
     rows: list[dict[str, Any]] = []
@@ -115,15 +115,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 # -- rollout ---------------------------------------------------------------------
 def _cmd_rollout(args: argparse.Namespace) -> int:
-    from .rollout import run_command
+    from ..rollout import run_command
 
     return run_command(args, console, err_console)
 
 
 # -- serve / stdio ----------------------------------------------------------------
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from .playground import PUBLIC_PATHS, playground_routes
-    from .server import serve
+    from ..serve.playground import PUBLIC_PATHS, playground_routes
+    from ..serve.app import serve
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
@@ -140,7 +140,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _cmd_stdio(args: argparse.Namespace) -> int:
-    from .server import serve_stdio
+    from ..serve.app import serve_stdio
 
     anyio.run(lambda: serve_stdio(args.env, mode=args.mode, seed=args.seed, task_id=args.task))
     return 0
@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task", default=None, help="task id of the episode")
     p.set_defaults(func=_cmd_stdio)
 
-    from .conformance.cli import add_parser as add_conformance  # openenv-mcp conformance TARGET ...
+    from .conformance import add_parser as add_conformance  # openenv-mcp conformance TARGET ...
 
     add_conformance(sub)
     return parser

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 
-from .errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError
-from .isolation import Connection
-from .isolation.inprocess import error_result
-from .types import CallTool, ListTools, Observation, Score, State, Task
+from ..errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError
+from ..isolation import Connection
+from ..isolation.inprocess import error_result
+from ..types import CallTool, ListTools, Observation, Score, State, Task
 from .validation import validator_for
 from .warm import prepare
 from .workspace import Workspace

@@ -36,8 +36,8 @@ import anyio
 import httpx
 from mcp.types import CallToolResult, TextContent, Tool
 
-from .errors import ConfigError, OpenEnvError
-from .types import CallTool, Observation
+from ..errors import ConfigError, OpenEnvError
+from ..types import CallTool, Observation
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -387,8 +387,8 @@ def summarize(trajectories: list[Trajectory]) -> dict[str, float]:
 # -- the loop -----------------------------------------------------------------------
 def _env_factory(env: Any, mode_options: dict[str, Any]) -> tuple[Callable[[], Any], str, bool]:
     """(a function making one async env, the env's name, whether it may be called many times)."""
-    from .env import AsyncEnv, Env
-    from .registry import _is_url, load_environment, make_async
+    from ..client.env import AsyncEnv, Env
+    from ..client.registry import _is_url, load_environment, make_async
 
     if isinstance(env, Env):
         env = env.unwrapped

@@ -15,11 +15,11 @@ from typing import Any
 
 from mcp.types import Tool
 
-from ..environment import Environment
-from ..types import CallTool, canonical_json
-from .argsgen import generate_calls, nonce_words
-from .base import Context, Failed, Skipped, fail_if, rule
-from .subject import EpisodeHandle
+from ...core.environment import Environment
+from ...types import CallTool, canonical_json
+from ..argsgen import generate_calls, nonce_words
+from ..base import Context, Failed, Skipped, fail_if, rule
+from ..subject import EpisodeHandle
 
 TIME_BOX = 15.0
 """Seconds the parity rule spends on further tasks once the first one is checked."""
@@ -330,7 +330,7 @@ async def check_prod_identity(ctx: Context) -> None:
 @rule("wire.parity", "error", "served over real HTTP, an episode's own MCP address and the control plane's step "
       "give the same tools, results, end state and reward", needs=("local", "http"), timeout=120)
 async def check_wire_parity(ctx: Context) -> None:
-    from .subject import UrlSubject
+    from ..subject import UrlSubject
 
     async with ctx.subject.http() as url:
         served = UrlSubject(url)

@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from .errors import ConfigError, EpisodeLimit, UnknownEpisode
+from ..errors import ConfigError, EpisodeLimit, UnknownEpisode
 
 if TYPE_CHECKING:
-    from .environment import Environment
-    from .episode import Episode
+    from ..core.environment import Environment
+    from ..core.episode import Episode
     from .metrics import Metrics
 
 __all__ = ["EpisodeManager"]
 
-log = logging.getLogger("openenv_mcp.episodes")
+log = logging.getLogger("openenv_mcp.serve.manager")
 
 
 def _busy(episode: Episode) -> bool:

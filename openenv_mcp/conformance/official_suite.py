@@ -6,7 +6,7 @@
 variable ``OPENENV_MCP_NODE_TOOLS``), runs the tools with Node 22 first on ``PATH``, and
 turns their results into rows::
 
-    from openenv_mcp import official_suite
+    from openenv_mcp.conformance import official_suite
     if official_suite.available():
         for row in official_suite.run_server_scenarios("http://127.0.0.1:8000/mcp"):
             print(row.scenario, row.status, row.detail)
@@ -72,7 +72,7 @@ class Scenario(BaseModel):
 def _candidates() -> list[Path]:
     if os.environ.get(ENV_VAR):
         return [Path(os.environ[ENV_VAR])]
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parents[2]
     return [here / ".cache" / "node-tools", Path.cwd() / ".cache" / "node-tools"]
 
 
@@ -199,7 +199,7 @@ def run_server_scenarios(url: str, scenarios: Sequence[str] | None = None,
 
 def default_not_applicable_file() -> Path:
     """``conformance/official-not-applicable.toml`` at the repository root."""
-    return Path(__file__).resolve().parent.parent / "conformance" / "official-not-applicable.toml"
+    return Path(__file__).resolve().parents[2] / "conformance" / "official-not-applicable.toml"
 
 
 def not_applicable(path: Path | None = None) -> dict[str, str]:
@@ -353,7 +353,7 @@ class served_env:
 # --------------------------------------------------------------------------- `make conformance`
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m openenv_mcp.official_suite [ENV] [--url URL] [--all]``: print the scenario table.
+    """``python -m openenv_mcp.conformance.official_suite [ENV] [--url URL] [--all]``: print the scenario table.
 
     Serves ENV (default ``echo``) with ``openenv-mcp serve`` unless ``--url`` names a running
     MCP endpoint; runs every applicable server scenario (``--all``: every server scenario);
@@ -364,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.official_suite", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.conformance.official_suite", description=main.__doc__)
     parser.add_argument("env", nargs="?", default="echo", help="environment to serve (default: echo)")
     parser.add_argument("--url", default=None, help="test this running MCP endpoint instead of serving ENV")
     parser.add_argument("--all", action="store_true", help="also run the scenarios listed as not applicable")

@@ -1,6 +1,6 @@
 """The web playground at ``/`` of ``openenv-mcp serve``: a person acts as the agent.
 
-The page (``openenv_mcp/static/``: one HTML file, one script, one style sheet,
+The page (``openenv_mcp/serve/static/``: one HTML file, one script, one style sheet,
 served by the package; nothing from a CDN, nothing downloaded at run time)
 talks to the same routes any client uses:
 

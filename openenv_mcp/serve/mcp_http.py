@@ -3,7 +3,7 @@
 Built on the official SDK's machinery (:class:`StreamableHTTPSessionManager`:
 the 2025-11-25 handshake with ``Mcp-Session-Id`` and the stateless 2026-07-28
 single-exchange form, Host/Origin validation, body size cap) around one
-low-level server from :func:`openenv_mcp.mcpserver.build_server`, so every
+low-level server from :func:`openenv_mcp.serve.mcp_server.build_server`, so every
 ``tools/call`` goes through :meth:`Episode.act`.
 
 Which episode serves a request (first match wins):
@@ -35,12 +35,12 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
-from .errors import OpenEnvError
-from .mcpserver import build_server
+from ..errors import OpenEnvError
+from .mcp_server import build_server
 
 if TYPE_CHECKING:
-    from .episode import Episode
-    from .episodes import EpisodeManager
+    from ..core.episode import Episode
+    from .manager import EpisodeManager
     from .metrics import Metrics
 
 __all__ = ["EPISODE_META_KEY", "EPISODE_SCOPE_KEY", "UNKNOWN_EPISODE_CODE", "McpFace"]

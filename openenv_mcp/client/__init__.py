@@ -1,0 +1,1 @@
+"""Clients: the sync/async ``Env``, the registry behind ``make()``, remote and vector clients."""

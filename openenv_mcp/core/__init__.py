@@ -1,0 +1,1 @@
+"""The core: environment specs, tasks, validation, workspaces, episodes (the one dispatch path), rewards."""
