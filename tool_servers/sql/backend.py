@@ -27,8 +27,13 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Backend", "Column", "RowSet", "SqlError", "StatementResult", "TableDescription", "split_statements",
-           "statement_command"]
+from . import normalize
+
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "Backend", "Column", "ResultCollector", "RowSet", "SqlError", "StatementResult",
+           "TableDescription", "split_statements", "statement_command", "value_size"]
+
+DEFAULT_MAX_RESULT_BYTES = 1_000_000
+"""Bytes of values one result may carry (``SQL_MAX_RESULT_BYTES``), counted while rows are fetched."""
 
 
 class SqlError(Exception):
@@ -81,6 +86,40 @@ class TableDescription:
     """``{"columns": [...], "references": "table", "referenced_columns": [...]}``."""
     indexes: list[dict[str, Any]] = field(default_factory=list)
     """``{"name": ..., "columns": [...], "unique": bool}``, primary-key indexes left out."""
+
+
+def value_size(v: Any) -> int:
+    """Bytes a driver value takes in a result (a blob counts as its ``\\x<hex>`` text)."""
+    if v is None or isinstance(v, (bool, int, float)):
+        return 8
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return 2 * len(v) + 2
+    return len(v) if isinstance(v, str) else len(str(v))
+
+
+class ResultCollector:
+    """Keeps the first ``max_rows`` rows of a result, refusing once they carry more than ``max_bytes``.
+
+    Each row is sized as it arrives, before it is normalised or kept, so a huge
+    result is refused after one oversized row, never after all of them are in memory."""
+
+    def __init__(self, columns: list[str], max_rows: int, max_bytes: int) -> None:
+        self.rowset = RowSet(columns, [])
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.size = 0
+
+    def add(self, row: Any) -> bool:
+        """Keep ``row``; ``False`` (and ``truncated``) once ``max_rows`` are kept. Raise ``too_large``."""
+        if len(self.rowset.rows) >= self.max_rows:
+            self.rowset.truncated = True
+            return False
+        self.size += sum(value_size(v) for v in row)
+        if self.size > self.max_bytes:
+            raise SqlError("too_large", f"the result is larger than {self.max_bytes} bytes, the limit of one "
+                           "result: select fewer or shorter columns, aggregate, or add LIMIT")
+        self.rowset.rows.append([normalize.value(v) for v in row])
+        return True
 
 
 class Backend(abc.ABC):
