@@ -17,6 +17,10 @@ same reward holds on SQLite and on PostgreSQL.
   change: the score is 0 and the episode ends at once (``done``) with
   ``info["destructive"]`` naming what was damaged. Only the trainer's reset
   brings the rows back.
+- **Tables stay tables**: every table a guard reads must still be a table. An
+  agent that renames a table and puts a view of its own in its place decides
+  what the checks read (hiding the rows a fix should change); that is a
+  destructive change too (``"<table> (no longer a table)"``).
 
 The score is 1.0 when the answer is right (or every check holds) and no guard
 is broken, else 0.0.
@@ -32,6 +36,7 @@ from openenv_mcp.types import Score
 ANSWER_TOOL = "submit_answer"
 QUERY_TOOL = "query"
 DESCRIBE_TOOL = "describe_table"
+LIST_TOOL = "list_tables"
 
 
 # -- fingerprints (used by build.py to write the guards) -------------------------------
@@ -148,6 +153,19 @@ async def check_holds(ctx: Any, check: dict[str, Any]) -> bool:
     return rows is not None and same_rows(rows, check["expect"], ordered=True, lenient=False)
 
 
+async def not_tables(ctx: Any, names: list[str]) -> list[str]:
+    """Those of ``names`` that are no longer tables (dropped, or replaced by a view)."""
+    result = await ctx.call_tool(LIST_TOOL, {})
+    tables = [] if result.is_error or not result.structured_content else result.structured_content.get("tables", [])
+    kinds = {t["name"]: t["kind"] for t in tables}
+    return [name for name in names if kinds.get(name) != "table"]
+
+
+def guarded_tables(guards: list[dict[str, Any]]) -> list[str]:
+    """The tables the guards read (guard ``orders#2`` reads ``orders``), in order, once each."""
+    return list(dict.fromkeys(g["name"].split("#")[0] for g in guards))
+
+
 def submitted_answer(ctx: Any) -> tuple[bool, Any]:
     """``(True, answer)`` for the episode's first accepted submission, else ``(False, None)``."""
     for action, result in ctx.history:
@@ -172,7 +190,9 @@ async def score(ctx: Any) -> Score:
         info["checks_passed"] = sum(passed)
         info["checks"] = len(passed)
         goal = all(passed)
-    broken = [g["name"] for g in data.get("guards", []) if not await check_holds(ctx, g)]
+    guards = data.get("guards", [])
+    broken = [f"{name} (no longer a table)" for name in await not_tables(ctx, guarded_tables(guards))]
+    broken += [g["name"] for g in guards if not await check_holds(ctx, g)]
     if broken:
         info["destructive"] = broken
         return Score(score=0.0, done=True, info=info)

@@ -18,8 +18,8 @@ import re
 from typing import Any
 
 from . import normalize
-from .backend import (Backend, Column, RowSet, SqlError, StatementResult, TableDescription,
-                      check_execute_statement, split_statements, statement_command)
+from .backend import (DEFAULT_MAX_RESULT_BYTES, Backend, Column, ResultCollector, RowSet, SqlError, StatementResult,
+                      TableDescription, check_execute_statement, split_statements, statement_command)
 
 __all__ = ["PostgresBackend", "drop_database", "episode_database_name"]
 
@@ -42,11 +42,50 @@ def _error(e: Exception, statement: int | None = None) -> SqlError:
     return SqlError(kind, message, statement)
 
 
-async def _fetch(cursor: Any, max_rows: int) -> RowSet:
-    columns = [d.name for d in cursor.description]
-    raw = await cursor.fetchmany(max_rows + 1)
-    truncated = len(raw) > max_rows
-    return RowSet(columns, [[normalize.value(v) for v in row] for row in raw[:max_rows]], truncated)
+_CURSOR_COMMANDS = {"SELECT", "VALUES", "TABLE"}
+"""Commands run through a server-side cursor (``DECLARE``), so rows arrive one at a time."""
+
+
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|MERGE|INTO)\b", re.I)
+"""Words that keep a statement off a server-side cursor (``DECLARE`` refuses data-modifying ``WITH`` and
+``SELECT INTO``): it runs as before, buffered by the driver."""
+
+
+def _cursor_statement(statement: str) -> bool:
+    return statement_command(statement) in _CURSOR_COMMANDS and not _WRITES.search(statement)
+
+
+async def _run_rows(conn: Any, statement: str, max_rows: int, max_bytes: int, *, prepare: bool = False,
+                    count_rest: bool = True) -> tuple[Any, RowSet | None, int]:
+    """Run ``statement``; ``(cursor, rows or None, total rows)``.
+
+    A row-returning statement runs through a server-side cursor and is fetched a
+    row at a time, each sized by :class:`ResultCollector` before it is kept (the
+    same result cap as SQLite); the rows past ``max_rows`` are counted by the
+    server (``MOVE``), never sent."""
+    if _cursor_statement(statement):
+        cursor = conn.cursor(name=f"openenv_{id(conn):x}")
+        await cursor.execute(statement)
+        collector = ResultCollector([d.name for d in cursor.description], max_rows, max_bytes)
+        total = 0
+        while (row := await cursor.fetchone()) is not None:
+            total += 1
+            if not collector.add(row):
+                break
+        if collector.rowset.truncated and count_rest:
+            moved = await conn.execute(f'MOVE FORWARD ALL IN "{cursor.name}"')
+            total += int((moved.statusmessage or "MOVE 0").split()[-1])
+        await cursor.close()
+        return cursor, collector.rowset, total
+    cursor = conn.cursor()
+    await cursor.execute(statement, prepare=prepare)
+    if cursor.description is None:
+        return cursor, None, 0
+    collector = ResultCollector([d.name for d in cursor.description], max_rows, max_bytes)
+    while (row := await cursor.fetchone()) is not None:
+        if not collector.add(row):
+            break
+    return cursor, collector.rowset, cursor.rowcount
 
 
 def episode_database_name(episode_id: str) -> str:
@@ -67,9 +106,10 @@ class PostgresBackend(Backend):
 
     engine = "postgres"
 
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 10.0, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.url = url
         self.timeout = timeout
+        self.max_result_bytes = max_result_bytes
         self._options: str | None = None
         self._idle: Any = None
         self._admin_url: str | None = None
@@ -109,12 +149,10 @@ class PostgresBackend(Backend):
         conn = await self._reader()
         try:
             await conn.set_read_only(True)
-            cursor = conn.cursor()
             try:
-                await cursor.execute(statements[0], prepare=True)
-                if cursor.description is None:
-                    return RowSet([], [])
-                return await _fetch(cursor, max_rows)
+                _, rows, _ = await _run_rows(conn, statements[0], max_rows, self.max_result_bytes, prepare=True,
+                                                count_rest=False)
+                return rows if rows is not None else RowSet([], [])
             except psycopg.Error as e:
                 raise _error(e) from None
         finally:
@@ -130,16 +168,17 @@ class PostgresBackend(Backend):
         conn = await self._connect()
         results: list[StatementResult] = []
         try:
-            cursor = conn.cursor()
             for i, statement in enumerate(statements, 1):
                 try:
-                    await cursor.execute(statement)
+                    cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes)
                 except psycopg.Error as e:
                     raise _error(e, i) from None
+                except SqlError as e:
+                    e.statement = i
+                    raise
                 command = statement_command(statement)
-                if cursor.description is not None:
-                    rows = await _fetch(cursor, max_rows)
-                    results.append(StatementResult(command, cursor.rowcount, rows))
+                if rows is not None:
+                    results.append(StatementResult(command, total, rows))
                 else:
                     count = cursor.rowcount
                     results.append(StatementResult(command, count if count >= 0 else None))
