@@ -19,7 +19,7 @@ from fastmcp import Client
 
 from openenv_mcp.isolation.base import ServerContext
 from tool_servers.sql import build_server, create_server
-from tool_servers.sql.backend import split_statements, statement_command
+from tool_servers.sql.backend import SqlError, split_statements, statement_command
 from tool_servers.sql.postgres import PostgresBackend, drop_database, episode_database_name
 from tool_servers.sql.sqlite import SQLiteBackend
 
@@ -380,3 +380,137 @@ async def test_standalone_http_on_postgres_with_the_official_client(postgres_ser
             assert result.is_error and result.structured_content["error"]["kind"] == "read_only"
     finally:
         await drop_database(postgres_server.url, name)
+
+
+# -- hardening (issue 10): what the agent's SQL may do, and how much ---------------------------------
+
+DOUBLING = ("WITH RECURSIVE s(x, n) AS (SELECT CAST('aaaaaaaaaa' AS TEXT), 0 UNION ALL "
+            "SELECT x || x, n + 1 FROM s WHERE n < 16) SELECT x FROM s")
+"""17 rows, the last 655 KB: together over the 1 MB result cap, each under SQLite's 1 MB value limit."""
+
+CAP_TEXT = ("the result is larger than 1000000 bytes, the limit of one result: select fewer or shorter columns, "
+            "aggregate, or add LIMIT")
+
+
+@pytest.mark.anyio
+async def test_a_result_over_the_byte_cap_is_refused_on_both_backends(backend):
+    err, text, data = await call(build_server(backend), "query", sql=DOUBLING)
+    assert err and data["error"] == {"kind": "too_large", "message": CAP_TEXT, "statement": None}
+    assert text == f"SQL error (too_large): {CAP_TEXT}"
+    err, text, data = await call(build_server(backend), "execute", sql="UPDATE books SET price = 1; " + DOUBLING)
+    assert err and data["error"] == {"kind": "too_large", "message": CAP_TEXT, "statement": 2}
+    assert await count_books(backend) == 4 and (await backend.query("SELECT SUM(price) FROM books", 10)).rows == [[56.74]]
+
+
+@pytest.mark.anyio
+async def test_rows_past_max_rows_are_counted_not_kept_and_writing_ctes_still_run(backend):
+    many = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000) SELECT x FROM c"
+    [result] = await backend.execute(many, 3)
+    assert result.rowcount == 5000 and result.rows.rows == [[1], [2], [3]] and result.rows.truncated
+    rows = await backend.query(many, 3)
+    assert rows.rows == [[1], [2], [3]] and rows.truncated
+    if backend.engine == "postgres":  # a data-modifying WITH cannot go through a server-side cursor
+        [result] = await backend.execute("WITH gone AS (DELETE FROM books WHERE id = 4 RETURNING id) "
+                                         "SELECT COUNT(*) AS n FROM gone", 10)
+        assert result.rows.rows == [[1]] and await count_books(backend) == 3
+
+
+@pytest.mark.anyio
+async def test_sqlite_value_limit_refuses_amplification_inside_the_engine(tmp_path):
+    b = SQLiteBackend(tmp_path / "t.db", max_value_bytes=1000)
+    await b.execute(SCHEMA, 10)
+    for sql in ("SELECT zeroblob(1001)", "SELECT length(replace(hex(zeroblob(400)), '0', 'aa'))",
+                "SELECT randomblob(5000)"):
+        with pytest.raises(SqlError) as e:
+            await b.query(sql, 10)
+        assert (e.value.kind, e.value.message) == ("too_large", "string or blob too big"), sql
+    assert (await b.query("SELECT length(zeroblob(1000))", 10)).rows == [[1000]]
+
+
+@pytest.mark.anyio
+async def test_sqlite_database_file_cannot_grow_past_its_cap(tmp_path):
+    b = SQLiteBackend(tmp_path / "t.db", max_db_bytes=200_000)
+    await b.execute("CREATE TABLE t (v BLOB)", 10)
+    with pytest.raises(SqlError) as e:
+        await b.execute("INSERT INTO t SELECT zeroblob(100000) FROM (VALUES (1), (2), (3))", 10)
+    assert (e.value.kind, e.value.statement) == ("too_large", 1)
+    assert (await b.query("SELECT COUNT(*) FROM t", 10)).rows == [[0]]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool, sql, message", [
+    ("query", "SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer() is not allowed through this tool"),
+    ("execute", "SELECT fts3_tokenizer('x', x'4141414141414141')",
+     "the function fts3_tokenizer() is not allowed through this tool"),
+    ("query", "SELECT load_extension('x')", "the function load_extension() is not allowed through this tool"),
+    ("query", "SELECT sqlite_compileoption_get(0)",
+     "the function sqlite_compileoption_get() is not allowed through this tool"),
+    ("query", "SELECT name FROM dbstat", "reading the internal table dbstat is not allowed through this tool"),
+    ("query", "SELECT sql FROM sqlite_stmt", "reading the internal table sqlite_stmt is not allowed through this tool"),
+    ("execute", "CREATE VIRTUAL TABLE ft USING fts5(a)", "CREATE VIRTUAL TABLE is not allowed through this tool"),
+    ("query", "PRAGMA database_list", "PRAGMA database_list is not allowed through this tool"),
+    ("execute", "PRAGMA journal_mode = OFF", "setting PRAGMA journal_mode is not allowed through this tool"),
+    ("query", "ATTACH DATABASE ':memory:' AS m", "ATTACH is not allowed through this tool"),
+])
+async def test_sqlite_authorizer_refuses_what_no_task_needs(tmp_path, tool, sql, message):
+    b = SQLiteBackend(tmp_path / "t.db")
+    await b.execute(SCHEMA, 10)
+    err, text, data = await call(build_server(b), tool, sql=sql)
+    assert err and data["error"]["kind"] == "not_allowed" and data["error"]["message"] == message
+    assert text.startswith(f"SQL error (not_allowed): {'statement 1: ' if tool == 'execute' else ''}{message}")
+
+
+@pytest.mark.anyio
+async def test_sqlite_authorizer_allows_ordinary_functions_views_triggers_and_alter_table(tmp_path):
+    b = SQLiteBackend(tmp_path / "t.db")
+    await b.execute(SCHEMA, 10)
+    rows = await b.query(
+        "SELECT upper(title) AS t, round(price, 1) AS p, strftime('%Y', published) AS y, "
+        "rank() OVER (ORDER BY price DESC) AS r, json_extract(json_object('a', id), '$.a') AS j, "
+        "printf('%05.1f', sqrt(price)) AS s, coalesce(nullif(status, 'out'), '-') AS st FROM books ORDER BY id", 10)
+    assert rows.rows[0] == ["EARTHSEA", 12.5, "1968", 3, 1, "003.5", "-"]
+    await b.execute("ALTER TABLE books RENAME COLUMN status TO state; ALTER TABLE authors RENAME TO writers; "
+                    "ALTER TABLE books ADD COLUMN note TEXT; ALTER TABLE books DROP COLUMN note; "
+                    "CREATE VIEW cheap AS SELECT title FROM books WHERE price < 13; "
+                    "CREATE TRIGGER up AFTER UPDATE OF price ON books BEGIN "
+                    "UPDATE books SET state = lower(state) WHERE id = new.id; END; "
+                    "CREATE INDEX ix ON books(price); ANALYZE; UPDATE books SET price = price WHERE id = 1", 10)
+    assert (await b.query("SELECT COUNT(*) FROM cheap", 10)).rows == [[2]]
+    with pytest.raises(SqlError) as e:  # ALTER TABLE's helpers are not callable from SQL
+        await b.execute("SELECT sqlite_rename_table('main', 'table', 'x', 'CREATE TABLE x(a)', 'x', 'y', 0)", 10)
+    assert e.value.kind == "undefined_function"
+
+
+@pytest.mark.anyio
+async def test_sqlite_catalog_tools_never_create_the_database_file(tmp_path):
+    server = build_server(SQLiteBackend(tmp_path / "missing.db"))
+    assert (await call(server, "list_tables"))[2] == {"tables": []}
+    err, _, data = await call(server, "describe_table", table="books")
+    assert err and data["error"]["kind"] == "undefined_table"
+    assert not (tmp_path / "missing.db").exists()
+
+
+@pytest.mark.anyio
+async def test_sqlite_runaway_statement_runs_off_the_event_loop_and_really_stops(tmp_path):
+    import threading
+
+    b = SQLiteBackend(tmp_path / "t.db", timeout=1.5)
+    await b.execute(SCHEMA, 10)
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    before = threading.active_count()
+    task = asyncio.create_task(ticker())
+    start = asyncio.get_running_loop().time()
+    with pytest.raises(SqlError) as e:
+        await b.query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c", 10)
+    elapsed = asyncio.get_running_loop().time() - start
+    task.cancel()
+    assert e.value.kind == "timeout" and 1.4 < elapsed < 5
+    assert ticks >= 0.5 * elapsed / 0.05  # the loop kept running while the statement did
+    assert threading.active_count() <= before + 1  # the worker is idle again, not still computing
