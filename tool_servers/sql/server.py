@@ -205,18 +205,27 @@ async def create_server(ctx: Any) -> FastMCP:
     - ``DATABASE_URL``: PostgreSQL connection string (``pass_env = ["DATABASE_URL"]`` in production);
     - ``SQL_PG_TEMPLATE``: with ``postgres``, create a private database per episode from this
       template on the ``DATABASE_URL`` server (simulation against PostgreSQL);
-    - ``SQL_MAX_ROWS`` (default 100), ``SQL_TIMEOUT`` seconds per statement (default 10).
+    - ``SQL_MAX_ROWS`` (default 100), ``SQL_TIMEOUT`` seconds per call (default 10);
+    - ``SQL_MAX_RESULT_BYTES``: bytes of values one result may carry (default 1,000,000);
+    - SQLite only: ``SQL_MAX_VALUE_BYTES`` (one string or blob, default 1,000,000) and
+      ``SQL_MAX_DB_BYTES`` (the database file, default 256 MiB).
     """
+    from .backend import DEFAULT_MAX_RESULT_BYTES
+
     kind = (_setting(ctx, "SQL_BACKEND", "sqlite") or "sqlite").lower()
     max_rows = int(_setting(ctx, "SQL_MAX_ROWS", str(DEFAULT_MAX_ROWS)) or DEFAULT_MAX_ROWS)
     timeout = float(_setting(ctx, "SQL_TIMEOUT", "10") or 10)
+    max_result = int(_setting(ctx, "SQL_MAX_RESULT_BYTES") or DEFAULT_MAX_RESULT_BYTES)
     if kind == "sqlite":
-        from .sqlite import SQLiteBackend
+        from .sqlite import DEFAULT_MAX_DB_BYTES, DEFAULT_MAX_VALUE_BYTES, SQLiteBackend
 
         path = Path(_setting(ctx, "SQLITE_PATH", "db.sqlite") or "db.sqlite")
         if not path.is_absolute():
             path = Path(ctx.workspace) / path
-        backend: Backend = SQLiteBackend(path, timeout=timeout)
+        backend: Backend = SQLiteBackend(
+            path, timeout=timeout, max_result_bytes=max_result,
+            max_value_bytes=int(_setting(ctx, "SQL_MAX_VALUE_BYTES") or DEFAULT_MAX_VALUE_BYTES),
+            max_db_bytes=int(_setting(ctx, "SQL_MAX_DB_BYTES") or DEFAULT_MAX_DB_BYTES))
     elif kind == "postgres":
         from .postgres import PostgresBackend
 
@@ -226,9 +235,10 @@ async def create_server(ctx: Any) -> FastMCP:
                              "postgresql://user@host:5432/dbname); pass it with pass_env = [\"DATABASE_URL\"]")
         template = _setting(ctx, "SQL_PG_TEMPLATE")
         if template:
-            backend = await PostgresBackend.for_episode(url, template, ctx.episode_id, timeout=timeout)
+            backend = await PostgresBackend.for_episode(url, template, ctx.episode_id, timeout=timeout,
+                                                        max_result_bytes=max_result)
         else:
-            backend = PostgresBackend(url, timeout=timeout)
+            backend = PostgresBackend(url, timeout=timeout, max_result_bytes=max_result)
     else:
         raise ValueError(f"SQL_BACKEND must be 'sqlite' or 'postgres', got {kind!r}")
     return build_server(backend, max_rows=max_rows)
