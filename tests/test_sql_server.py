@@ -399,7 +399,8 @@ async def test_a_result_over_the_byte_cap_is_refused_on_both_backends(backend):
     assert text == f"SQL error (too_large): {CAP_TEXT}"
     err, text, data = await call(build_server(backend), "execute", sql="UPDATE books SET price = 1; " + DOUBLING)
     assert err and data["error"] == {"kind": "too_large", "message": CAP_TEXT, "statement": 2}
-    assert await count_books(backend) == 4 and (await backend.query("SELECT SUM(price) FROM books", 10)).rows == [[56.74]]
+    assert await count_books(backend) == 4
+    assert (await backend.query("SELECT SUM(price) FROM books", 10)).rows == [[56.74]]
 
 
 @pytest.mark.anyio

@@ -11,13 +11,11 @@ forged.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import httpx
 
@@ -139,7 +137,8 @@ def test_attach_a_host_file_or_another_database_is_refused(tmp_path):
              ("query", {"sql": f"SELECT * FROM pragma_table_list WHERE schema = 'o' AND '{other}' <> ''"})]
     status, results, _ = agent(calls)
     assert status == 0, results
-    assert results[0]["error"] and results[0]["text"] == "SQL error (not_allowed): ATTACH is not allowed through this tool"
+    assert results[0]["error"]
+    assert results[0]["text"] == "SQL error (not_allowed): ATTACH is not allowed through this tool"
     assert results[1]["error"] and results[1]["data"]["error"]["kind"] == "not_allowed"
     assert not other.exists()
     assert_still_answering(results)
@@ -206,7 +205,8 @@ def test_runaway_recursive_cte_times_out_while_health_and_other_episodes_answer(
             t0 = time.monotonic()
             assert http.get("/health", timeout=2).status_code == 200
             latencies.append(time.monotonic() - t0)
-            action = {"type": "call_tool", "name": "query", "arguments": {"sql": "SELECT COUNT(*) AS n FROM departments"}}
+            action = {"type": "call_tool", "name": "query",
+                      "arguments": {"sql": "SELECT COUNT(*) AS n FROM departments"}}
             obs = http.post(f"/episodes/{other_ep}/step", json={"action": action}, timeout=5).json()["observation"]
             assert obs["result"]["structuredContent"]["rows"] == [[6]]
             time.sleep(0.3)
@@ -216,7 +216,8 @@ def test_runaway_recursive_cte_times_out_while_health_and_other_episodes_answer(
         assert slow["end"] - start < 30
         result = slow["obs"]["result"]
         assert result["isError"] and result["structuredContent"]["error"]["kind"] == "timeout"
-        assert result["content"][0]["text"] == "SQL error (timeout): statement cancelled: it ran longer than the time limit"
+        assert result["content"][0]["text"] == ("SQL error (timeout): statement cancelled: it ran longer than "
+                                                "the time limit")
         assert http.get("/health").status_code == 200
 
 
