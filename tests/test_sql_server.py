@@ -249,7 +249,7 @@ async def test_describe_table(backend):
             {"name": "status", "type": "TEXT", "nullable": False, "default": "'draft'", "primary_key": False},
         ],
         "foreign_keys": [{"columns": ["author_id"], "references": "authors", "referenced_columns": ["id"]}],
-        "indexes": [{"name": "ux_books_title", "columns": ["title"], "unique": True}],
+        "indexes": [{"name": "ux_books_title", "columns": ["title"], "unique": True, "partial": False}],
     }
     assert text == (
         "table books\n  id INTEGER PRIMARY KEY\n  author_id INTEGER NOT NULL\n  title TEXT NOT NULL\n"
@@ -515,3 +515,17 @@ async def test_sqlite_runaway_statement_runs_off_the_event_loop_and_really_stops
     assert e.value.kind == "timeout" and 1.4 < elapsed < 5
     assert ticks >= 0.5 * elapsed / 0.05  # the loop kept running while the statement did
     assert threading.active_count() <= before + 1  # the worker is idle again, not still computing
+
+
+@pytest.mark.anyio
+async def test_describe_table_shows_partial_and_expression_indexes_alike_on_both_backends(backend):
+    await backend.execute("CREATE INDEX ix_cheap ON books(price) WHERE price < 10; "
+                          "CREATE INDEX ix_lower ON books(lower(title))", 10)
+    err, text, data = await call(build_server(backend), "describe_table", table="books")
+    assert not err
+    assert data["indexes"] == [
+        {"name": "ix_cheap", "columns": ["price"], "unique": False, "partial": True},
+        {"name": "ix_lower", "columns": ["(expression)"], "unique": False, "partial": False},
+        {"name": "ux_books_title", "columns": ["title"], "unique": True, "partial": False},
+    ]
+    assert "  PARTIAL INDEX ix_cheap (price)\n  INDEX ix_lower ((expression))\n" in text

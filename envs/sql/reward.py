@@ -10,7 +10,7 @@ same reward holds on SQLite and on PostgreSQL.
   A single value, a list (one column or one row) or a list of rows are all accepted.
 - **Maintenance tasks** (``kind = "maintenance"``): every ``checks`` entry must
   hold on the database's end state: ``{"sql", "expect"}`` (the query's rows) or
-  ``{"index": {"table", "columns", "unique"}}`` (such an index exists).
+  ``{"index": {"table", "columns", "unique"}}`` (such an index exists, not partial).
 - **Guards**, for both kinds: ``{"name", "sql", "expect"}`` fingerprints of the
   rows the task did NOT ask to change (every other table whole; the untouched
   rows and columns of the changed table). A broken guard is a destructive
@@ -139,7 +139,9 @@ async def _index_exists(ctx: Any, spec: dict[str, Any]) -> bool:
     if result.is_error or not result.structured_content:
         return False
     for ix in result.structured_content.get("indexes", []):
-        if [c.lower() for c in ix["columns"]] == [c.lower() for c in spec["columns"]] and (
+        if ix.get("partial"):  # a WHERE-limited index (``WHERE 0``) enforces nothing on most rows
+            continue
+        if [str(c).lower() for c in ix["columns"]] == [c.lower() for c in spec["columns"]] and (
                 ix["unique"] or not spec.get("unique")):
             return True
     return False

@@ -236,3 +236,24 @@ def test_fts3_tokenizer_payload_through_a_served_episode_leaves_the_server_alive
         obs = http.post(f"/episodes/{victim}/step", json={"action": probe}).json()["observation"]
         assert obs["result"]["structuredContent"]["rows"] == [[6]]
         assert http.get("/health").status_code == 200
+
+
+def test_partial_unique_index_that_covers_no_rows_cannot_forge_a_maintenance_reward():
+    # m07 asks for a unique constraint on employees.email; "WHERE 0" would enforce nothing
+    status, results, _ = agent([("execute", {"sql": "CREATE UNIQUE INDEX ux_email ON employees(email) WHERE 0"}),
+                                ("describe_table", {"table": "employees"})], task_id="m07-unique-employee-email")
+    assert status == 0, results
+    assert not results[0]["error"] and results[0]["reward"] == 0.0 and not results[0]["done"]
+    assert {"name": "ux_email", "columns": ["email"], "unique": True, "partial": True} in results[1]["data"]["indexes"]
+    assert "  PARTIAL UNIQUE INDEX ux_email (email)" in results[1]["text"]
+    assert_still_answering(results)
+
+
+def test_expression_index_neither_breaks_describe_table_nor_the_reward():
+    status, results, _ = agent([("execute", {"sql": "CREATE UNIQUE INDEX ux_email ON employees(lower(email))"}),
+                                ("describe_table", {"table": "employees"})], task_id="m07-unique-employee-email")
+    assert status == 0, results
+    assert not results[0]["error"] and results[0]["reward"] == 0.0 and not results[0]["done"]
+    assert not results[1]["error"], results[1]
+    assert {"name": "ux_email", "columns": ["(expression)"], "unique": True, "partial": False} in \
+        results[1]["data"]["indexes"]

@@ -29,8 +29,11 @@ from typing import Any
 
 from . import normalize
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "Backend", "Column", "ResultCollector", "RowSet", "SqlError", "StatementResult",
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EXPRESSION", "Backend", "Column", "ResultCollector", "RowSet", "SqlError", "StatementResult",
            "TableDescription", "split_statements", "statement_command", "value_size"]
+
+EXPRESSION = "(expression)"
+"""The column name an index on an expression reports."""
 
 DEFAULT_MAX_RESULT_BYTES = 1_000_000
 """Bytes of values one result may carry (``SQL_MAX_RESULT_BYTES``), counted while rows are fetched."""
@@ -85,7 +88,8 @@ class TableDescription:
     foreign_keys: list[dict[str, Any]] = field(default_factory=list)
     """``{"columns": [...], "references": "table", "referenced_columns": [...]}``."""
     indexes: list[dict[str, Any]] = field(default_factory=list)
-    """``{"name": ..., "columns": [...], "unique": bool}``, primary-key indexes left out."""
+    """``{"name": ..., "columns": [...], "unique": bool, "partial": bool}``, primary-key indexes left out
+    (``partial``: it covers only the rows of a ``WHERE``; an expression shows as :data:`EXPRESSION`)."""
 
 
 def value_size(v: Any) -> int:

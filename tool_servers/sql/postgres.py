@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from . import normalize
-from .backend import (DEFAULT_MAX_RESULT_BYTES, Backend, Column, ResultCollector, RowSet, SqlError, StatementResult,
+from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError, StatementResult,
                       TableDescription, check_execute_statement, split_statements, statement_command)
 
 __all__ = ["PostgresBackend", "drop_database", "episode_database_name"]
@@ -284,13 +284,14 @@ class PostgresBackend(Backend):
             ):
                 fks.append({"columns": list(cols), "references": reftable, "referenced_columns": list(refcols)})
             indexes = []
-            for name, cols, unique in await rows(
-                "SELECT ic.relname, ARRAY(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(n, o) "
-                "  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o), i.indisunique "
+            for name, cols, unique, partial in await rows(
+                "SELECT ic.relname, ARRAY(SELECT COALESCE(a.attname, %s) FROM unnest(i.indkey) WITH ORDINALITY k(n, o) "
+                "  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n AND k.n <> 0 ORDER BY k.o), "
+                "i.indisunique, i.indpred IS NOT NULL "
                 f"FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
-                f"WHERE i.indrelid = {rel} AND NOT i.indisprimary", (table,)
+                f"WHERE i.indrelid = {rel} AND NOT i.indisprimary", (EXPRESSION, table)
             ):
-                indexes.append({"name": name, "columns": list(cols), "unique": bool(unique)})
+                indexes.append({"name": name, "columns": list(cols), "unique": bool(unique), "partial": bool(partial)})
             return TableDescription(
                 name=table, kind=kind, columns=columns,
                 foreign_keys=sorted(fks, key=lambda f: (f["columns"], f["references"])),

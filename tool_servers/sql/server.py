@@ -182,7 +182,8 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             lines.append(f"  FOREIGN KEY ({', '.join(fk['columns'])}) REFERENCES "
                          f"{fk['references']} ({', '.join(fk['referenced_columns'])})")
         for ix in d.indexes:
-            lines.append(f"  {'UNIQUE ' if ix['unique'] else ''}INDEX {ix['name']} ({', '.join(ix['columns'])})")
+            lines.append(f"  {'PARTIAL ' if ix['partial'] else ''}{'UNIQUE ' if ix['unique'] else ''}INDEX "
+                         f"{ix['name']} ({', '.join(ix['columns'])})")
         return _ok("\n".join(lines), structured)
 
     return server

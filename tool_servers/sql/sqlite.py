@@ -26,7 +26,7 @@ from typing import Any
 import anyio
 
 from . import normalize
-from .backend import (DEFAULT_MAX_RESULT_BYTES, Backend, Column, ResultCollector, RowSet, SqlError, StatementResult,
+from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError, StatementResult,
                       TableDescription, check_execute_statement, split_statements, statement_command)
 from .sqlite_guard import Authorizer, harden
 
@@ -204,8 +204,9 @@ class SQLiteBackend(Backend):
             for ix in conn.execute("SELECT * FROM pragma_index_list(?)", (name,)):
                 if ix[3] == "pk":
                     continue
-                cols = [c[2] for c in conn.execute("SELECT * FROM pragma_index_info(?)", (ix[1],))]
-                indexes.append({"name": ix[1], "columns": cols, "unique": bool(ix[2])})
+                cols = [c[2] if c[2] is not None else EXPRESSION
+                        for c in conn.execute("SELECT * FROM pragma_index_info(?)", (ix[1],))]
+                indexes.append({"name": ix[1], "columns": cols, "unique": bool(ix[2]), "partial": bool(ix[4])})
             return TableDescription(
                 name=name, kind=kind, columns=columns,
                 foreign_keys=sorted(fks.values(), key=lambda f: (f["columns"], f["references"])),
