@@ -529,3 +529,58 @@ async def test_describe_table_shows_partial_and_expression_indexes_alike_on_both
         {"name": "ux_books_title", "columns": ["title"], "unique": True, "partial": False},
     ]
     assert "  PARTIAL INDEX ix_cheap (price)\n  INDEX ix_lower ((expression))\n" in text
+
+
+@pytest.mark.anyio
+async def test_postgres_statement_timeout_turned_off_by_the_agent_still_ends_at_the_call_deadline(postgres_server):
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    b = PostgresBackend(postgres_server.url_for(name), timeout=1.0)
+    try:
+        start = asyncio.get_running_loop().time()
+        with pytest.raises(SqlError) as e:
+            await b.execute("SET statement_timeout = 0; SELECT pg_sleep(30) AS s", 10)
+        assert (e.value.kind, e.value.statement) == ("timeout", 2)
+        assert e.value.message == "statement cancelled: it ran longer than the time limit"
+        assert asyncio.get_running_loop().time() - start < 6
+        with pytest.raises(SqlError) as e:
+            await b.execute("SELECT set_config('statement_timeout', '0', false) AS s; SELECT pg_sleep(30) AS s", 10)
+        assert (e.value.kind, e.value.statement) == ("timeout", 2)
+        assert (await b.query("SELECT 1 AS one", 10)).rows == [[1]]  # the backend still answers
+    finally:
+        await b.close()
+        await drop_database(postgres_server.url, name)
+
+
+@pytest.mark.anyio
+async def test_postgres_episode_database_is_used_through_an_unprivileged_role(tmp_path, postgres_server):
+    template = "tpl_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {template}")
+    with psycopg.connect(postgres_server.url_for(template)) as conn:
+        conn.execute("CREATE TABLE t (id SERIAL PRIMARY KEY, a INTEGER)")
+        conn.execute("CREATE VIEW v AS SELECT a FROM t")
+        conn.execute("INSERT INTO t (a) VALUES (1), (2)")
+    episode = uuid.uuid4().hex
+    marker = tmp_path / "pwned"
+    b = await PostgresBackend.for_episode(postgres_server.url, template, episode)
+    try:
+        for tool, sql in [("query", "SELECT pg_read_file('/etc/hostname') AS f"),
+                          ("execute", f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'"),
+                          ("execute", "ALTER ROLE CURRENT_USER SUPERUSER")]:
+            with pytest.raises(SqlError) as e:
+                await (b.query(sql, 10) if tool == "query" else b.execute(sql, 10))
+            assert e.value.kind == "not_allowed", (sql, e.value.message)
+        assert not marker.exists()
+        # what the tasks need still works: data, DDL on the copied tables, indexes, views
+        await b.execute("INSERT INTO t (a) VALUES (3); ALTER TABLE t RENAME COLUMN a TO b; CREATE INDEX ix ON t(b); "
+                        "DROP VIEW v; CREATE VIEW v AS SELECT b FROM t; CREATE TABLE u (x INTEGER)", 10)
+        assert (await b.query("SELECT COUNT(*) AS n, MAX(id) AS m FROM t", 10)).rows == [[3, 3]]
+        await b.close()
+        with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+            name = episode_database_name(episode)
+            assert conn.execute("SELECT COUNT(*) FROM pg_roles WHERE rolname = %s", (name,)).fetchone() == (0,)
+    finally:
+        await drop_database(postgres_server.url, episode_database_name(episode), role=episode_database_name(episode))
+        await drop_database(postgres_server.url, template)

@@ -29,8 +29,8 @@ from typing import Any
 
 from . import normalize
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EXPRESSION", "Backend", "Column", "ResultCollector", "RowSet", "SqlError", "StatementResult",
-           "TableDescription", "split_statements", "statement_command", "value_size"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EXPRESSION", "Backend", "Column", "ResultCollector", "RowSet", "SqlError",
+           "StatementResult", "TableDescription", "split_statements", "statement_command", "value_size"]
 
 EXPRESSION = "(expression)"
 """The column name an index on an expression reports."""

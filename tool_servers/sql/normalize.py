@@ -141,7 +141,7 @@ _SQLITE_KINDS = [
 _PG_KINDS = {
     "42601": "syntax", "42P01": "undefined_table", "42703": "undefined_column",
     "42883": "undefined_function", "42P07": "already_exists", "42710": "already_exists",
-    "42701": "already_exists", "25006": "read_only", "57014": "timeout",
+    "42701": "already_exists", "25006": "read_only", "57014": "timeout", "42501": "not_allowed",
     "54000": "too_large", "54001": "too_large", "54011": "too_large", "53100": "too_large", "53200": "too_large",
 }
 

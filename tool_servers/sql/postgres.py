@@ -14,12 +14,17 @@ TEMPLATE ...``); :meth:`close` (called when the episode closes) drops it.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import secrets
+from collections.abc import Iterator
 from typing import Any
 
+import anyio
+
 from . import normalize
-from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError, StatementResult,
-                      TableDescription, check_execute_statement, split_statements, statement_command)
+from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError,
+                      StatementResult, TableDescription, check_execute_statement, split_statements, statement_command)
 
 __all__ = ["PostgresBackend", "drop_database", "episode_database_name"]
 
@@ -41,6 +46,9 @@ def _error(e: Exception, statement: int | None = None) -> SqlError:
         message = "statement cancelled: it ran longer than the time limit"
     return SqlError(kind, message, statement)
 
+
+_GRACE = 1.0
+"""Seconds past ``statement_timeout`` before the call's own deadline cancels the statement."""
 
 _CURSOR_COMMANDS = {"SELECT", "VALUES", "TABLE"}
 """Commands run through a server-side cursor (``DECLARE``), so rows arrive one at a time."""
@@ -93,12 +101,32 @@ def episode_database_name(episode_id: str) -> str:
     return "openenv_" + re.sub(r"[^a-z0-9_]", "_", episode_id.lower())[:50]
 
 
-async def drop_database(admin_url: str, name: str) -> None:
-    """Drop a database (``WITH (FORCE)``), if it exists."""
+async def drop_database(admin_url: str, name: str, *, role: str | None = None) -> None:
+    """Drop a database (``WITH (FORCE)``), if it exists, then ``role`` (the episode's), if given."""
     psycopg = _psycopg()
     async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
         await conn.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             psycopg.sql.Identifier(name)))
+        if role is not None:
+            await conn.execute(psycopg.sql.SQL("DROP ROLE IF EXISTS {}").format(psycopg.sql.Identifier(role)))
+
+
+_OWNED = {"r": "TABLE", "p": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE", "S": "SEQUENCE"}
+
+
+async def _hand_over(conn: Any, role: str) -> None:
+    """Make ``role`` the owner of the ``public`` schema and of every relation in it (sequences that
+    belong to a column follow their table)."""
+    sql = _psycopg().sql
+    rows = await (await conn.execute(
+        "SELECT c.relkind, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind = ANY(%s) AND NOT EXISTS (SELECT 1 FROM pg_depend d "
+        "WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))",
+        (list(_OWNED),))).fetchall()
+    await conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(role)))
+    for kind, rel in rows:
+        await conn.execute(sql.SQL("ALTER {} public.{} OWNER TO {}").format(
+            sql.SQL(_OWNED[kind]), sql.Identifier(rel), sql.Identifier(role)))
 
 
 class PostgresBackend(Backend):
@@ -118,14 +146,33 @@ class PostgresBackend(Backend):
 
     @classmethod
     async def for_episode(cls, admin_url: str, template: str, episode_id: str, **kwargs: Any) -> PostgresBackend:
-        """A fresh database copied from ``template`` for one episode."""
+        """A fresh database copied from ``template`` for one episode, used through its own role.
+
+        The admin URL (often a superuser: it must create databases) never runs the
+        agent's SQL. The episode gets a login role without any privilege beyond owning
+        its database and the relations copied into it, so ``pg_read_file()``,
+        ``COPY ... TO PROGRAM`` and other episodes' databases stay out of reach."""
         psycopg = _psycopg()
+        sql = psycopg.sql
         name = episode_database_name(episode_id)
-        async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
-            await conn.execute(psycopg.sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                psycopg.sql.Identifier(name), psycopg.sql.Identifier(template)))
-        info = psycopg.conninfo.conninfo_to_dict(admin_url)
-        info["dbname"] = name
+        password = secrets.token_urlsafe(24)
+        try:
+            async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+                await conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
+                                           "NOREPLICATION PASSWORD {}").format(sql.Identifier(name),
+                                                                               sql.Literal(password)))
+                await conn.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(name), sql.Identifier(template)))
+                await conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(name)))
+            info = psycopg.conninfo.conninfo_to_dict(admin_url)
+            info["dbname"] = name
+            async with await psycopg.AsyncConnection.connect(psycopg.conninfo.make_conninfo(**info),
+                                                             autocommit=True) as conn:
+                await _hand_over(conn, name)
+        except BaseException:
+            await drop_database(admin_url, name, role=name)
+            raise
+        info.update(user=name, password=password)
         backend = cls(psycopg.conninfo.make_conninfo(**info), **kwargs)
         backend.episode_database = name
         backend._admin_url = admin_url
@@ -150,8 +197,9 @@ class PostgresBackend(Backend):
         try:
             await conn.set_read_only(True)
             try:
-                _, rows, _ = await _run_rows(conn, statements[0], max_rows, self.max_result_bytes, prepare=True,
-                                                count_rest=False)
+                with self._deadline(None):
+                    _, rows, _ = await _run_rows(conn, statements[0], max_rows, self.max_result_bytes, prepare=True,
+                                                 count_rest=False)
                 return rows if rows is not None else RowSet([], [])
             except psycopg.Error as e:
                 raise _error(e) from None
@@ -167,10 +215,12 @@ class PostgresBackend(Backend):
             check_execute_statement(statement, i)
         conn = await self._connect()
         results: list[StatementResult] = []
+        end = anyio.current_time() + self.timeout + _GRACE
         try:
             for i, statement in enumerate(statements, 1):
                 try:
-                    cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes)
+                    with self._deadline(i, end):
+                        cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes)
                 except psycopg.Error as e:
                     raise _error(e, i) from None
                 except SqlError as e:
@@ -191,6 +241,17 @@ class PostgresBackend(Backend):
             if not conn.closed:
                 await conn.rollback()
                 await conn.close()
+
+    @contextlib.contextmanager
+    def _deadline(self, statement: int | None, end: float | None = None) -> Iterator[None]:
+        """The whole call's deadline, kept even if the agent's SQL turns ``statement_timeout`` off
+        (``SET``, ``set_config``): at the deadline psycopg cancels the statement on the server."""
+        delay = self.timeout + _GRACE if end is None else max(0.0, end - anyio.current_time())
+        try:
+            with anyio.fail_after(delay):
+                yield
+        except TimeoutError:
+            raise SqlError("timeout", "statement cancelled: it ran longer than the time limit", statement) from None
 
     async def _reader(self) -> Any:
         """A connection for read-only work: the idle one kept from an earlier call, or a new one.
@@ -221,7 +282,7 @@ class PostgresBackend(Backend):
             await conn.close()
         if self.episode_database is not None and self._admin_url is not None:
             name, self.episode_database = self.episode_database, None
-            await drop_database(self._admin_url, name)
+            await drop_database(self._admin_url, name, role=name)
 
     async def _catalog(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         conn = await self._reader()
