@@ -10,7 +10,9 @@ same reward holds on SQLite and on PostgreSQL.
   A single value, a list (one column or one row) or a list of rows are all accepted.
 - **Maintenance tasks** (``kind = "maintenance"``): every ``checks`` entry must
   hold on the database's end state: ``{"sql", "expect"}`` (the query's rows) or
-  ``{"index": {"table", "columns", "unique"}}`` (such an index exists, not partial).
+  ``{"index": {"table", "columns", "unique"}}`` (such an index exists, not partial) or
+  ``{"object": {"name", "kind"}}`` (a table or view of that name: a view asked for must be a view,
+  not a table filled with the numbers the view would show today).
 - **Guards**, for both kinds: ``{"name", "sql", "expect"}`` fingerprints of the
   rows the task did NOT ask to change (every other table whole; the untouched
   rows and columns of the changed table). A broken guard is a destructive
@@ -149,17 +151,28 @@ async def _index_exists(ctx: Any, spec: dict[str, Any]) -> bool:
 
 async def check_holds(ctx: Any, check: dict[str, Any]) -> bool:
     """Whether one check or guard holds on the database now."""
+    if "object" in check:
+        return await object_kind(ctx, check["object"]["name"]) == check["object"]["kind"]
     if "index" in check:
         return await _index_exists(ctx, check["index"])
     rows = await _rows(ctx, check["sql"])
     return rows is not None and same_rows(rows, check["expect"], ordered=True, lenient=False)
 
 
-async def not_tables(ctx: Any, names: list[str]) -> list[str]:
-    """Those of ``names`` that are no longer tables (dropped, or replaced by a view)."""
+async def _kinds(ctx: Any) -> dict[str, str]:
     result = await ctx.call_tool(LIST_TOOL, {})
     tables = [] if result.is_error or not result.structured_content else result.structured_content.get("tables", [])
-    kinds = {t["name"]: t["kind"] for t in tables}
+    return {t["name"]: t["kind"] for t in tables}
+
+
+async def object_kind(ctx: Any, name: str) -> str | None:
+    """``table``, ``view`` or ``None`` (no such object)."""
+    return (await _kinds(ctx)).get(name)
+
+
+async def not_tables(ctx: Any, names: list[str]) -> list[str]:
+    """Those of ``names`` that are no longer tables (dropped, or replaced by a view)."""
+    kinds = await _kinds(ctx)
     return [name for name in names if kinds.get(name) != "table"]
 
 

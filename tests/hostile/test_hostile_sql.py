@@ -257,3 +257,15 @@ def test_expression_index_neither_breaks_describe_table_nor_the_reward():
     assert not results[1]["error"], results[1]
     assert {"name": "ux_email", "columns": ["(expression)"], "unique": True, "partial": False} in \
         results[1]["data"]["indexes"]
+
+
+def test_table_snapshot_in_place_of_the_asked_view_cannot_forge_a_maintenance_reward():
+    # m11 asks for a view; a table filled with today's numbers reads the same but never updates
+    snapshot = ("CREATE TABLE customer_order_totals AS SELECT o.customer_id AS customer_id, "
+                "COUNT(DISTINCT o.id) AS order_count, SUM(oi.quantity * oi.unit_price) AS total_spent "
+                "FROM orders o JOIN order_items oi ON oi.order_id = o.id WHERE o.status = 'delivered' "
+                "GROUP BY o.customer_id")
+    status, results, _ = agent([("execute", {"sql": snapshot})], task_id="m11-customer-totals-view")
+    assert status == 0, results
+    assert not results[0]["error"] and results[0]["reward"] == 0.0 and not results[0]["done"]
+    assert results[0]["info"]["checks_passed"] == 1 and results[0]["info"]["checks"] == 2
