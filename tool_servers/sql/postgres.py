@@ -15,6 +15,7 @@ TEMPLATE ...``); :meth:`close` (called when the episode closes) drops it.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import secrets
 from collections.abc import Iterator
@@ -47,6 +48,10 @@ def _error(e: Exception, statement: int | None = None) -> SqlError:
     return SqlError(kind, message, statement)
 
 
+_BATCH = 8
+"""Rows one ``FETCH`` brings (the result cap is checked row by row as each batch arrives)."""
+_names = itertools.count()
+
 _GRACE = 1.0
 """Seconds past ``statement_timeout`` before the call's own deadline cancels the statement."""
 
@@ -63,27 +68,31 @@ def _cursor_statement(statement: str) -> bool:
     return statement_command(statement) in _CURSOR_COMMANDS and not _WRITES.search(statement)
 
 
-async def _run_rows(conn: Any, statement: str, max_rows: int, max_bytes: int, *, prepare: bool = False,
-                    count_rest: bool = True) -> tuple[Any, RowSet | None, int]:
+async def _run_rows(conn: Any, statement: str, max_rows: int, max_bytes: int, opened: list[Any], *,
+                    prepare: bool = False, count_rest: bool = True) -> tuple[Any, RowSet | None, int]:
     """Run ``statement``; ``(cursor, rows or None, total rows)``.
 
-    A row-returning statement runs through a server-side cursor and is fetched a
-    row at a time, each sized by :class:`ResultCollector` before it is kept (the
-    same result cap as SQLite); the rows past ``max_rows`` are counted by the
-    server (``MOVE``), never sent."""
+    A row-returning statement runs through a server-side cursor and is fetched
+    :data:`_BATCH` rows at a time, each row sized by :class:`ResultCollector`
+    before it is kept (the same result cap as SQLite); the rows past
+    ``max_rows`` are counted by the server (``MOVE``), never sent. The cursor
+    ends with the call's transaction; it is added to ``opened`` for
+    :func:`_close_all` (free once the transaction is over)."""
     if _cursor_statement(statement):
-        cursor = conn.cursor(name=f"openenv_{id(conn):x}")
+        cursor = conn.cursor(name=f"openenv_{next(_names)}")
+        opened.append(cursor)
         await cursor.execute(statement)
         collector = ResultCollector([d.name for d in cursor.description], max_rows, max_bytes)
-        total = 0
-        while (row := await cursor.fetchone()) is not None:
-            total += 1
-            if not collector.add(row):
-                break
+        total, more = 0, True
+        while more:
+            batch = await cursor.fetchmany(min(_BATCH, max_rows + 1 - total))
+            more = len(batch) == min(_BATCH, max_rows + 1 - total) and total + len(batch) <= max_rows
+            for row in batch:
+                total += 1
+                collector.add(row)
         if collector.rowset.truncated and count_rest:
             moved = await conn.execute(f'MOVE FORWARD ALL IN "{cursor.name}"')
             total += int((moved.statusmessage or "MOVE 0").split()[-1])
-        await cursor.close()
         return cursor, collector.rowset, total
     cursor = conn.cursor()
     await cursor.execute(statement, prepare=prepare)
@@ -94,6 +103,15 @@ async def _run_rows(conn: Any, statement: str, max_rows: int, max_bytes: int, *,
         if not collector.add(row):
             break
     return cursor, collector.rowset, cursor.rowcount
+
+
+async def _close_all(cursors: list[Any]) -> None:
+    """Close server-side cursors after their transaction ended (no round trip then)."""
+    for cursor in cursors:
+        try:
+            await cursor.close()
+        except Exception:  # a broken connection: the cursor is gone with it
+            pass
 
 
 def episode_database_name(episode_id: str) -> str:
@@ -194,17 +212,19 @@ class PostgresBackend(Backend):
         if len(statements) != 1:
             raise SqlError("not_allowed", f"query runs exactly one statement; got {len(statements)}")
         conn = await self._reader()
+        opened: list[Any] = []
         try:
             await conn.set_read_only(True)
             try:
                 with self._deadline(None):
-                    _, rows, _ = await _run_rows(conn, statements[0], max_rows, self.max_result_bytes, prepare=True,
-                                                 count_rest=False)
+                    _, rows, _ = await _run_rows(conn, statements[0], max_rows, self.max_result_bytes, opened,
+                                                 prepare=True, count_rest=False)
                 return rows if rows is not None else RowSet([], [])
             except psycopg.Error as e:
                 raise _error(e) from None
         finally:
             await self._release(conn)
+            await _close_all(opened)
 
     async def execute(self, sql: str, max_rows: int) -> list[StatementResult]:
         psycopg = _psycopg()
@@ -215,12 +235,14 @@ class PostgresBackend(Backend):
             check_execute_statement(statement, i)
         conn = await self._connect()
         results: list[StatementResult] = []
+        opened: list[Any] = []
         end = anyio.current_time() + self.timeout + _GRACE
         try:
             for i, statement in enumerate(statements, 1):
                 try:
                     with self._deadline(i, end):
-                        cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes)
+                        cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes,
+                                                              opened)
                 except psycopg.Error as e:
                     raise _error(e, i) from None
                 except SqlError as e:
@@ -240,6 +262,7 @@ class PostgresBackend(Backend):
         finally:
             if not conn.closed:
                 await conn.rollback()
+                await _close_all(opened)
                 await conn.close()
 
     @contextlib.contextmanager
