@@ -584,3 +584,20 @@ async def test_postgres_episode_database_is_used_through_an_unprivileged_role(tm
     finally:
         await drop_database(postgres_server.url, episode_database_name(episode), role=episode_database_name(episode))
         await drop_database(postgres_server.url, template)
+
+
+def test_statement_splitting_is_linear_in_a_script_of_many_semicolons():
+    import time
+
+    script = "CREATE TRIGGER t AFTER INSERT ON a BEGIN " + "SELECT 1; " * 100_000  # 1 MB, never closed
+    start = time.process_time()
+    assert len(split_statements(script)) == 1
+    assert time.process_time() - start < 5  # was quadratic: about 200 s
+
+
+@pytest.mark.anyio
+async def test_sql_text_over_the_limit_is_refused_before_parsing(backend):
+    for tool in ("query", "execute"):
+        err, text, data = await call(build_server(backend), tool, sql="SELECT 1; " + " " * 1_000_000)
+        assert err and data["error"] == {"kind": "too_large", "statement": None,
+                                         "message": "the SQL text is 1000010 characters long; the limit is 1000000"}

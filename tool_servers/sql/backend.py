@@ -23,17 +23,20 @@ from __future__ import annotations
 
 import abc
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import normalize
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EXPRESSION", "Backend", "Column", "ResultCollector", "RowSet", "SqlError",
-           "StatementResult", "TableDescription", "split_statements", "statement_command", "value_size"]
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EXPRESSION", "MAX_SQL_CHARS", "Backend", "Column", "ResultCollector", "RowSet",
+           "SqlError", "StatementResult", "TableDescription", "check_sql_size", "split_statements", "statement_command",
+           "value_size"]
 
 EXPRESSION = "(expression)"
 """The column name an index on an expression reports."""
+
+MAX_SQL_CHARS = 1_000_000
+"""Characters of SQL text one call may send."""
 
 DEFAULT_MAX_RESULT_BYTES = 1_000_000
 """Bytes of values one result may carry (``SQL_MAX_RESULT_BYTES``), counted while rows are fetched."""
@@ -165,13 +168,20 @@ def _strip_comments(sql: str) -> str:
     return re.sub(r"--[^\n]*|/\*.*?(?:\*/|$)", " ", sql, flags=re.S).strip()
 
 
+def check_sql_size(sql: str) -> None:
+    """Refuse SQL text longer than :data:`MAX_SQL_CHARS` before anything parses it."""
+    if len(sql) > MAX_SQL_CHARS:
+        raise SqlError("too_large", f"the SQL text is {len(sql)} characters long; the limit is {MAX_SQL_CHARS}")
+
+
 def split_statements(sql: str) -> list[str]:
     """Split a script into statements at top-level semicolons.
 
-    Quotes, comments and PostgreSQL dollar-quoted bodies are respected; pieces
-    are merged while :func:`sqlite3.complete_statement` says the statement is
-    unfinished (a SQLite ``CREATE TRIGGER ... BEGIN ...; END;``). Empty
-    statements (only whitespace/comments) are dropped.
+    Quotes, comments and PostgreSQL dollar-quoted bodies are respected; the
+    pieces of a SQLite ``CREATE TRIGGER ... BEGIN ...; END;`` are merged until an
+    ``END;`` right after a ``;`` (the rule of ``sqlite3_complete``). Empty
+    statements (only whitespace/comments) are dropped. Linear in the input: an
+    agent's script of many ``;`` never costs quadratic time.
     """
     pieces: list[str] = []
     start = pos = 0
@@ -190,17 +200,31 @@ def split_statements(sql: str) -> list[str]:
     if sql[start:].strip():
         pieces.append(sql[start:])
     statements: list[str] = []
-    buffer = ""
+    parts: list[str] = []
+    in_trigger = False
     for piece in pieces:
-        buffer += piece
-        if _strip_comments(buffer) and not sqlite3.complete_statement(buffer) and piece.rstrip().endswith(";"):
+        body = _strip_comments(piece)
+        if not parts:
+            in_trigger = bool(_TRIGGER_START.match(body))
+        elif in_trigger and _TRIGGER_END.fullmatch(body):
+            in_trigger = False  # "END;" right after a ";" closes the body (sqlite3_complete's rule)
+        parts.append(piece)
+        if in_trigger and piece.rstrip().endswith(";"):
             continue  # inside a trigger body: keep collecting
-        if _strip_comments(buffer).strip(" ;\n\t"):
-            statements.append(buffer.strip())
-        buffer = ""
-    if _strip_comments(buffer).strip(" ;\n\t"):
-        statements.append(buffer.strip())
+        _flush(parts, statements)
+    _flush(parts, statements)
     return statements
+
+
+_TRIGGER_START = re.compile(r"\s*CREATE\s+(?:TEMP\s+|TEMPORARY\s+)?TRIGGER\b", re.I)
+_TRIGGER_END = re.compile(r"\s*END\s*;\s*", re.I)
+
+
+def _flush(parts: list[str], statements: list[str]) -> None:
+    text = "".join(parts)
+    parts.clear()
+    if _strip_comments(text).strip(" ;\n\t"):
+        statements.append(text.strip())
 
 
 _OBJECTS = ("TABLE", "INDEX", "VIEW", "TRIGGER", "SCHEMA", "SEQUENCE", "FUNCTION", "TYPE", "COLUMN")

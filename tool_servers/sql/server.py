@@ -32,7 +32,7 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent
 from pydantic import Field
 
-from .backend import Backend, RowSet, SqlError
+from .backend import Backend, RowSet, SqlError, check_sql_size
 
 __all__ = ["DEFAULT_MAX_ROWS", "build_server", "create_server", "render_table"]
 
@@ -111,6 +111,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
         """Run one read-only SQL statement and return its rows (capped, with a marker when cut).
         Writes are refused: use execute to change data or schema."""
         try:
+            check_sql_size(sql)
             rows = await backend.query(sql, max_rows)
         except SqlError as e:
             if e.kind == "read_only":
@@ -125,6 +126,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
         """Run SQL statements that change data or schema (INSERT, UPDATE, DELETE, CREATE, ALTER, DROP...).
         All statements run in one transaction: committed if all succeed, otherwise nothing changes."""
         try:
+            check_sql_size(sql)
             results = await backend.execute(sql, max_rows)
         except SqlError as e:
             return _error(e)
