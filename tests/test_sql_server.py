@@ -601,3 +601,27 @@ async def test_sql_text_over_the_limit_is_refused_before_parsing(backend):
         err, text, data = await call(build_server(backend), tool, sql="SELECT 1; " + " " * 1_000_000)
         assert err and data["error"] == {"kind": "too_large", "statement": None,
                                          "message": "the SQL text is 1000010 characters long; the limit is 1000000"}
+
+
+@pytest.mark.anyio
+async def test_sqlite_runaway_calls_of_one_episode_queue_and_never_hold_up_another(tmp_path):
+    runaway = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    hog, other = SQLiteBackend(tmp_path / "a.db", timeout=1.0), SQLiteBackend(tmp_path / "b.db", timeout=1.0)
+    await other.execute(SCHEMA, 10)
+    await hog.execute(SCHEMA, 10)
+    loop = asyncio.get_running_loop()
+
+    async def timed_out() -> float:
+        with pytest.raises(SqlError) as e:
+            await hog.query(runaway, 10)
+        assert e.value.kind == "timeout"
+        return loop.time()
+
+    start = loop.time()
+    hogs = [asyncio.create_task(timed_out()) for _ in range(3)]
+    await asyncio.sleep(0.2)
+    t0 = loop.time()
+    assert await count_books(other) == 4
+    assert loop.time() - t0 < 0.5  # the other database answers at once
+    ends = sorted([await h for h in hogs])
+    assert ends[-1] - start > 2.5  # the hog's three calls ran one after the other (1 s each)

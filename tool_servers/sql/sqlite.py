@@ -73,6 +73,7 @@ class SQLiteBackend(Backend):
         self.max_value_bytes = max_value_bytes
         self.max_result_bytes = max_result_bytes
         self.max_db_bytes = max_db_bytes
+        self._limiter = anyio.CapacityLimiter(1)
 
     def _connect(self, read_only: bool) -> tuple[sqlite3.Connection, Authorizer]:
         deadline = time.monotonic() + self.timeout
@@ -90,7 +91,9 @@ class SQLiteBackend(Backend):
         return conn, authorizer
 
     async def _run(self, fn: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args)
+        # one worker thread per database at a time: an episode's runaway statements queue behind each
+        # other instead of taking every worker of the process from the other episodes
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
     # -- query -----------------------------------------------------------------
     def _query(self, sql: str, max_rows: int) -> RowSet:
