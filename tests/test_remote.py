@@ -62,7 +62,8 @@ def test_remote_env_errors_and_mcp_url(server):
     obs = env.reset(seed=1)
     remote = env.unwrapped
     assert isinstance(remote, RemoteAsyncEnv) and env.name == "echo"
-    assert remote.mcp_url == f"{server}/episodes/{remote.episode_id}/mcp"
+    assert remote.mcp_url.startswith(f"{server}/episodes/{remote.episode_id}/") and remote.mcp_url.endswith("/mcp")
+    assert remote.episode_key and remote.episode_key not in remote.mcp_url
     assert obs.tools[0].name == "echo"
     env.close()
     with pytest.raises(ResetNeeded):
