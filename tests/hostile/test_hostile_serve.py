@@ -13,6 +13,7 @@ import json
 import anyio
 import httpx
 import pytest
+from fastmcp import FastMCP
 from mcp.client.client import Client
 from servers import running_server, serving
 from websockets.asyncio.client import connect
@@ -47,12 +48,25 @@ async def wait_for(predicate, timeout: float = 10.0) -> None:
 
 
 # -- item 6: max_steps ------------------------------------------------------------------------
+def io_server() -> FastMCP:
+    """A tool that does I/O (it awaits), like any real tool: the window the race needs."""
+    server = FastMCP("io")
+
+    @server.tool
+    async def fetch(ms: int = 5) -> str:
+        await anyio.sleep(ms / 1000)
+        return "fetched"
+
+    return server
+
+
 async def test_sixty_concurrent_http_steps_cannot_exceed_a_thirty_step_budget():
-    app = create_app(load_environment("files"))
+    spec = EnvSpec(name="io", tool_servers=[ToolServerSpec(name="io", namespace="", object=io_server())], reward=lambda ctx: 0.0)
+    app = create_app(Environment(spec))
     async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
         created = (await http.post("/episodes", json={"seed": 0, "max_steps": 30})).json()
         eid, headers = created["episode_id"], {KEY: created["episode_key"]}
-        action = {"type": "call_tool", "name": "fs_list", "arguments": {"path": "."}}
+        action = {"type": "call_tool", "name": "fetch", "arguments": {"ms": 20}}
         codes: list[int] = []
 
         async def step() -> None:
