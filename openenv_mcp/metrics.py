@@ -55,6 +55,7 @@ class Metrics:
         self.episodes_closed: dict[str, int] = {}
         self.steps: dict[str, int] = {}
         self.tool_calls: dict[tuple[str, str], int] = {}
+        self._tools: set[str] = set()
         self.rejected: dict[str, int] = {}
         self._buckets = [0] * (len(BUCKETS) + 1)
         self._sum = 0.0
@@ -70,9 +71,12 @@ class Metrics:
     def tool_call(self, tool: str, outcome: str, seconds: float, face: str) -> None:
         """One step through ``face`` (``control`` or ``mcp``) that called ``tool``
         (a name the episode lists, or :data:`UNKNOWN_TOOL`)."""
+        if tool not in self._tools:
+            if len(self._tools) >= MAX_TOOL_LABELS:
+                tool = "(other)"
+            else:
+                self._tools.add(tool)
         key = (tool, outcome)
-        if key not in self.tool_calls and len(self.tool_calls) >= 4 * MAX_TOOL_LABELS:
-            key = ("(other)", outcome)
         self.tool_calls[key] = self.tool_calls.get(key, 0) + 1
         self.steps[face] = self.steps.get(face, 0) + 1
         self._buckets[bisect.bisect_left(BUCKETS, seconds)] += 1

@@ -59,3 +59,14 @@ async def test_metrics_and_health_after_traffic_on_both_faces():
         assert "openenv_mcp_episodes_created_total 2\n" in text
         assert 'openenv_mcp_requests_rejected_total{reason="host"} 1\n' in text
         assert "openenv_mcp_tool_call_duration_seconds_count 3\n" in text
+
+
+def test_tool_labels_are_bounded_whatever_names_clients_send():
+    from openenv_mcp.metrics import MAX_TOOL_LABELS
+
+    metrics = Metrics()
+    for i in range(5 * MAX_TOOL_LABELS):
+        metrics.tool_call(f"t{i}", "ok", 0.001, "control")
+    text = metrics.render()
+    assert text.count("openenv_mcp_tool_calls_total{") == MAX_TOOL_LABELS + 1
+    assert f'openenv_mcp_tool_calls_total{{tool="(other)",outcome="ok"}} {4 * MAX_TOOL_LABELS}\n' in text
