@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .control import ADMIN_SCOPE_KEY, ControlPlane
 from .environment import Environment
-from .episodes import EpisodeManager
+from .episodes import EpisodeManager, default_max_episodes
 from .errors import ConfigError, RequestTooLarge
 from .health import health_report
 from .mcphttp import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY, McpFace
@@ -382,12 +382,14 @@ def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str =
     """Load ``target`` (a name, env file or folder) in ``mode`` and serve it with uvicorn until stopped.
 
     ``extra_routes(environment, mode, token)`` may add routes (the playground);
-    other keyword arguments go to :func:`create_app`.
+    other keyword arguments go to :func:`create_app`. Without ``max_episodes`` the cap is
+    :func:`~openenv_mcp.episodes.default_max_episodes` (``max_episodes=None``: no cap).
     """
     import uvicorn
 
     from .registry import load_environment
 
+    options.setdefault("max_episodes", default_max_episodes())  # never unbounded by default
     environment = load_environment(target, mode=mode)
     routes = list(extra_routes(environment, mode, options.get("token")) if extra_routes else ())
     app = create_app(environment, mode=mode, host=host, extra_routes=routes, **options)

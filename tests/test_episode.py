@@ -175,7 +175,7 @@ def test_grader_only_task_fields_reach_the_reward_but_no_observation():
         seen.append((ctx.task.answer, ctx.task.data))
         return 0.0
 
-    tasks = [{"id": "t", "prompt": "p", "answer": "42", "private": ["rubric"],
+    tasks = [{"id": "t", "prompt": "p", "answer": "the-answer-xyzzy", "private": ["rubric"],
               "data": {"hint": "h", "expected": [1], "rubric": "r"}}]
     env = _io_env(tasks=tasks, private_task_fields=["expected"], reward=reward)
     first = env.reset(seed=0)
@@ -183,6 +183,6 @@ def test_grader_only_task_fields_reach_the_reward_but_no_observation():
     listed = env.step(openenv_mcp.ListTools())
     for obs in (first, step, listed):
         assert obs.task.data == {"hint": "h"} and obs.task.answer is None
-        assert "42" not in obs.model_dump_json() and "rubric" not in obs.model_dump_json()
-    assert seen[-1] == ("42", {"hint": "h", "expected": [1], "rubric": "r"})
+        assert "xyzzy" not in obs.model_dump_json() and "rubric" not in obs.model_dump_json()
+    assert seen[-1] == ("the-answer-xyzzy", {"hint": "h", "expected": [1], "rubric": "r"})
     env.close()
