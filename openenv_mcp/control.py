@@ -29,6 +29,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
+from .episodes import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from .errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from .types import CallTool, ListTools, action_from_json
 
@@ -39,11 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "OPS", "Caller", "ControlPlane", "error_body"]
 
-ADMIN_SCOPE_KEY = "openenv.admin"
-"""ASGI scope key the edge sets to ``True`` for a request carrying the admin token."""
-
-EPISODE_KEY_HEADER = "openenv-episode-key"
-"""HTTP header carrying an episode's key (``episode_key`` in a message body does the same)."""
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,13 @@ if TYPE_CHECKING:
     from .episode import Episode
     from .metrics import Metrics
 
-__all__ = ["EpisodeManager", "default_max_episodes"]
+__all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "EpisodeManager", "default_max_episodes"]
+
+ADMIN_SCOPE_KEY = "openenv.admin"
+"""ASGI scope key the edge sets to ``True`` for a request carrying the admin token."""
+
+EPISODE_KEY_HEADER = "openenv-episode-key"
+"""HTTP header carrying an episode's key (``episode_key`` in a message body does the same)."""
 
 log = logging.getLogger("openenv_mcp.episodes")
 

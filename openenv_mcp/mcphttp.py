@@ -41,7 +41,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
-from .control import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
+from .episodes import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from .errors import OpenEnvError
 from .mcpserver import build_server
 

@@ -34,9 +34,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .control import ADMIN_SCOPE_KEY, ControlPlane
+from .control import ControlPlane
 from .environment import Environment
-from .episodes import EpisodeManager, default_max_episodes
+from .episodes import ADMIN_SCOPE_KEY, EpisodeManager, default_max_episodes
 from .errors import ConfigError, RequestTooLarge
 from .health import health_report
 from .mcphttp import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY, McpFace
