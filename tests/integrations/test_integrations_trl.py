@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import os
 import shutil
@@ -130,13 +131,19 @@ CALLS = {
 }
 
 
+def schema_corpus(env_name: str) -> list[str]:
+    """The tools' schemas as TRL renders them: the tiny tokenizer learns them (short prompts, cheap steps)."""
+    cls = environment_factory(env_name).tool_class
+    return [json.dumps(get_json_schema(getattr(cls, t.name))) for t in _tools(env_name)]
+
+
 def _grpo(env_name: str, tmp_path: Path, task_id: str | None) -> None:
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    model_dir = tiny_policy.build(tmp_path / "model", [CALLS[env_name]])
+    model_dir = tiny_policy.build(tmp_path / "model", [CALLS[env_name]], corpus=schema_corpus(env_name))
     workdir = tmp_path / "episodes"
     workdir.mkdir()
     factory = environment_factory(env_name, repeat=4, seed=1, workdir=workdir)
@@ -191,7 +198,7 @@ def test_grpo_trainer_two_steps_on_files(tmp_path: Path) -> None:
 # -- (c) the example script ---------------------------------------------------------------------------
 
 def test_example_trl_grpo_runs_one_step(tmp_path: Path) -> None:
-    model_dir = tiny_policy.build(tmp_path / "model", [CALLS["echo"]])
+    model_dir = tiny_policy.build(tmp_path / "model", [CALLS["echo"]], corpus=schema_corpus("echo"))
     out = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "trl_grpo.py"), "--model", str(model_dir), "--env", "echo",
          "--max-steps", "1", "--num-generations", "2", "--max-completion-length", "32",

@@ -23,8 +23,11 @@ def tool_call_text(name: str, arguments: dict[str, Any]) -> str:
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
 
 
-def build(out_dir: Path, calls: list[str], *, seed: int = 0) -> Path:
-    """Save a tokenizer and model under ``out_dir`` (a ``from_pretrained`` folder); returns it."""
+def build(out_dir: Path, calls: list[str], *, corpus: list[str] = (), seed: int = 0) -> Path:
+    """Save a tokenizer and model under ``out_dir`` (a ``from_pretrained`` folder); returns it.
+
+    ``corpus``: texts the tokenizer should encode compactly (the tools' JSON schemas: shorter prompts).
+    """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
@@ -35,12 +38,12 @@ def build(out_dir: Path, calls: list[str], *, seed: int = 0) -> Path:
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
-    corpus = [qwen3_chat_template, "Use the echo tool to say exactly: hello world", "Rename the file notes.txt",
+    texts = [*corpus, qwen3_chat_template, "Use the echo tool to say exactly: hello world", "Rename the file notes.txt",
               '{"type": "function", "function": {"name": "fs_read", "description": "Read a file", "parameters": '
               '{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}']
-    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=specials,
+    trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    raw.train_from_iterator(corpus * 4, trainer=trainer)
+    raw.train_from_iterator(texts * 4, trainer=trainer)
     tok = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token=None, eos_token="<|im_end|>",
                                   pad_token="<|endoftext|>", padding_side="left")
     tok.add_tokens([*calls, ANSWER])
