@@ -48,7 +48,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import shared_memory as _shm
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ResetNeeded
 from ..registry import list_envs, make
 from ..types import CallTool, ListTools, Observation, action_from_json
 from .text import result_text, tools_text
@@ -229,6 +229,8 @@ class GymEnv(gymnasium.Env):
         return dict(self._obs), dict(self._info)
 
     def step(self, action: Any) -> tuple[dict[str, str], float, bool, bool, dict]:
+        if self._obs is None:
+            raise ResetNeeded("call reset() before step(): no episode is running")
         try:
             parsed = parse_action(action)
         except ValueError as e:

@@ -96,6 +96,8 @@ def tool_function(tool: Any, *, approximate: bool = False) -> Callable[..., str]
     params, annotations, docs, undocumented = [], {}, [], []
     for pname, prop in props.items():
         check_parameter_name(pname)
+        if pname == "self":
+            raise Unsupported("a parameter named 'self' (the receiver's name, which TRL's schema derivation skips)")
         try:
             hint = python_type(prop, schema)
         except Unsupported as e:
@@ -123,8 +125,8 @@ def tool_function(tool: Any, *, approximate: bool = False) -> Callable[..., str]
     ordered = [p for p in params if p.default is inspect.Parameter.empty] + \
               [p for p in params if p.default is not inspect.Parameter.empty]
 
-    def call(self: Any, **arguments: Any) -> str:
-        return self._call(name, arguments)
+    def call(*args: Any, **arguments: Any) -> str:  # the receiver is positional only: any keyword is an argument
+        return args[0]._call(name, arguments)
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = _docstring(description, docs + undocumented)

@@ -123,6 +123,23 @@ def test_repeat_gives_groups_of_one_task_with_distinct_seeds() -> None:
         assert (factory.state(envs[0]).task_id, factory.state(envs[0]).seed) == ("rename-notes", 9)
 
 
+def test_factory_over_a_served_environment_closes_its_episodes_on_the_server() -> None:
+    import httpx
+    from servers import running_server
+
+    with running_server("echo") as url:
+        with environment_factory(url, repeat=2) as factory:
+            envs = [factory(), factory()]
+            prompts = [e.reset() for e in envs]
+            assert prompts[0] == prompts[1] and prompts[0].startswith("Use the echo tool")
+            phrase = prompts[0].split("exactly: ", 1)[1]
+            assert envs[1].echo(text=phrase) == phrase
+            assert [e.get_reward() for e in envs] == [0.0, 1.0]
+            assert "openenv_mcp_episodes_live 2" in httpx.get(url + "/metrics").text
+        assert factory.open_episodes() == 0
+        assert "openenv_mcp_episodes_live 0" in httpx.get(url + "/metrics").text
+
+
 # -- (b) a real GRPOTrainer run -----------------------------------------------------------------------
 
 CALLS = {
