@@ -271,6 +271,6 @@ def register_envs() -> list[str]:
 
 register_envs()
 
-from .gymnasium_vector import GymVectorEnv  # noqa: E402  (re-exported here)
+from .gymnasium_vector import GymVectorEnv
 
 __all__ += ["GymVectorEnv"]

@@ -51,7 +51,8 @@ import random
 import threading
 import warnings
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..registry import make
@@ -318,7 +319,7 @@ class EnvironmentFactory:
     def __enter__(self) -> EnvironmentFactory:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

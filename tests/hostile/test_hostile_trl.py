@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("trl", reason="the trl extra is not installed: pip install 'openenv-mcp[trl]'")
 
-from openenv_mcp.integrations.trl import environment_factory  # noqa: E402
+from openenv_mcp.integrations.trl import environment_factory
 
 
 def _trl_tool_dict(instance):

@@ -11,14 +11,15 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium", reason="the gymnasium extra is missing: pip install 'openenv-mcp[gymnasium]'")
 
-import numpy as np  # noqa: E402
-import openenv_mcp  # noqa: E402
-import openenv_mcp.gym  # noqa: E402,F401  (registers openenv_mcp/<name>-v0)
-from conftest import need  # noqa: E402
-from gymnasium.utils.env_checker import check_env  # noqa: E402
-from openenv_mcp import CallTool  # noqa: E402
-from openenv_mcp.gym import GymEnv, GymVectorEnv  # noqa: E402
-from servers import running_server  # noqa: E402
+import numpy as np
+from conftest import need
+from gymnasium.utils.env_checker import check_env
+from servers import running_server
+
+import openenv_mcp
+import openenv_mcp.gym
+from openenv_mcp import CallTool
+from openenv_mcp.gym import GymEnv, GymVectorEnv
 
 MOVE = json.dumps({"name": "fs_move", "arguments": {"source": "notes.txt", "destination": "meeting-notes.txt"}})
 
@@ -52,7 +53,7 @@ def test_files_through_gymnasium_make_solves_a_task_with_a_json_tool_call() -> N
         obs, reward, terminated, truncated, info = env.step("not json")
         assert obs["result"] == 'Error: the action is not a JSON tool call: expected {"name": TOOL, "arguments": {...}}'
         assert (reward, terminated, truncated, info["invalid_action"]) == (0.0, False, False, True)
-        obs, reward, terminated, truncated, info = env.step(
+        obs, reward, terminated, _, info = env.step(
             CallTool(name="fs_read", arguments={"path": "missing.txt"}))  # the structured action works too
         assert obs["result"].startswith("Error") and info["is_error"] is True and reward == 0.0
         obs, reward, terminated, truncated, info = env.step(MOVE)
@@ -90,7 +91,7 @@ def test_async_vector_env_with_shared_memory_after_the_parent_ran_a_sync_env_bef
         obs, info = venv.reset(seed=3, options={"task_id": "rename-notes"})
         assert obs["task"][0] == obs["task"][1] and obs["task"][0].startswith("Rename the file")
         assert list(info["task_id"]) == ["rename-notes", "rename-notes"]
-        obs, rewards, terminated, truncated, info = venv.step((MOVE, "garbage"))
+        obs, rewards, terminated, _, info = venv.step((MOVE, "garbage"))
         assert obs["result"] == ("Moved notes.txt -> meeting-notes.txt.",
                                  'Error: the action is not a JSON tool call: expected {"name": TOOL, "arguments": {...}}')
         assert list(rewards) == [1.0, 0.0] and list(terminated) == [True, False]

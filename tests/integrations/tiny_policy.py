@@ -39,8 +39,8 @@ def build(out_dir: Path, calls: list[str], *, corpus: list[str] = (), seed: int 
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
     texts = [*corpus, qwen3_chat_template, "Use the echo tool to say exactly: hello world", "Rename the file notes.txt",
-              '{"type": "function", "function": {"name": "fs_read", "description": "Read a file", "parameters": '
-              '{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}']
+              ('{"type": "function", "function": {"name": "fs_read", "description": "Read a file", "parameters": '
+               '{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}')]
     trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=specials,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     raw.train_from_iterator(texts * 4, trainer=trainer)
