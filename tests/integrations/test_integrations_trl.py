@@ -175,9 +175,10 @@ def _grpo(env_name: str, tmp_path: Path, task_id: str | None) -> None:
 
     def record(environments, **kwargs):  # an extra reward source that only records what the envs say
         seen.append([e.get_reward() for e in environments])
-        for e in environments:
-            state = factory.state(e)
-            assert state is not None and (task_id is None or state.task_id == task_id)
+        states = [factory.state(e) for e in environments]
+        assert all(s is not None and (task_id is None or s.task_id == task_id) for s in states)
+        for g in range(0, len(states), 4):  # each GRPO group: one task, four seeds (repeat=4)
+            assert len({s.task_id for s in states[g:g + 4]}) == 1 and len({s.seed for s in states[g:g + 4]}) == 4
         return [None] * len(environments)
 
     dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 2, "task_id": [task_id] * 2}) \
