@@ -3,12 +3,16 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The dev extra includes TRL, which needs torch: take the CPU build first (here a local wheel; elsewhere e.g.
+# TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
+TORCH_PIP ?= torch==2.13.0
 
 .PHONY: demo test bench conformance install clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH_PIP)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
