@@ -49,7 +49,7 @@ from gymnasium import spaces
 from gymnasium.vector.utils import shared_memory as _shm
 
 from ..errors import ConfigError, ResetNeeded
-from ..registry import list_envs, make
+from ..client.registry import list_envs, make
 from ..types import CallTool, ListTools, Observation, action_from_json
 from .text import result_text, tools_text
 

@@ -5,7 +5,7 @@
     obs, rewards, terminated, truncated, infos = venv.step([json_call] * 8)
 
 All ``num_envs`` episodes live on one control-plane connection and every
-``reset``/``step`` is one batch message (:class:`openenv_mcp.remote.AsyncVectorEnv`).
+``reset``/``step`` is one batch message (:class:`openenv_mcp.client.remote.AsyncVectorEnv`).
 Spaces and action forms are those of :class:`~openenv_mcp.integrations.gymnasium.GymEnv`,
 batched: observations are a dict of tuples of texts; rewards, terminated and truncated
 numpy arrays; ``infos`` a dict of arrays (Gymnasium's vector convention).
@@ -25,7 +25,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from ..errors import ConfigError
-from ..remote import AsyncVectorEnv
+from ..client.remote import AsyncVectorEnv
 from ..types import ListTools, Observation
 from .gymnasium import cut, parse_action, text_spaces
 from .text import result_text, tools_text

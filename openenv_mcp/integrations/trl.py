@@ -55,7 +55,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError, EpisodeEnded, ResetNeeded
-from ..registry import make
+from ..client.registry import make
 from ..types import CallTool, State
 from .text import result_text
 from .toolschema import NO_DEFAULT, Unsupported, check_parameter_name, collapse, normal_form, python_type
