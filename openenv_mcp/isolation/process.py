@@ -64,6 +64,7 @@ from mcp.shared.message import SessionMessage
 
 from ..errors import BoundaryError, ConfigError
 from ..spec import ToolServerSpec
+from ..workspace import owner_tag, remove_tree
 from .base import ServerContext
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
 
@@ -746,7 +747,7 @@ class ProcessConnection(McpConnection):
     def private_dir(self) -> Path:
         """A folder only this server may use (its ``HOME`` and ``TMPDIR``)."""
         if self._private is None:
-            self._private = Path(tempfile.mkdtemp(prefix="openenv-mcp-home-", dir=self.ctx.workspace.parent))
+            self._private = Path(tempfile.mkdtemp(prefix=f"openenv-mcp-home-{owner_tag()}-", dir=self.ctx.workspace.parent))
             if self.uid is not None:
                 os.chown(self._private, self.uid, self.uid)
         return self._private
@@ -806,5 +807,5 @@ class ProcessConnection(McpConnection):
                 UIDS.release(self.ctx.episode_id)  # the last server of the episode kills the whole uid
                 self.uid = None
             if self._private is not None:
-                shutil.rmtree(self._private, ignore_errors=True)
+                remove_tree(self._private)
                 self._private = None
