@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import openenv_mcp
-from containment import assert_no_leak
+from containment import assert_no_leak, marked_processes
 from conftest import need
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
 from openenv_mcp.isolation.process import private_ancestor
@@ -96,7 +96,8 @@ def test_a_server_whose_runtime_is_under_root_cannot_signal_the_environment_serv
         code, _, _ = sh(env, "cat /root/.bashrc /etc/shadow")
         assert code != 0
         # a double-forked, setsid'd, chdir-/ child must not outlive the episode
-        sh(env, f"cd / && setsid sh -c 'sleep 3600 # {marker}' </dev/null >/dev/null 2>&1 &")
+        sh(env, f"cd / && setsid sh -c 'sleep 3600; echo {marker}' </dev/null >/dev/null 2>&1 &")
+        assert len(marked_processes(marker)) == 2  # the server and its detached grandchild
         assert env.step(CallTool(name="sh", arguments={"cmd": "true"})).result.is_error is False
     assert_no_leak(marker)
 
