@@ -97,7 +97,10 @@ def test_a_server_whose_runtime_is_under_root_cannot_signal_the_environment_serv
         assert code != 0
         # a double-forked, setsid'd, chdir-/ child must not outlive the episode
         sh(env, f"cd / && setsid sh -c 'sleep 3600; echo {marker}' </dev/null >/dev/null 2>&1 &")
-        orphans = [p for p in marked_processes(marker) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sh\0")]
+        deadline = time.monotonic() + 10
+        while not (orphans := [p for p in marked_processes(marker) if b"sleep 3600" in Path(f"/proc/{p}/cmdline")
+                               .read_bytes()]) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert len(orphans) == 1  # the detached grandchild runs
         assert env.step(CallTool(name="sh", arguments={"cmd": "true"})).result.is_error is False
     assert_no_leak(marker)
