@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["Workspace", "copy_seed", "owner_tag", "remove_tree", "sweep_stale"]
+__all__ = ["Workspace", "copy_seed", "owner_tag", "process_start_time", "remove_tree", "sweep_stale"]
 
 log = logging.getLogger("openenv_mcp.workspace")
 PREFIX = "openenv-mcp-"
@@ -42,7 +42,8 @@ def _boot_id() -> str:
         return "00000000"
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
+    """``pid``'s start time (clock ticks after boot, from ``/proc``), or ``None`` if it is gone."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
@@ -51,12 +52,12 @@ def _start_time(pid: int) -> str | None:
 
 def owner_tag() -> str:
     """``<boot>.<pid>.<start time>`` of this process: what names a folder as this server's."""
-    return f"{_boot_id()}.{os.getpid()}.{_start_time(os.getpid()) or 0}"
+    return f"{_boot_id()}.{os.getpid()}.{process_start_time(os.getpid()) or 0}"
 
 
 def owner_alive(boot: str, pid: int, start: str) -> bool:
     """Whether the server that wrote an owner tag still runs (same boot, same pid and start time)."""
-    return boot == _boot_id() and _start_time(pid) == start
+    return boot == _boot_id() and process_start_time(pid) == start
 
 
 # -- removal ---------------------------------------------------------------------------
