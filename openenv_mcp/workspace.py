@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["Workspace", "copy_seed", "owner_tag", "process_start_time", "remove_tree", "sweep_stale"]
+__all__ = ["Workspace", "copy_seed", "drain_removals", "owner_tag", "process_start_time", "remove_tree", "sweep_stale"]
 
 log = logging.getLogger("openenv_mcp.workspace")
 PREFIX = "openenv-mcp-"
@@ -262,3 +262,8 @@ class _Reaper:
 
 
 _REAPER = _Reaper()
+
+
+def drain_removals() -> None:
+    """Delete every removed workspace now (blocking): what a graceful shutdown calls."""
+    _REAPER.drain()

@@ -237,3 +237,34 @@ def test_workspaces_of_a_sigkilled_server_are_swept_by_the_next_server_and_a_liv
             if s.poll() is None:
                 s.kill()
                 s.wait()
+
+
+def test_sigterm_leaves_no_workspace_of_the_server_behind(tmp_path):
+    import socket
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "openenv_mcp.cli", "serve", "files", "--port", str(port)],
+                              env={**os.environ, "OPENENV_MCP_WORKDIR": str(tmp_path)}, cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        created = 0
+        while created < 3 and time.monotonic() < deadline:
+            try:
+                request = urllib.request.Request(f"http://127.0.0.1:{port}/episodes", data=b"{}", method="POST",
+                                                 headers={"content-type": "application/json"})
+                urllib.request.urlopen(request, timeout=10).read()
+                created += 1
+            except OSError:
+                time.sleep(0.2)
+        assert created == 3 and len(os.listdir(tmp_path)) == 3
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+        assert os.listdir(tmp_path) == []
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
