@@ -26,7 +26,7 @@ bench: $(STAMP)
 # Official MCP conformance suite (Node 22 tooling into .cache/node-tools/) against a served env.
 CONFORMANCE_ENV ?= echo
 conformance: $(STAMP)
-	bash .ci/node-tools.sh
+	bash conformance/node-tools.sh .cache/node-tools
 	$(BIN)/python -m openenv_mcp.conformance.official_suite $(CONFORMANCE_ENV)
 
 clean:
