@@ -40,12 +40,14 @@ from mcp.types import (
     Tool,
 )
 
+import openenv_mcp
+
 from ..errors import BoundaryError
 from .base import Connection
 
 __all__ = ["TRUNCATED_META", "McpConnection", "SessionHost", "cap_result", "truncation_marker"]
 
-CLIENT_INFO = Implementation(name="openenv-mcp", version="0.1.0")
+CLIENT_INFO = Implementation(name="openenv-mcp", version=openenv_mcp.__version__)
 
 TransportFactory = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
 """Returns an async context manager yielding ``(read_stream, write_stream)``."""
