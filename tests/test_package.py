@@ -45,3 +45,16 @@ def test_the_version_is_the_distributions_metadata():
     from openenv_mcp.isolation.mcpsession import CLIENT_INFO
 
     assert CLIENT_INFO.version == openenv_mcp.__version__
+
+
+def test_layers_only_import_downward():
+    """The import-linter contracts of pyproject.toml (cli > rollout|conformance > serve > client > core >
+    isolation > spec/tasks/validation/workspace > types > errors) hold."""
+    from pathlib import Path
+
+    from conftest import ROOT
+
+    lint = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml")], capture_output=True, text=True,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
