@@ -170,3 +170,18 @@ def test_a_third_party_env_registered_by_entry_point_is_made_by_name(installed):
             print(obs.result.content[0].text, obs.reward)
     """)
     assert run([str(py), "-c", code], cwd=scratch).stdout.split() == ["HI", "1.0"]
+
+
+def test_the_installed_sandbox_starts_the_installed_tool_servers(installed):
+    """The coding env's shell and python servers run in bubblewrap from the wheel (found by the import system)."""
+    from conftest import need
+    from openenv_mcp.errors import BoundaryError
+    from openenv_mcp.isolation.sandbox import bwrap_path
+
+    try:
+        bwrap_path()
+    except BoundaryError as e:
+        need(False, str(e))
+    _, cli, scratch, _ = installed
+    out = run([str(cli), "run", "coding", "--episodes", "1"], cwd=scratch, timeout=600).stdout
+    assert "1 episodes" in out and "reward mean 1.000" in out, out
