@@ -3,6 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The dev extra includes TRL, which needs torch: take the CPU build first (here a local wheel; elsewhere e.g.
+# TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
+TORCH_PIP ?= torch==2.13.0
 
 .PHONY: demo test bench conformance install clean
 
@@ -19,6 +22,7 @@ $(STAMP): pyproject.toml
 	       "rerun with PY=python3.11 (or newer), e.g. make PY=python3.12 $(MAKECMDGOALS)" >&2; exit 1; }
 	@[ "$(VENV_OK)" = 1 ] || $(PY) -m venv --clear $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH_PIP)
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 

@@ -18,7 +18,7 @@ RUN python3 -m venv /opt/venv 2>/dev/null || { \
         && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /usr/share/doc /usr/share/man \
         && python3 -m venv /opt/venv; }
 # A venv needs ensurepip: Debian's python3-minimal base lacks it, python:*-slim has it.
-RUN pip install -q --no-cache-dir "fastmcp>=4.2,<5" "mcp>=2.3,<3"
+RUN pip install -q --no-cache-dir "fastmcp>=4.2,<5" "mcp>=2.3,<3" "google-re2>=1.1"
 ENV PYTHONPATH=/app
 COPY openenv_mcp/__init__.py /app/openenv_mcp/__init__.py
 COPY tool_servers /app/openenv_mcp/tool_servers

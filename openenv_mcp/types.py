@@ -23,6 +23,7 @@ score itself.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
 from mcp.types import CallToolResult, Tool
@@ -91,12 +92,28 @@ class Task(_Model):
     prompt: str
     """What the agent is asked to do, in plain words."""
     data: dict[str, Any] = Field(default_factory=dict)
-    """Anything the reward function or reference solution needs (expected
-    answers, target file contents...). Never shown to the agent by the
-    framework itself."""
+    """Anything the reward function or reference solution needs. Keys marked
+    private (:attr:`private`, the env file's ``private_task_fields``) are
+    grader-only; the rest is shown with the task."""
     workspace: str | None = None
     """Optional folder (relative to the environment's folder) copied into the
     episode's workspace on reset, after the tool servers' own seed folders."""
+    answer: Any = None
+    """Grader-only: the expected answer. Rewards read it; it is never sent on
+    any face (observations, control plane, MCP, playground, rollout files)."""
+    private: list[str] = Field(default_factory=list, exclude=True)
+    """Grader-only keys of :attr:`data` for this task (added to the env file's
+    ``private_task_fields``); stripped like :attr:`answer`."""
+
+    def public(self, private: Iterable[str] = ()) -> Task:
+        """The task as every face shows it: without :attr:`answer` and without the
+        ``data`` keys marked private (here, in :attr:`private`, or by the env file)."""
+        hidden = {*private, *self.private}
+        if self.answer is None and not self.private and not hidden & self.data.keys():
+            return self
+        data = {k: v for k, v in self.data.items() if k not in hidden}
+        return Task.model_construct(id=self.id, prompt=self.prompt, data=data, workspace=self.workspace,
+                                    answer=None, private=[])
 
 
 class Score(_Model):
@@ -157,6 +174,8 @@ class State(_Model):
     """The episode has ended because ``max_steps`` was reached."""
     max_steps: int | None = None
     """The step budget of the episode, if any."""
+    reward_errors: int = 0
+    """Steps whose reward function raised (each one's ``info["reward_error"]`` says why)."""
 
 
 def canonical_json(value: Any) -> str:

@@ -47,6 +47,34 @@ def test_tasks_and_hidden_tests_are_consistent():
         assert hidden.is_file() and not hidden.is_relative_to(project), task["id"]
         assert hidden.read_text().count("\ndef test_") == task["data"]["hidden_tests"], task["id"]
         assert not list(project.rglob("test_hidden*")), task["id"]  # never in the workspace
+        split = _reward().parse_hidden(hidden)  # the expected sides stay with the reward
+        assert len(split.tests) == task["data"]["hidden_tests"], task["id"]
+        assert all(kind != "eval" or "==" not in code for t in split.tests for kind, code in t.steps)
+
+
+def _reward():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("coding_reward_under_test", ENV_DIR / "reward.py")
+    reward = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reward)
+    return reward
+
+
+def test_a_hidden_test_whose_expected_side_is_not_a_literal_is_refused(tmp_path):
+    from openenv_mcp import ConfigError
+
+    hidden = tmp_path / "test_hidden.py"
+    hidden.write_text("from m import f\n\n\ndef test_a():\n    assert f(1) == f(2)\n")
+    with pytest.raises(ConfigError) as info:
+        _reward().parse_hidden(hidden)
+    assert str(info.value) == (
+        f"{hidden}: line 5: unsupported assertion 'f(1) == f(2)'; a hidden test asserts `assert ACTUAL == "
+        "LITERAL`, `assert ACTUAL is True|False|None`, `assert not ACTUAL` or `assert math.isclose(ACTUAL, "
+        "NUMBER)`, so that the expected side stays with the reward")
+    hidden.write_text("import m\nm.setup()\n")
+    with pytest.raises(ConfigError, match="line 2: a hidden test file holds only imports and argument-less"):
+        _reward().parse_hidden(hidden)
 
 
 async def test_every_task_reference_scores_one_and_wrong_scores_zero(coding):
@@ -133,32 +161,25 @@ async def test_tools_share_the_workspace_and_python_state_is_per_episode(coding)
         await third.close()
 
 
-async def test_files_the_fs_tools_create_belong_to_the_sandboxed_servers_uid(tmp_path):
-    import os
-
-    from openenv_mcp.isolation import ServerContext
-    from openenv_mcp.core.spec import load_object
-
-    need(os.geteuid() == 0, "ownership is only handed over when the environment server runs as root")
-    create_server = load_object("coding_fs:create_server", ENV_DIR)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "old.txt").write_text("x")
-    uid = 65534
-    for path in (ws, ws / "old.txt"):
-        os.chown(path, uid, uid)  # what the process boundary does for its unprivileged uid
-    server = await create_server(ServerContext(episode_id="own", workspace=ws))
-    tools = {t.name: t for t in await server.list_tools()}
-    assert set(tools) == {"list", "read", "write", "edit", "move", "delete", "search"}
-    await tools["write"]._run({"path": "new/deep/file.py", "content": "print(1)\n"})
-    await tools["move"]._run({"source": "old.txt", "destination": "moved/old.txt"})
-    for path in ("new", "new/deep", "new/deep/file.py", "moved", "moved/old.txt"):
-        assert (ws / path).stat().st_uid == uid, path
-    from fastmcp.exceptions import ToolError
-
-    with pytest.raises(ToolError, match="^Access denied: path '../outside.txt' is outside the workspace"):
-        await tools["write"]._run({"path": "../outside.txt", "content": "x"})  # refusals pass through unchanged
-    assert not (tmp_path / "outside.txt").exists()
+async def test_files_the_fs_tools_create_belong_to_the_sandboxed_servers_uid(coding):
+    """fs runs behind the same sandbox as python: what fs_write / fs_move create, python_run can change."""
+    episode = await coding.new_episode(seed=0, task_id=coding.tasks.tasks[0].id)
+    try:
+        with anyio.fail_after(60):
+            assert not (await act(episode, "fs_write", path="new/deep/file.py", content="print(1)\n")).result.is_error
+            assert not (await act(episode, "fs_move", source="new/deep", destination="moved/deep")).result.is_error
+            obs = await act(episode, "python_run", code=(
+                "import os\nopen('moved/deep/file.py', 'a').write('print(2)\\n')\n"
+                "os.rename('moved', 'renamed')\nsorted({os.stat(p).st_uid == os.getuid() "
+                "for p in ('new', 'renamed', 'renamed/deep', 'renamed/deep/file.py')})"))
+            assert obs.result.structured_content["result"] == "[True]", obs.result
+            obs = await act(episode, "fs_read", path="renamed/deep/file.py")
+            assert obs.result.content[0].text == "print(1)\nprint(2)\n"
+            obs = await act(episode, "fs_write", path="../outside.txt", content="x")
+            assert obs.result.is_error and obs.result.content[0].text.startswith(
+                "Access denied: path '../outside.txt' is outside the workspace")
+    finally:
+        await episode.close()
 
 
 async def test_runaway_code_is_contained_and_the_episode_goes_on(coding):
@@ -212,11 +233,7 @@ async def test_special_files_in_the_workspace_never_block_the_reward(coding):
 
 
 async def test_the_reward_ignores_caches_and_scores_partial_fixes(coding, tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("coding_reward_under_test", ENV_DIR / "reward.py")
-    reward = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reward)
+    reward = _reward()
     task = next(t for t in coding.tasks.tasks if t.id == "roman-subtractive")
     ws = tmp_path / "ws"
     shutil.copytree(ENV_DIR / task.workspace, ws)
@@ -227,5 +244,5 @@ async def test_the_reward_ignores_caches_and_scores_partial_fixes(coding, tmp_pa
     module = ws / task.data["module"]
     # only IV and IX: two of the four hidden tests (4, 9) pass, 40 and 1994 still fail
     module.write_text(module.read_text().replace('(5, "V"), (1, "I")', '(9, "IX"), (5, "V"), (4, "IV"), (1, "I")'))
-    passed, info = reward.evaluate(task.data, ws, task.id)
+    passed, info = await reward.evaluate(task.data, ws, task.id)
     assert (passed, info["hidden_tests"]) == (2, 4)

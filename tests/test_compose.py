@@ -93,6 +93,7 @@ def test_control_plane_episode_and_attach_over_mcp(stack):
         created = http.post("/episodes", json={"seed": 0})
         assert created.status_code == 201
         episode = created.json()
+        http.headers["OpenEnv-Episode-Key"] = episode["episode_key"]  # the trainer's capability (HTTP has no connection)
         assert [t["name"] for t in episode["observation"]["tools"]] == ["echo"]
         step = http.post(f"/episodes/{episode['episode_id']}/step",
                          json={"action": {"type": "call_tool", "name": "echo", "arguments": {"text": "step"}}})

@@ -47,7 +47,9 @@ async def test_ws_drives_many_episodes_on_one_connection():
         a = (await ws.ask(op="create", seed=1))["result"]
         b = (await ws.ask(op="create", seed=2, task_id="echo-05"))["result"]
         assert a["episode_id"] != b["episode_id"]
-        assert a["env"] == "echo" and a["mcp_path"] == f"/episodes/{a['episode_id']}/mcp"
+        agent_key = a["mcp_path"].split("/")[3]
+        assert a["env"] == "echo" and a["mcp_path"] == f"/episodes/{a['episode_id']}/{agent_key}/mcp"
+        assert len(agent_key) >= 32 and a["episode_key"] not in (agent_key, b["episode_key"])
         assert [t["name"] for t in a["observation"]["tools"]] == ["echo"]
         assert "inputSchema" in a["observation"]["tools"][0]
         assert b["observation"]["task"]["id"] == "echo-05"
@@ -173,6 +175,7 @@ async def test_http_equivalents():
         created = await http.post("/episodes", json={"seed": 4})
         assert created.status_code == 201
         eid = created.json()["episode_id"]
+        http.headers["OpenEnv-Episode-Key"] = created.json()["episode_key"]  # HTTP has no connection: the key says whose
         assert (await http.get("/episodes")).json() == {"episodes": [eid]}
         step = await http.post(f"/episodes/{eid}/step", json={"action": call("over http")})
         assert step.status_code == 200

@@ -116,3 +116,73 @@ def test_per_episode_factory_gives_each_episode_its_own_server_state():
 def test_spec_needs_exactly_one_server_kind():
     with pytest.raises(ValueError, match="needs exactly one of object, command, url, image"):
         ToolServerSpec(name="x", command=["a"], url="http://x")
+
+
+# -- issue 10: atomic step budget, reward errors, grader-only task fields ------------------------
+def _io_env(**kw) -> openenv_mcp.Env:
+    server = FastMCP("io")
+
+    @server.tool
+    async def fetch(ms: int = 5) -> str:
+        await anyio.sleep(ms / 1000)
+        return "fetched"
+
+    return _env(ToolServerSpec(name="io", namespace="", object=server), **kw)
+
+
+@pytest.mark.anyio
+async def test_concurrent_steps_never_exceed_max_steps():
+    episode = await _io_env(max_steps=3, reward=lambda ctx: 0.0).unwrapped.environment.new_episode(seed=0)
+    outcomes: list[str] = []
+
+    async def one() -> None:
+        try:
+            await episode.act(CallTool(name="fetch", arguments={"ms": 20}))
+            outcomes.append("ok")
+        except openenv_mcp.EpisodeEnded:
+            outcomes.append("ended")
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(8):
+            tg.start_soon(one)
+    assert sorted(outcomes) == ["ended"] * 5 + ["ok"] * 3
+    assert (episode.state().step_count, episode.state().truncated, len(episode.history)) == (3, True, 3)
+    await episode.close()
+
+
+def test_a_reward_that_raises_is_reported_and_the_episode_goes_on():
+    def reward(ctx):
+        if ctx.action is not None and ctx.action.arguments.get("ms") == 1:
+            raise ValueError("cannot grade this")
+        return 0.5 if ctx.action is not None else 0.0
+
+    env = _io_env(reward=reward)
+    env.reset(seed=0)
+    bad = env.step(CallTool(name="fetch", arguments={"ms": 1}))
+    assert (bad.reward, bad.done, bad.info["score"]) == (0.0, False, 0.0)
+    assert bad.info["reward_error"] == ("the reward function raised ValueError: cannot grade this; this step's reward "
+                                        "is 0.0 (the score is unchanged) and the episode goes on")
+    good = env.step(CallTool(name="fetch", arguments={"ms": 2}))
+    assert (good.reward, good.info["score"], "reward_error" in good.info) == (0.5, 0.5, False)
+    assert (env.state().step_count, env.state().reward_errors, env.state().cumulative_reward) == (2, 1, 0.5)
+    env.close()
+
+
+def test_grader_only_task_fields_reach_the_reward_but_no_observation():
+    seen = []
+
+    def reward(ctx):
+        seen.append((ctx.task.answer, ctx.task.data))
+        return 0.0
+
+    tasks = [{"id": "t", "prompt": "p", "answer": "the-answer-xyzzy", "private": ["rubric"],
+              "data": {"hint": "h", "expected": [1], "rubric": "r"}}]
+    env = _io_env(tasks=tasks, private_task_fields=["expected"], reward=reward)
+    first = env.reset(seed=0)
+    step = env.step(CallTool(name="fetch", arguments={"ms": 1}))
+    listed = env.step(openenv_mcp.ListTools())
+    for obs in (first, step, listed):
+        assert obs.task.data == {"hint": "h"} and obs.task.answer is None
+        assert "xyzzy" not in obs.model_dump_json() and "rubric" not in obs.model_dump_json()
+    assert seen[-1] == ("the-answer-xyzzy", {"hint": "h", "expected": [1], "rubric": "r"})
+    env.close()

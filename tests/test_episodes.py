@@ -78,3 +78,38 @@ async def test_owners_and_reset_keep_the_id():
     assert await manager.close_owner("conn-1") == 2
     assert manager.ids() == [c.id]
     await manager.close_all()
+
+
+# -- issue 10: capabilities and the default cap ---------------------------------------------------
+async def test_only_the_owner_the_trainer_key_or_the_admin_reach_an_episode():
+    manager = EpisodeManager(load_environment("echo"))
+    async with manager.running():
+        mine = await manager.create(seed=1, owner="ws:a")
+        other = await manager.create(seed=2)
+        trainer_key, agent_key = manager.keys(other.id)
+        assert trainer_key != agent_key and len(trainer_key) >= 32
+        assert manager.authorize(mine.id, owner="ws:a") is mine
+        assert manager.authorize(other.id, key=trainer_key) is other
+        assert manager.authorize(other.id, admin=True) is other
+        for attempt in ({"owner": "ws:a"}, {"key": agent_key}, {"key": "guess"}, {}):
+            with pytest.raises(UnknownEpisode, match=f"^unknown episode '{other.id}'"):
+                manager.authorize(other.id, **attempt)
+        assert manager.agent_episode(other.id, agent_key) is other
+        with pytest.raises(UnknownEpisode):
+            manager.agent_episode(other.id, manager.keys(mine.id)[1])  # another episode's agent key
+        assert manager.visible(owner="ws:a") == [mine.id]
+        assert manager.visible(key=trainer_key) == [other.id]
+        assert manager.visible() == [] and sorted(manager.visible(admin=True)) == sorted([mine.id, other.id])
+        reset = await manager.reset(other.id, seed=3)
+        assert manager.keys(reset.id)[0] == trainer_key and manager.keys(reset.id)[1] != agent_key
+        assert not manager.capability_ok(reset.id, agent_key)  # the previous agent's address is dead
+
+
+def test_default_max_episodes_is_sized_from_the_machine():
+    from openenv_mcp.serve.manager import default_max_episodes
+
+    assert default_max_episodes(cpus=2, memory_bytes=8 << 30) == 64
+    assert default_max_episodes(cpus=64, memory_bytes=16 << 30) == 256
+    assert default_max_episodes(cpus=1, memory_bytes=256 << 20) == 16
+    assert default_max_episodes(cpus=512, memory_bytes=1 << 40) == 4096
+    assert 16 <= default_max_episodes() <= 4096

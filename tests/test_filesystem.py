@@ -7,9 +7,12 @@ with the official SDK client over stdio and streamable HTTP.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import anyio
@@ -396,3 +399,322 @@ async def test_standalone_http_with_the_official_sdk_client(layout):
         assert result.content[0].text == "app.py (54 bytes)\nutil.py (37 bytes)"
         result = await client.call_tool("delete", {"path": "/etc/passwd"})
         assert result.is_error and result.content[0].text == OUTSIDE.format(path="/etc/passwd")
+
+
+# -- descriptor-relative resolution (both resolvers) ------------------------------------
+from openenv_mcp.tool_servers.filesystem import NOT_REGULAR  # noqa: E402
+from openenv_mcp.tool_servers.filesystem.fdpath import HAVE_OPENAT2, Outside, Root, split  # noqa: E402
+
+RESOLVERS = [pytest.param(True, id="openat2"), pytest.param(False, id="walk")]
+
+
+def test_split_cleans_lexically_and_refuses_what_climbs_out():
+    assert split(".") == () and split("./a//b/./") == ("a", "b") and split("a/../b") == ("b",)
+    for bad in ("..", "../x", "a/../../x", "/etc", "~root"):
+        with pytest.raises(Outside):
+            split(bad)
+    with pytest.raises(ValueError, match="^Path is empty"):
+        split("  ")
+
+
+@pytest.mark.parametrize("kernel", RESOLVERS)
+def test_root_follows_inner_links_and_refuses_every_way_out(layout, kernel):
+    if kernel and not HAVE_OPENAT2:
+        pytest.skip("this kernel has no openat2")
+    ws, out = layout
+    (ws / "src" / "up").symlink_to("../notes.txt")       # relative, stays inside
+    (ws / "src" / "climb").symlink_to("../../outside")   # relative, climbs out
+    (ws / "chain").symlink_to("src/up")                  # a link to a link
+    (ws / "loop1").symlink_to("loop2")
+    (ws / "loop2").symlink_to("loop1")
+    root = Root(str(ws), use_openat2=kernel)
+
+    def read(path: str) -> bytes:
+        fd = root.open(split(path), os.O_RDONLY)
+        try:
+            return os.read(fd, 100)
+        finally:
+            os.close(fd)
+
+    assert read("inner") == read("chain") == read("src/up") == b"alpha\nbeta\ngamma\n"
+    for escape in ("linkdir/secret.txt", "linkfile", "dangling", "src/climb/secret.txt", "src/climb"):
+        with pytest.raises(Outside):
+            read(escape)
+    with pytest.raises(OSError) as loop:
+        read("loop1")
+    assert loop.value.errno == 40  # ELOOP
+
+
+@pytest.mark.parametrize("kernel", RESOLVERS)
+def test_root_never_follows_a_link_swapped_in_for_a_folder(layout, kernel):
+    """What the walk opens is the descriptor it checked: a folder replaced by a link to the host
+    between two calls is refused on the next open, never followed."""
+    if kernel and not HAVE_OPENAT2:
+        pytest.skip("this kernel has no openat2")
+    ws, out = layout
+    root = Root(str(ws), use_openat2=kernel)
+    with root.fd() as top:
+        parent = root.parent(top, ("src", "new.txt"), create=True)
+        os.rename(ws / "src", ws / "src.old")
+        os.symlink(out, ws / "src")  # the swap: 'src' now leads out
+        try:
+            fd = root.create(parent, "new.txt", os.O_WRONLY)  # the descriptor still names the real folder
+            os.close(fd)
+        finally:
+            os.close(parent)
+        with pytest.raises(Outside):
+            root.parent(top, ("src", "x.txt"), create=True)
+    assert (ws / "src.old" / "new.txt").is_file() and not (out / "new.txt").exists()
+
+
+async def test_created_files_and_folders_go_to_the_owner_and_existing_ones_keep_theirs(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("giving files to another uid needs root")
+    (tmp_path / "old.txt").write_text("old")
+    async with FastMCPClient(create_server(tmp_path, owner=(65534, 65534))) as client:
+        await ok(client, "write", path="a/b/new.txt", content="x")
+        await ok(client, "write", path="old.txt", content="changed")
+        await ok(client, "move", source="old.txt", destination="c/old.txt")
+    for path in ("a", "a/b", "a/b/new.txt", "c"):
+        assert (tmp_path / path).stat().st_uid == 65534, path
+    assert (tmp_path / "c" / "old.txt").stat().st_uid == 0  # never chowned: it existed
+
+
+# -- bounded reads, edits, walks ----------------------------------------------------------
+async def test_read_streams_lines_split_exactly_like_splitlines_across_chunk_edges(tmp_path):
+    from openenv_mcp.tool_servers.filesystem.fdops import CHUNK
+
+    text = "x" * (CHUNK - 1) + "\r\n" + "é" * 10 + "\u2028mid\x0bv\x0cf\x1cg\x85h\rlast\r\nz"
+    (tmp_path / "t.txt").write_text(text, newline="")
+    lines = text.splitlines(keepends=True)
+    async with FastMCPClient(create_server(tmp_path, max_read_chars=10 * CHUNK)) as client:
+        for start in range(1, len(lines) + 1):
+            assert await ok(client, "read", path="t.txt", start_line=start, max_lines=2) == "".join(
+                lines[start - 1:start + 1]), start
+        assert await fails(client, "read", path="t.txt", start_line=len(lines) + 1) == (
+            f"File 't.txt' has {len(lines)} lines; start_line {len(lines) + 1} is past its end.")
+
+
+async def test_read_stops_at_the_scan_budget_and_says_so(tmp_path):
+    (tmp_path / "big.txt").write_text("line\n" * 1000)
+    async with FastMCPClient(create_server(tmp_path, max_read_scan_bytes=100, max_read_chars=50)) as client:
+        assert await ok(client, "read", path="big.txt") == "line\n" * 10 + (
+            "[... truncated: showing 50 of at least 100 characters; continue with start_line=11 ...]")
+        assert await fails(client, "read", path="big.txt", start_line=500) == (
+            "start_line 500 is past the first 20 lines of 'big.txt', all that read scans (100 bytes); "
+            "the file is 5000 bytes.")
+
+
+async def test_edit_refuses_by_size_before_reading_or_building(tmp_path):
+    (tmp_path / "a.txt").write_text("ab" * 30)
+    with open(tmp_path / "sparse.bin", "wb") as f:
+        f.truncate(1 << 30)
+    async with FastMCPClient(create_server(tmp_path, max_write_chars=100)) as client:
+        assert await fails(client, "edit", path="a.txt", old_text="a", new_text="xyz", replace_all=True) == (
+            "The result would be 120 characters; the limit is 100.")
+        assert (tmp_path / "a.txt").read_text() == "ab" * 30
+        assert await fails(client, "edit", path="sparse.bin", old_text="a", new_text="b") == (
+            "File 'sparse.bin' is 1073741824 bytes; edit changes files of at most 100 characters. "
+            "Use write to replace it.")
+
+
+async def test_deep_trees_are_listed_searched_and_deleted_without_recursion(tmp_path):
+    deep = tmp_path
+    for _ in range(700):
+        deep = deep / "d"
+        os.mkdir(deep)
+    (deep / "bottom.txt").write_text("needle\n")
+    async with FastMCPClient(create_server(tmp_path, max_depth=1000)) as client:
+        listing = (await ok(client, "list", recursive=True)).splitlines()
+        assert len(listing) == 701 and listing[-1] == "d/" * 700 + "bottom.txt (7 bytes)"
+        assert await ok(client, "search", pattern="needle") == "d/" * 700 + "bottom.txt:1: needle"
+        assert await ok(client, "delete", path="d", recursive=True) == "Deleted folder d and 700 entries in it."
+    assert not (tmp_path / "d").exists()
+
+
+async def test_walk_budgets_are_visible(tmp_path):
+    for i in range(30):
+        (tmp_path / f"f{i:02d}.txt").write_text("hit\n")
+    async with FastMCPClient(create_server(tmp_path, max_walk_entries=10)) as client:
+        assert (await ok(client, "list")).splitlines()[-1] == (
+            "[... truncated: listing stopped after 10 entries; list a sub-folder instead ...]")
+        assert (await ok(client, "search", pattern="hit")).splitlines()[-1] == (
+            "[search stopped after 10 entries; narrow it with path or glob]")
+
+
+async def test_search_uses_linear_time_regex_and_names_unsupported_features(fs, layout):
+    ws, _ = layout
+    (ws / "a.txt").write_text("a" * 40 + "\n")
+    assert await ok(fs, "search", pattern="(a|a)*b", regex=True, path="a.txt") == (
+        "No matches for '(a|a)*b' in 'a.txt'.")
+    assert await ok(fs, "search", pattern="(?i)ALPHA", regex=True, path="notes.txt") == "notes.txt:1: alpha"
+    assert await fails(fs, "search", pattern="a(?=b)", regex=True) == (
+        "Regular expression 'a(?=b)' is not supported: invalid perl operator: (?=. Search matches in linear "
+        "time (RE2 syntax), without backreferences or look-around.")
+    assert await ok(fs, "search", pattern="a.b*", path="notes.txt") == "No matches for 'a.b*' in 'notes.txt'."
+
+
+async def test_special_files_are_refused_by_every_tool_that_opens_them(fs, layout):
+    import socket
+
+    ws, _ = layout
+    os.mkfifo(ws / "pipe")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(ws / "sock"))
+    try:
+        with anyio.fail_after(10):
+            for path in ("pipe", "sock"):
+                for tool, args in (("read", {}), ("write", {"content": "x"}),
+                                   ("edit", {"old_text": "a", "new_text": "b"})):
+                    text = await fails(fs, tool, path=path, **args)
+                    assert text == NOT_REGULAR.format(path=path), (tool, path, text)
+            assert await ok(fs, "search", pattern="x") == "No matches for 'x' in '.'."
+    finally:
+        sock.close()
+
+
+async def test_a_dangling_link_inside_is_not_written_through(fs, layout):
+    ws, _ = layout
+    os.symlink("missing.txt", ws / "soon")
+    assert await fails(fs, "write", path="soon", content="x") == (
+        "'soon' is a link to a missing file or appeared meanwhile; nothing was written. Write to the file's own path.")
+    assert not (ws / "missing.txt").exists()
+
+
+# -- lean stdio mode (what the coding env starts in its sandbox) ----------------------------
+async def test_lean_mode_lists_exactly_what_fastmcp_lists(tmp_path):
+    import json
+
+    from openenv_mcp.tool_servers.filesystem.stdio import TOOLS_FILE
+
+    listed = [t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
+              for t in await create_server(tmp_path).list_tools()]
+    for tool in listed:
+        tool.pop("_meta", None)
+    assert json.loads(TOOLS_FILE.read_text()) == listed
+
+
+async def test_lean_stdio_with_the_official_sdk_client(layout):
+    ws, out = layout
+    params = StdioServerParameters(command=sys.executable, cwd=str(REPO),
+                                   args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws), "--lean"])
+    with anyio.fail_after(60):
+        async with Client(params) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            result = await client.call_tool("write", {"path": "lean/new.txt", "content": "hello\n"})
+            assert not result.is_error and result.content[0].text == "Created lean/new.txt (6 bytes)."
+            result = await client.call_tool("read", {"path": "linkdir/secret.txt"})
+            assert result.is_error and result.content[0].text == OUTSIDE.format(path="linkdir/secret.txt")
+            result = await client.call_tool("search", {"pattern": "^(a|a)*q$", "regex": True})
+            assert result.content[0].text == "No matches for '^(a|a)*q$' in '.'."
+    assert (ws / "lean" / "new.txt").read_text() == "hello\n"
+
+
+PEAK_READ = """
+import asyncio, json, resource, sys
+from fastmcp import Client
+from openenv_mcp.tool_servers.filesystem import create_server
+
+async def main():
+    async with Client(create_server(sys.argv[1])) as client:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result = await client.call_tool_mcp("read", {"path": "big", "max_lines": 1})
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"grew_mb": (after - before) / 1024, "text": result.content[0].text[-120:]}))
+
+asyncio.run(main())
+"""
+
+
+def test_reading_one_line_of_a_sparse_gigabyte_file_keeps_memory_bounded(tmp_path):
+    """The old read loaded the whole file (2.2 GB peak for 1 GB of zeros); reads stream now."""
+    import json
+
+    with open(tmp_path / "big", "wb") as f:
+        f.truncate(1 << 30)
+    done = subprocess.run([sys.executable, "-c", PEAK_READ, str(tmp_path)], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["grew_mb"] < 150, out
+    assert out["text"].endswith("[... truncated: showing 100000 of at least 64000000 characters; "
+                                "continue with start_line=1 ...]"), out
+
+
+SWAP = """
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (p.encode() for p in sys.argv[1:3])
+while True:
+    libc.renameat2(-100, a, -100, b, 2)  # RENAME_EXCHANGE
+"""
+
+
+@contextlib.contextmanager
+def exchanging(a: Path, b: Path):
+    """Another process swaps ``a`` and ``b`` (renameat2 RENAME_EXCHANGE) in a loop, as agent code would."""
+    proc = subprocess.Popen([sys.executable, "-c", SWAP, str(a), str(b)])
+    try:
+        time.sleep(0.2)
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def test_in_process_tools_cannot_be_raced_out_by_a_folder_symlink_exchange(layout):
+    """The real race on the in-process server: another thread swaps folder 'd' and a link 'l' to a folder
+    outside in a loop while every tool works on 'd/...'; nothing outside is read, written or removed."""
+    ws, out = layout
+    (ws / "d").mkdir()
+    (ws / "d" / "secret.txt").write_text("decoy\n")
+    (out / "owned.txt").write_text("keep\n")
+    os.symlink(out, ws / "l")
+    before = sorted((p.name, p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir())
+    texts = []
+    with exchanging(ws / "d", ws / "l"):
+        async with FastMCPClient(create_server(ws)) as client:
+            for i in range(150):
+                for tool, args in (("write", {"path": f"d/x{i}.txt", "content": "agent\n"}),
+                                   ("read", {"path": "d/secret.txt"}),
+                                   ("edit", {"path": "d/secret.txt", "old_text": "top", "new_text": "pwned"}),
+                                   ("search", {"pattern": "secret", "path": "d"}),
+                                   ("move", {"source": "d/owned.txt", "destination": "stolen.txt"}),
+                                   ("delete", {"path": "d/owned.txt"})):
+                    texts.append((await call(client, tool, **args))[0])
+    assert not any("top secret" in t for t in texts)
+    assert sorted((p.name, p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()) == before
+    assert any(t.startswith("Created d/x") for t in texts)
+
+
+async def test_in_process_read_is_not_blocked_by_a_fifo_exchanged_in_by_a_race(tmp_path):
+    """Another thread swaps a regular file and a FIFO in a loop; read refuses the FIFO (non-blocking open,
+    fstat) or reads the file, and never waits for a writer (the old read blocked the event loop)."""
+    (tmp_path / "f").write_text("text\n")
+    os.mkfifo(tmp_path / "p")
+    stop, blocked = threading.Event(), threading.Event()
+
+    def unblock() -> None:  # if a read waits on the FIFO, a writer lets it go on (and the test fails)
+        if not stop.wait(20):
+            blocked.set()
+            while not stop.is_set():
+                for name in ("f", "p"):
+                    try:
+                        os.close(os.open(tmp_path / name, os.O_WRONLY | os.O_NONBLOCK))
+                    except OSError:
+                        pass
+                time.sleep(0.01)
+
+    watchdog = threading.Thread(target=unblock, daemon=True)
+    watchdog.start()
+    texts = set()
+    try:
+        with exchanging(tmp_path / "f", tmp_path / "p"):
+            async with FastMCPClient(create_server(tmp_path)) as client:
+                for _ in range(300):
+                    texts.add((await call(client, "read", path="f"))[0])
+    finally:
+        stop.set()
+        watchdog.join()
+    assert not blocked.is_set(), "read blocked on a FIFO swapped in under it"
+    assert texts <= {"text\n", NOT_REGULAR.format(path="f")} and "text\n" in texts

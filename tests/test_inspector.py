@@ -75,8 +75,12 @@ def _create_episode(base: str) -> dict:
     return r.json()
 
 
-def _state(base: str, episode_id: str) -> dict:
-    r = httpx.get(f"{base}/episodes/{episode_id}/state")
+def _key(created: dict) -> dict:
+    return {"OpenEnv-Episode-Key": created["episode_key"]}
+
+
+def _state(base: str, created: dict) -> dict:
+    r = httpx.get(f"{base}/episodes/{created['episode_id']}/state", headers=_key(created))
     assert r.status_code == 200, r.text
     return r.json()["state"]
 
@@ -85,21 +89,23 @@ def test_attach_inspector_drives_an_episode_the_trainer_created(served):
     """The trainer creates an episode, the Inspector calls its tool at the episode's MCP address,
     the trainer reads the step on the control plane."""
     created = _create_episode(served)
-    assert created["mcp_url"] == f"{served}/episodes/{created['episode_id']}/mcp"
+    assert created["mcp_url"].startswith(f"{served}/episodes/{created['episode_id']}/")
     r = inspector([created["mcp_url"]], "tools/call", transport="http", tool_name="echo",
                   tool_args={"text": "attached"})
     assert r.returncode == 0, r.stderr
     assert _texts(r.output) == ["attached"]
-    assert _state(served, created["episode_id"])["step_count"] == 1
-    httpx.delete(f"{served}/episodes/{created['episode_id']}")
+    assert _state(served, created)["step_count"] == 1
+    httpx.delete(f"{served}/episodes/{created['episode_id']}", headers=_key(created))
 
 
 def test_meta_key_names_the_episode_on_the_shared_endpoint(served):
-    """``_meta["openenv/episode"]`` sent by the Inspector (``--metadata``) routes a call on ``/mcp``."""
+    """``_meta["openenv/episode"]`` with the episode's key, sent by the Inspector (``--metadata``), routes a
+    call on ``/mcp``."""
     created = _create_episode(served)
+    agent_key = created["mcp_path"].split("/")[3]
     r = inspector(_http(served), "tools/call", transport="http", tool_name="echo", tool_args={"text": "meta"},
-                  metadata={"openenv/episode": created["episode_id"]})
+                  metadata={"openenv/episode": created["episode_id"], "openenv/episode_key": agent_key})
     assert r.returncode == 0, r.stderr
     assert _texts(r.output) == ["meta"]
-    assert _state(served, created["episode_id"])["step_count"] == 1
-    httpx.delete(f"{served}/episodes/{created['episode_id']}")
+    assert _state(served, created)["step_count"] == 1
+    httpx.delete(f"{served}/episodes/{created['episode_id']}", headers=_key(created))

@@ -37,10 +37,11 @@ def test_render_counts_and_histogram():
 async def test_metrics_and_health_after_traffic_on_both_faces():
     app = create_app(load_environment("echo"))
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
-        eid = (await http.post("/episodes", json={"seed": 1})).json()["episode_id"]
-        await http.post(f"/episodes/{eid}/step", json={"action": {"type": "call_tool", "name": "echo",
-                                                                  "arguments": {"text": "a"}}})
-        await http.post(f"/episodes/{eid}/step", json={"action": {"type": "call_tool", "name": "nope"}})
+        created = (await http.post("/episodes", json={"seed": 1})).json()
+        eid, key = created["episode_id"], {"OpenEnv-Episode-Key": created["episode_key"]}
+        await http.post(f"/episodes/{eid}/step", headers=key, json={"action": {"type": "call_tool", "name": "echo",
+                                                                               "arguments": {"text": "a"}}})
+        await http.post(f"/episodes/{eid}/step", headers=key, json={"action": {"type": "call_tool", "name": "nope"}})
         async with Client(f"{url}/mcp", mode="legacy") as client:
             await client.call_tool("echo", {"text": "b"})
             health = (await http.get("/health")).json()
@@ -52,9 +53,20 @@ async def test_metrics_and_health_after_traffic_on_both_faces():
         assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
         text = r.text
         assert 'openenv_mcp_tool_calls_total{tool="echo",outcome="ok"} 2\n' in text
-        assert 'openenv_mcp_tool_calls_total{tool="nope",outcome="error"} 1\n' in text
+        assert 'openenv_mcp_tool_calls_total{tool="(unknown)",outcome="error"} 1\n' in text  # not a label per name
         assert 'openenv_mcp_steps_total{face="control"} 2\n' in text
         assert 'openenv_mcp_steps_total{face="mcp"} 1\n' in text
         assert "openenv_mcp_episodes_created_total 2\n" in text
         assert 'openenv_mcp_requests_rejected_total{reason="host"} 1\n' in text
         assert "openenv_mcp_tool_call_duration_seconds_count 3\n" in text
+
+
+def test_tool_labels_are_bounded_whatever_names_clients_send():
+    from openenv_mcp.serve.metrics import MAX_TOOL_LABELS
+
+    metrics = Metrics()
+    for i in range(5 * MAX_TOOL_LABELS):
+        metrics.tool_call(f"t{i}", "ok", 0.001, "control")
+    text = metrics.render()
+    assert text.count("openenv_mcp_tool_calls_total{") == MAX_TOOL_LABELS + 1
+    assert f'openenv_mcp_tool_calls_total{{tool="(other)",outcome="ok"}} {4 * MAX_TOOL_LABELS}\n' in text

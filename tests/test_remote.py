@@ -62,7 +62,8 @@ def test_remote_env_errors_and_mcp_url(server):
     obs = env.reset(seed=1)
     remote = env.unwrapped
     assert isinstance(remote, RemoteAsyncEnv) and env.name == "echo"
-    assert remote.mcp_url == f"{server}/episodes/{remote.episode_id}/mcp"
+    assert remote.mcp_url.startswith(f"{server}/episodes/{remote.episode_id}/") and remote.mcp_url.endswith("/mcp")
+    assert remote.episode_key and remote.episode_key not in remote.mcp_url
     assert obs.tools[0].name == "echo"
     env.close()
     with pytest.raises(ResetNeeded):
@@ -89,3 +90,24 @@ def test_remote_with_token():
             openenv_mcp.make(url).reset()
         with openenv_mcp.make(url, token="tok") as env:
             assert env.reset(seed=2).task is not None
+
+
+@pytest.mark.anyio
+async def test_the_remote_client_carries_its_episode_key_and_other_connections_see_nothing(server):
+    from openenv_mcp.client.remote import RemoteConnection
+
+    env = RemoteAsyncEnv(server)
+    other = RemoteConnection(server)
+    try:
+        await env.reset(seed=1)
+        assert env.episode_key and env.episode_key not in env.mcp_url
+        assert (await other.request({"op": "list"})) == {"episodes": []}
+        with pytest.raises(UnknownEpisode, match=f"^unknown episode '{env.episode_id}'"):
+            await other.request({"op": "state", "episode_id": env.episode_id})
+        # The key is the capability: whoever the trainer hands it to reaches the episode.
+        state = await other.request({"op": "state", "episode_id": env.episode_id, "episode_key": env.episode_key})
+        assert state["state"]["episode_id"] == env.episode_id
+        assert (await env.step(CallTool(name="echo", arguments={"text": "x"}))).info["step"] == 1
+    finally:
+        await other.close()
+        await env.close()

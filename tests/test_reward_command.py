@@ -21,6 +21,8 @@ if os.path.exists("fail.txt"):
     sys.exit(3)
 if os.path.exists("garbage.txt"):
     print("not a number")
+elif os.path.exists("bomb.txt"):
+    print("[" * 50000)
 elif os.path.exists("json.txt"):
     print(json.dumps({"score": 0.5, "done": True, "info": {"cwd": here, "task": os.environ["OPENENV_TASK_ID"]}}))
 else:
@@ -81,6 +83,12 @@ def test_a_failing_or_silent_reward_command_is_a_clear_error(folder):
         with pytest.raises(OpenEnvError) as info:
             env.step({"type": "call_tool", "name": "write_file", "arguments": {"path": "garbage.txt", "text": "x"}})
         assert str(info.value) == (f"reward command `{PYTHON} {{env_dir}}/check.py` printed 'not a number' last, "
+                                   'expected a number or {"score": ..., "done": ...}')
+        env.reset(seed=0)
+        with pytest.raises(OpenEnvError) as info:  # nested too deep for the JSON parser: the same clear error
+            env.step({"type": "call_tool", "name": "write_file", "arguments": {"path": "bomb.txt", "text": "x"}})
+        assert str(info.value) == (f"reward command `{PYTHON} {{env_dir}}/check.py` printed "
+                                   f"'{'[' * 100}... (50000 characters)' last, "
                                    'expected a number or {"score": ..., "done": ...}')
         env.reset(seed=0)
         with pytest.raises(OpenEnvError) as info:

@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from servers import ROOT, serving
 from websockets.asyncio.client import connect
 
-from openenv_mcp.serve.mcp_http import EPISODE_META_KEY
+from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
 
@@ -108,17 +108,19 @@ async def test_episode_address_and_meta_key_reach_a_control_plane_episode(genera
     manager = app.state.manager
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
         created = (await http.post("/episodes", json={"seed": 3})).json()
-        episode_id = created["episode_id"]
-        assert created["mcp_url"] == f"{url}/episodes/{episode_id}/mcp"
+        episode_id, key = created["episode_id"], created["episode_key"]
+        agent_key = created["mcp_path"].split("/")[3]
+        assert created["mcp_url"] == f"{url}/episodes/{episode_id}/{agent_key}/mcp" and agent_key != key
         async with Client(created["mcp_url"], mode=generation) as client:
             await client.call_tool("echo", {"text": "via address"})
         async with Client(f"{url}/mcp", mode=generation) as client:
-            await client.call_tool("echo", {"text": "via meta"}, meta={EPISODE_META_KEY: episode_id})
-            listed = await client.list_tools(meta={EPISODE_META_KEY: episode_id})
+            meta = {EPISODE_META_KEY: episode_id, EPISODE_KEY_META_KEY: agent_key}
+            await client.call_tool("echo", {"text": "via meta"}, meta=meta)
+            listed = await client.list_tools(meta=meta)
             assert [t.name for t in listed.tools] == ["echo"]
             with pytest.raises(Exception, match="unknown episode 'nope'"):
                 await client.call_tool("echo", {"text": "x"}, meta={EPISODE_META_KEY: "nope"})
-        state = (await http.get(f"/episodes/{episode_id}/state")).json()["state"]
+        state = (await http.get(f"/episodes/{episode_id}/state", headers={"OpenEnv-Episode-Key": key})).json()["state"]
         assert state["step_count"] == 2
         assert [a.arguments["text"] for a, _ in manager.get(episode_id).history] == ["via address", "via meta"]
 

@@ -69,9 +69,11 @@ async def _run(environment, task, kind):
         for check in task.data.get("guards", []) + task.data.get("checks", []):
             if "sql" in check:
                 end.append(comparable(_wire(await episode.call_tool("query", {"sql": check["sql"]}))))
-            else:
+            elif "index" in check:
                 table = check["index"]["table"]
                 end.append(comparable(_wire(await episode.call_tool("describe_table", {"table": table}))))
+            else:  # {"object": {"name", "kind"}}: the listing says what each name is
+                end.append(comparable(_wire(await episode.call_tool("list_tables", {}))))
         return steps, end, episode.state()
     finally:
         await episode.close()  # on PostgreSQL this drops the episode's database
@@ -97,7 +99,8 @@ async def test_every_trajectory_gives_the_same_results_on_sqlite_and_postgres(po
     assert compared > 100
     with psycopg.connect(postgres_server.url, autocommit=True) as conn:  # closing each episode dropped its database
         left = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE 'openenv_%'").fetchall()
-    assert left == []
+        roles = conn.execute("SELECT rolname FROM pg_roles WHERE rolname LIKE 'openenv_%'").fetchall()
+    assert left == [] and roles == []  # ... and its role
 
 
 @pytest.mark.anyio

@@ -19,7 +19,7 @@ from fastmcp import Client
 
 from openenv_mcp.isolation.base import ServerContext
 from openenv_mcp.tool_servers.sql import build_server, create_server
-from openenv_mcp.tool_servers.sql.backend import split_statements, statement_command
+from openenv_mcp.tool_servers.sql.backend import SqlError, split_statements, statement_command
 from openenv_mcp.tool_servers.sql.postgres import PostgresBackend, drop_database, episode_database_name
 from openenv_mcp.tool_servers.sql.sqlite import SQLiteBackend
 
@@ -249,7 +249,7 @@ async def test_describe_table(backend):
             {"name": "status", "type": "TEXT", "nullable": False, "default": "'draft'", "primary_key": False},
         ],
         "foreign_keys": [{"columns": ["author_id"], "references": "authors", "referenced_columns": ["id"]}],
-        "indexes": [{"name": "ux_books_title", "columns": ["title"], "unique": True}],
+        "indexes": [{"name": "ux_books_title", "columns": ["title"], "unique": True, "partial": False}],
     }
     assert text == (
         "table books\n  id INTEGER PRIMARY KEY\n  author_id INTEGER NOT NULL\n  title TEXT NOT NULL\n"
@@ -380,3 +380,248 @@ async def test_standalone_http_on_postgres_with_the_official_client(postgres_ser
             assert result.is_error and result.structured_content["error"]["kind"] == "read_only"
     finally:
         await drop_database(postgres_server.url, name)
+
+
+# -- hardening (issue 10): what the agent's SQL may do, and how much ---------------------------------
+
+DOUBLING = ("WITH RECURSIVE s(x, n) AS (SELECT CAST('aaaaaaaaaa' AS TEXT), 0 UNION ALL "
+            "SELECT x || x, n + 1 FROM s WHERE n < 16) SELECT x FROM s")
+"""17 rows, the last 655 KB: together over the 1 MB result cap, each under SQLite's 1 MB value limit."""
+
+CAP_TEXT = ("the result is larger than 1000000 bytes, the limit of one result: select fewer or shorter columns, "
+            "aggregate, or add LIMIT")
+
+
+@pytest.mark.anyio
+async def test_a_result_over_the_byte_cap_is_refused_on_both_backends(backend):
+    err, text, data = await call(build_server(backend), "query", sql=DOUBLING)
+    assert err and data["error"] == {"kind": "too_large", "message": CAP_TEXT, "statement": None}
+    assert text == f"SQL error (too_large): {CAP_TEXT}"
+    err, text, data = await call(build_server(backend), "execute", sql="UPDATE books SET price = 1; " + DOUBLING)
+    assert err and data["error"] == {"kind": "too_large", "message": CAP_TEXT, "statement": 2}
+    assert await count_books(backend) == 4
+    assert (await backend.query("SELECT SUM(price) FROM books", 10)).rows == [[56.74]]
+
+
+@pytest.mark.anyio
+async def test_rows_past_max_rows_are_counted_not_kept_and_writing_ctes_still_run(backend):
+    many = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 5000) SELECT x FROM c"
+    [result] = await backend.execute(many, 3)
+    assert result.rowcount == 5000 and result.rows.rows == [[1], [2], [3]] and result.rows.truncated
+    rows = await backend.query(many, 3)
+    assert rows.rows == [[1], [2], [3]] and rows.truncated
+    if backend.engine == "postgres":  # a data-modifying WITH cannot go through a server-side cursor
+        [result] = await backend.execute("WITH gone AS (DELETE FROM books WHERE id = 4 RETURNING id) "
+                                         "SELECT COUNT(*) AS n FROM gone", 10)
+        assert result.rows.rows == [[1]] and await count_books(backend) == 3
+
+
+@pytest.mark.anyio
+async def test_sqlite_value_limit_refuses_amplification_inside_the_engine(tmp_path):
+    b = SQLiteBackend(tmp_path / "t.db", max_value_bytes=1000)
+    await b.execute(SCHEMA, 10)
+    for sql in ("SELECT zeroblob(1001)", "SELECT length(replace(hex(zeroblob(400)), '0', 'aa'))",
+                "SELECT randomblob(5000)"):
+        with pytest.raises(SqlError) as e:
+            await b.query(sql, 10)
+        assert (e.value.kind, e.value.message) == ("too_large", "string or blob too big"), sql
+    assert (await b.query("SELECT length(zeroblob(1000))", 10)).rows == [[1000]]
+
+
+@pytest.mark.anyio
+async def test_sqlite_database_file_cannot_grow_past_its_cap(tmp_path):
+    b = SQLiteBackend(tmp_path / "t.db", max_db_bytes=200_000)
+    await b.execute("CREATE TABLE t (v BLOB)", 10)
+    with pytest.raises(SqlError) as e:
+        await b.execute("INSERT INTO t SELECT zeroblob(100000) FROM (VALUES (1), (2), (3))", 10)
+    assert (e.value.kind, e.value.statement) == ("too_large", 1)
+    assert (await b.query("SELECT COUNT(*) FROM t", 10)).rows == [[0]]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool, sql, message", [
+    ("query", "SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer() is not allowed through this tool"),
+    ("execute", "SELECT fts3_tokenizer('x', x'4141414141414141')",
+     "the function fts3_tokenizer() is not allowed through this tool"),
+    ("query", "SELECT load_extension('x')", "the function load_extension() is not allowed through this tool"),
+    ("query", "SELECT sqlite_compileoption_get(0)",
+     "the function sqlite_compileoption_get() is not allowed through this tool"),
+    ("query", "SELECT name FROM dbstat", "reading the internal table dbstat is not allowed through this tool"),
+    ("query", "SELECT sql FROM sqlite_stmt", "reading the internal table sqlite_stmt is not allowed through this tool"),
+    ("execute", "CREATE VIRTUAL TABLE ft USING fts5(a)", "CREATE VIRTUAL TABLE is not allowed through this tool"),
+    ("query", "PRAGMA database_list", "PRAGMA database_list is not allowed through this tool"),
+    ("execute", "PRAGMA journal_mode = OFF", "setting PRAGMA journal_mode is not allowed through this tool"),
+    ("query", "ATTACH DATABASE ':memory:' AS m", "ATTACH is not allowed through this tool"),
+])
+async def test_sqlite_authorizer_refuses_what_no_task_needs(tmp_path, tool, sql, message):
+    b = SQLiteBackend(tmp_path / "t.db")
+    await b.execute(SCHEMA, 10)
+    err, text, data = await call(build_server(b), tool, sql=sql)
+    assert err and data["error"]["kind"] == "not_allowed" and data["error"]["message"] == message
+    assert text.startswith(f"SQL error (not_allowed): {'statement 1: ' if tool == 'execute' else ''}{message}")
+
+
+@pytest.mark.anyio
+async def test_sqlite_authorizer_allows_ordinary_functions_views_triggers_and_alter_table(tmp_path):
+    b = SQLiteBackend(tmp_path / "t.db")
+    await b.execute(SCHEMA, 10)
+    rows = await b.query(
+        "SELECT upper(title) AS t, round(price, 1) AS p, strftime('%Y', published) AS y, "
+        "rank() OVER (ORDER BY price DESC) AS r, json_extract(json_object('a', id), '$.a') AS j, "
+        "printf('%05.1f', sqrt(price)) AS s, coalesce(nullif(status, 'out'), '-') AS st FROM books ORDER BY id", 10)
+    assert rows.rows[0] == ["EARTHSEA", 12.5, "1968", 3, 1, "003.5", "-"]
+    await b.execute("ALTER TABLE books RENAME COLUMN status TO state; ALTER TABLE authors RENAME TO writers; "
+                    "ALTER TABLE books ADD COLUMN note TEXT; ALTER TABLE books DROP COLUMN note; "
+                    "CREATE VIEW cheap AS SELECT title FROM books WHERE price < 13; "
+                    "CREATE TRIGGER up AFTER UPDATE OF price ON books BEGIN "
+                    "UPDATE books SET state = lower(state) WHERE id = new.id; END; "
+                    "CREATE INDEX ix ON books(price); ANALYZE; UPDATE books SET price = price WHERE id = 1", 10)
+    assert (await b.query("SELECT COUNT(*) FROM cheap", 10)).rows == [[2]]
+    with pytest.raises(SqlError) as e:  # ALTER TABLE's helpers are not callable from SQL
+        await b.execute("SELECT sqlite_rename_table('main', 'table', 'x', 'CREATE TABLE x(a)', 'x', 'y', 0)", 10)
+    assert e.value.kind == "undefined_function"
+
+
+@pytest.mark.anyio
+async def test_sqlite_catalog_tools_never_create_the_database_file(tmp_path):
+    server = build_server(SQLiteBackend(tmp_path / "missing.db"))
+    assert (await call(server, "list_tables"))[2] == {"tables": []}
+    err, _, data = await call(server, "describe_table", table="books")
+    assert err and data["error"]["kind"] == "undefined_table"
+    assert not (tmp_path / "missing.db").exists()
+
+
+@pytest.mark.anyio
+async def test_sqlite_runaway_statement_runs_off_the_event_loop_and_really_stops(tmp_path):
+    import threading
+
+    b = SQLiteBackend(tmp_path / "t.db", timeout=1.5)
+    await b.execute(SCHEMA, 10)
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    before = threading.active_count()
+    task = asyncio.create_task(ticker())
+    start = asyncio.get_running_loop().time()
+    with pytest.raises(SqlError) as e:
+        await b.query("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c", 10)
+    elapsed = asyncio.get_running_loop().time() - start
+    task.cancel()
+    assert e.value.kind == "timeout" and 1.4 < elapsed < 5
+    assert ticks >= 0.5 * elapsed / 0.05  # the loop kept running while the statement did
+    assert threading.active_count() <= before + 1  # the worker is idle again, not still computing
+
+
+@pytest.mark.anyio
+async def test_describe_table_shows_partial_and_expression_indexes_alike_on_both_backends(backend):
+    await backend.execute("CREATE INDEX ix_cheap ON books(price) WHERE price < 10; "
+                          "CREATE INDEX ix_lower ON books(lower(title))", 10)
+    err, text, data = await call(build_server(backend), "describe_table", table="books")
+    assert not err
+    assert data["indexes"] == [
+        {"name": "ix_cheap", "columns": ["price"], "unique": False, "partial": True},
+        {"name": "ix_lower", "columns": ["(expression)"], "unique": False, "partial": False},
+        {"name": "ux_books_title", "columns": ["title"], "unique": True, "partial": False},
+    ]
+    assert "  PARTIAL INDEX ix_cheap (price)\n  INDEX ix_lower ((expression))\n" in text
+
+
+@pytest.mark.anyio
+async def test_postgres_statement_timeout_turned_off_by_the_agent_still_ends_at_the_call_deadline(postgres_server):
+    name = "t_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    b = PostgresBackend(postgres_server.url_for(name), timeout=1.0)
+    try:
+        start = asyncio.get_running_loop().time()
+        with pytest.raises(SqlError) as e:
+            await b.execute("SET statement_timeout = 0; SELECT pg_sleep(30) AS s", 10)
+        assert (e.value.kind, e.value.statement) == ("timeout", 2)
+        assert e.value.message == "statement cancelled: it ran longer than the time limit"
+        assert asyncio.get_running_loop().time() - start < 6
+        with pytest.raises(SqlError) as e:
+            await b.execute("SELECT set_config('statement_timeout', '0', false) AS s; SELECT pg_sleep(30) AS s", 10)
+        assert (e.value.kind, e.value.statement) == ("timeout", 2)
+        assert (await b.query("SELECT 1 AS one", 10)).rows == [[1]]  # the backend still answers
+    finally:
+        await b.close()
+        await drop_database(postgres_server.url, name)
+
+
+@pytest.mark.anyio
+async def test_postgres_episode_database_is_used_through_an_unprivileged_role(tmp_path, postgres_server):
+    template = "tpl_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {template}")
+    with psycopg.connect(postgres_server.url_for(template)) as conn:
+        conn.execute("CREATE TABLE t (id SERIAL PRIMARY KEY, a INTEGER)")
+        conn.execute("CREATE VIEW v AS SELECT a FROM t")
+        conn.execute("INSERT INTO t (a) VALUES (1), (2)")
+    episode = uuid.uuid4().hex
+    marker = tmp_path / "pwned"
+    b = await PostgresBackend.for_episode(postgres_server.url, template, episode)
+    try:
+        for tool, sql in [("query", "SELECT pg_read_file('/etc/hostname') AS f"),
+                          ("execute", f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'"),
+                          ("execute", "ALTER ROLE CURRENT_USER SUPERUSER")]:
+            with pytest.raises(SqlError) as e:
+                await (b.query(sql, 10) if tool == "query" else b.execute(sql, 10))
+            assert e.value.kind == "not_allowed", (sql, e.value.message)
+        assert not marker.exists()
+        # what the tasks need still works: data, DDL on the copied tables, indexes, views
+        await b.execute("INSERT INTO t (a) VALUES (3); ALTER TABLE t RENAME COLUMN a TO b; CREATE INDEX ix ON t(b); "
+                        "DROP VIEW v; CREATE VIEW v AS SELECT b FROM t; CREATE TABLE u (x INTEGER)", 10)
+        assert (await b.query("SELECT COUNT(*) AS n, MAX(id) AS m FROM t", 10)).rows == [[3, 3]]
+        await b.close()
+        with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+            name = episode_database_name(episode)
+            assert conn.execute("SELECT COUNT(*) FROM pg_roles WHERE rolname = %s", (name,)).fetchone() == (0,)
+    finally:
+        await drop_database(postgres_server.url, episode_database_name(episode), role=episode_database_name(episode))
+        await drop_database(postgres_server.url, template)
+
+
+def test_statement_splitting_is_linear_in_a_script_of_many_semicolons():
+    import time
+
+    script = "CREATE TRIGGER t AFTER INSERT ON a BEGIN " + "SELECT 1; " * 100_000  # 1 MB, never closed
+    start = time.process_time()
+    assert len(split_statements(script)) == 1
+    assert time.process_time() - start < 5  # was quadratic: about 200 s
+
+
+@pytest.mark.anyio
+async def test_sql_text_over_the_limit_is_refused_before_parsing(backend):
+    for tool in ("query", "execute"):
+        err, text, data = await call(build_server(backend), tool, sql="SELECT 1; " + " " * 1_000_000)
+        assert err and data["error"] == {"kind": "too_large", "statement": None,
+                                         "message": "the SQL text is 1000010 characters long; the limit is 1000000"}
+
+
+@pytest.mark.anyio
+async def test_sqlite_runaway_calls_of_one_episode_queue_and_never_hold_up_another(tmp_path):
+    runaway = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
+    hog, other = SQLiteBackend(tmp_path / "a.db", timeout=1.0), SQLiteBackend(tmp_path / "b.db", timeout=1.0)
+    await other.execute(SCHEMA, 10)
+    await hog.execute(SCHEMA, 10)
+    loop = asyncio.get_running_loop()
+
+    async def timed_out() -> float:
+        with pytest.raises(SqlError) as e:
+            await hog.query(runaway, 10)
+        assert e.value.kind == "timeout"
+        return loop.time()
+
+    start = loop.time()
+    hogs = [asyncio.create_task(timed_out()) for _ in range(3)]
+    await asyncio.sleep(0.2)
+    t0 = loop.time()
+    assert await count_books(other) == 4
+    assert loop.time() - t0 < 0.5  # the other database answers at once
+    ends = sorted([await h for h in hogs])
+    assert ends[-1] - start > 2.5  # the hog's three calls ran one after the other (1 s each)

@@ -6,6 +6,13 @@ A task's ``data`` holds
 * ``keep``: guard checks (things the agent must not break).
 
 score = (goals fully met) / (number of goals), and 0 if any guard fails.
+
+The workspace is the agent's, so every check treats it as untrusted input and
+never raises on it: files are opened without following a link at any component
+and without blocking (only regular files of at most :data:`MAX_READ` bytes are
+read; anything else counts as absent), JSON nested too deep or a folder tree
+too deep for a glob makes that check fail, and a glob stops counting past
+what it must match.
 So partial credit comes per goal (e.g. two of three files fixed scores 2/3),
 1.0 only when every goal holds and nothing guarded was damaged.
 
@@ -28,18 +35,48 @@ Checks (each a dict; ``file``/paths are relative to the workspace):
 from __future__ import annotations
 
 import configparser
+import itertools
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from openenv_mcp.types import Score
 
 ENV_DIR = Path(__file__).resolve().parent
+MAX_READ = 8 * 1024 * 1024
+"""Largest graded file read; a larger one fails its checks."""
 
 
 def _read(workspace: Path, rel: str) -> bytes | None:
-    path = workspace / rel
-    return path.read_bytes() if path.is_file() else None
+    """The bytes of the regular file ``rel`` (no link followed, nothing blocking), or None."""
+    parts = [p for p in Path(rel).parts if p not in ("", ".")]
+    if not parts or ".." in parts or Path(rel).is_absolute():
+        return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(workspace, flags | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            child = os.open(part, flags if last else flags | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_READ:
+            return None
+        chunks, left = [], st.st_size
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _text(workspace: Path, rel: str) -> str | None:
@@ -68,7 +105,11 @@ def check(item: dict[str, Any], workspace: Path, seed: Path) -> bool:
         now = _read(workspace, item["unchanged"])
         return now is not None and now == (seed / item["unchanged"]).read_bytes()
     if "glob" in item:
-        return sum(1 for _ in workspace.glob(item["glob"])) == item["count"]
+        try:  # stop past one more match than needed: an agent's huge tree costs no more than that
+            found = sum(1 for _ in itertools.islice(workspace.glob(item["glob"]), item["count"] + 1))
+        except (OSError, RecursionError):
+            return False
+        return found == item["count"]
     rel = item["file"]
     if "same_as_seed" in item:
         now = _read(workspace, rel)
@@ -95,7 +136,7 @@ def check(item: dict[str, Any], workspace: Path, seed: Path) -> bool:
     if "json" in item or "json_at" in item:
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             return False
         if "json" in item:
             return value == item["json"]

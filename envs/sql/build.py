@@ -258,7 +258,8 @@ TASKS: list[dict[str, Any]] = [
       "COUNT(DISTINCT o.id) AS order_count, SUM(oi.quantity * oi.unit_price) AS total_spent "
       "FROM orders o JOIN order_items oi ON oi.order_id = o.id WHERE o.status = 'delivered' "
       "GROUP BY o.customer_id",
-      checks=["SELECT COUNT(*) AS n, SUM(order_count) AS orders, ROUND(SUM(total_spent), 2) AS spent FROM customer_order_totals"],
+      checks=["SELECT COUNT(*) AS n, SUM(order_count) AS orders, ROUND(SUM(total_spent), 2) AS spent FROM customer_order_totals",
+              {"object": {"name": "customer_order_totals", "kind": "view"}}],  # a table snapshot is not a view
       changes={}, wrong="CREATE VIEW customer_order_totals AS SELECT o.customer_id AS customer_id, "
       "COUNT(*) AS order_count, 0 AS total_spent FROM orders o GROUP BY o.customer_id"),
     M("m12-cancel-stale-pending", "Pending orders placed before 2024-01-01 are stale: set their status to "
@@ -324,13 +325,16 @@ async def _rows(backend: SQLiteBackend, sql: str) -> list[list[Any]]:
 
 
 async def _holds(backend: SQLiteBackend, check: dict[str, Any]) -> bool:
+    if "object" in check:
+        kinds = {t["name"]: t["kind"] for t in await backend.list_tables()}
+        return kinds.get(check["object"]["name"]) == check["object"]["kind"]
     if "index" in check:
         try:
             d = await backend.describe_table(check["index"]["table"])
         except SqlError:
             return False
         return any(ix["columns"] == check["index"]["columns"] and (ix["unique"] or not check["index"]["unique"])
-                   for ix in d.indexes)
+                   and not ix["partial"] for ix in d.indexes)
     try:
         rows = await _rows(backend, check["sql"])
     except SqlError:

@@ -10,13 +10,19 @@ same reward holds on SQLite and on PostgreSQL.
   A single value, a list (one column or one row) or a list of rows are all accepted.
 - **Maintenance tasks** (``kind = "maintenance"``): every ``checks`` entry must
   hold on the database's end state: ``{"sql", "expect"}`` (the query's rows) or
-  ``{"index": {"table", "columns", "unique"}}`` (such an index exists).
+  ``{"index": {"table", "columns", "unique"}}`` (such an index exists, not partial) or
+  ``{"object": {"name", "kind"}}`` (a table or view of that name: a view asked for must be a view,
+  not a table filled with the numbers the view would show today).
 - **Guards**, for both kinds: ``{"name", "sql", "expect"}`` fingerprints of the
   rows the task did NOT ask to change (every other table whole; the untouched
   rows and columns of the changed table). A broken guard is a destructive
   change: the score is 0 and the episode ends at once (``done``) with
   ``info["destructive"]`` naming what was damaged. Only the trainer's reset
   brings the rows back.
+- **Tables stay tables**: every table a guard reads must still be a table. An
+  agent that renames a table and puts a view of its own in its place decides
+  what the checks read (hiding the rows a fix should change); that is a
+  destructive change too (``"<table> (no longer a table)"``).
 
 The score is 1.0 when the answer is right (or every check holds) and no guard
 is broken, else 0.0.
@@ -32,6 +38,7 @@ from openenv_mcp.types import Score
 ANSWER_TOOL = "submit_answer"
 QUERY_TOOL = "query"
 DESCRIBE_TOOL = "describe_table"
+LIST_TOOL = "list_tables"
 
 
 # -- fingerprints (used by build.py to write the guards) -------------------------------
@@ -134,7 +141,9 @@ async def _index_exists(ctx: Any, spec: dict[str, Any]) -> bool:
     if result.is_error or not result.structured_content:
         return False
     for ix in result.structured_content.get("indexes", []):
-        if [c.lower() for c in ix["columns"]] == [c.lower() for c in spec["columns"]] and (
+        if ix.get("partial"):  # a WHERE-limited index (``WHERE 0``) enforces nothing on most rows
+            continue
+        if [str(c).lower() for c in ix["columns"]] == [c.lower() for c in spec["columns"]] and (
                 ix["unique"] or not spec.get("unique")):
             return True
     return False
@@ -142,10 +151,34 @@ async def _index_exists(ctx: Any, spec: dict[str, Any]) -> bool:
 
 async def check_holds(ctx: Any, check: dict[str, Any]) -> bool:
     """Whether one check or guard holds on the database now."""
+    if "object" in check:
+        return await object_kind(ctx, check["object"]["name"]) == check["object"]["kind"]
     if "index" in check:
         return await _index_exists(ctx, check["index"])
     rows = await _rows(ctx, check["sql"])
     return rows is not None and same_rows(rows, check["expect"], ordered=True, lenient=False)
+
+
+async def _kinds(ctx: Any) -> dict[str, str]:
+    result = await ctx.call_tool(LIST_TOOL, {})
+    tables = [] if result.is_error or not result.structured_content else result.structured_content.get("tables", [])
+    return {t["name"]: t["kind"] for t in tables}
+
+
+async def object_kind(ctx: Any, name: str) -> str | None:
+    """``table``, ``view`` or ``None`` (no such object)."""
+    return (await _kinds(ctx)).get(name)
+
+
+async def not_tables(ctx: Any, names: list[str]) -> list[str]:
+    """Those of ``names`` that are no longer tables (dropped, or replaced by a view)."""
+    kinds = await _kinds(ctx)
+    return [name for name in names if kinds.get(name) != "table"]
+
+
+def guarded_tables(guards: list[dict[str, Any]]) -> list[str]:
+    """The tables the guards read (guard ``orders#2`` reads ``orders``), in order, once each."""
+    return list(dict.fromkeys(g["name"].split("#")[0] for g in guards))
 
 
 def submitted_answer(ctx: Any) -> tuple[bool, Any]:
@@ -172,7 +205,9 @@ async def score(ctx: Any) -> Score:
         info["checks_passed"] = sum(passed)
         info["checks"] = len(passed)
         goal = all(passed)
-    broken = [g["name"] for g in data.get("guards", []) if not await check_holds(ctx, g)]
+    guards = data.get("guards", [])
+    broken = [f"{name} (no longer a table)" for name in await not_tables(ctx, guarded_tables(guards))]
+    broken += [g["name"] for g in guards if not await check_holds(ctx, g)]
     if broken:
         info["destructive"] = broken
         return Score(score=0.0, done=True, info=info)

@@ -67,6 +67,7 @@ async def _episode(base: str, target: str, seed: int) -> None:
     async with httpx.AsyncClient(base_url=base, timeout=60) as http:
         created = (await http.post("/episodes", json={"seed": seed})).raise_for_status().json()
         episode_id = created["episode_id"]
+        http.headers["OpenEnv-Episode-Key"] = created["episode_key"]  # the trainer's capability for this episode
         task = created["observation"]["task"]
         console.rule(f"one episode · task {task['id']} · seed {seed}")
         console.print(f"[bold]task:[/bold] {task['prompt']}")
@@ -74,7 +75,7 @@ async def _episode(base: str, target: str, seed: int) -> None:
                       f"agent: MCP client on {created['mcp_url']}[/dim]")
         from ..types import Task
 
-        actions = environment.trajectory(Task.model_validate(task), "reference")
+        actions = environment.trajectory(Task.model_validate(task), "reference")  # full task looked up by id
         async with Client(created["mcp_url"]) as client:
             for action in actions:
                 result = await client.call_tool(action.name, action.arguments)

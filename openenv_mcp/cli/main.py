@@ -7,6 +7,7 @@ Errors the user can fix are printed as one line that says what to do next.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from typing import Any
@@ -131,9 +132,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     err_console.print(f"[bold]openenv-mcp[/bold] serving [cyan]{args.env}[/cyan] ({args.mode}) on "
                       f"http://{args.host}:{args.port}  playground: /  MCP: /mcp"
                       + ("  control plane: /ws, /episodes" if args.mode == "sim" else ""))
+    from ..serve.manager import default_max_episodes
+
+    max_episodes = default_max_episodes() if args.max_episodes is None else (args.max_episodes or None)
     serve(args.env, host=args.host, port=args.port, mode=args.mode, token=args.token,
+          admin_token=args.admin_token or os.environ.get("OPENENV_MCP_ADMIN_TOKEN") or None,
           allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
-          max_episodes=args.max_episodes, idle_timeout=args.idle_timeout or None,
+          max_episodes=max_episodes, idle_timeout=args.idle_timeout or None,
           max_request_bytes=args.max_request_bytes, log_level=args.log_level,
           extra_routes=playground_routes, public_paths=("/health", *PUBLIC_PATHS))
     return 0
@@ -199,7 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="another Host header to accept (name or name:port; repeatable; '*' for any)")
     p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
                    help="another Origin to accept (scheme://host[:port]; repeatable; '*' for any)")
-    p.add_argument("--max-episodes", type=int, default=None, help="cap on live episodes (default: none)")
+    p.add_argument("--admin-token", default=None,
+                   help="'Authorization: Bearer ADMIN_TOKEN' sees and drives every episode (env: "
+                        "OPENENV_MCP_ADMIN_TOKEN); everyone else reaches only its own episodes")
+    p.add_argument("--max-episodes", type=int, default=None,
+                   help="cap on live episodes (0: none; default: min(32 x CPUs, RAM / 64 MiB), 16..4096)")
     p.add_argument("--idle-timeout", type=float, default=1800.0,
                    help="close episodes and MCP sessions idle this many seconds (0: never; default 1800)")
     p.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,

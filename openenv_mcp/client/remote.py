@@ -173,6 +173,7 @@ class RemoteAsyncEnv:
         self.connection = RemoteConnection(url, token=token)
         self._options = _episode_options(max_steps, call_timeout)
         self._episode_id: str | None = None
+        self.episode_key: str | None = None
         self._name: str | None = None
         self.mcp_url: str | None = None
         """The current episode's MCP address (hand it to any MCP client)."""
@@ -193,9 +194,11 @@ class RemoteAsyncEnv:
         if self._episode_id is None:
             msg["op"] = "create"
         else:
-            msg["op"], msg["episode_id"] = "reset", self._episode_id
+            msg["op"], msg["episode_id"], msg["episode_key"] = "reset", self._episode_id, self.episode_key
         result = await self.connection.request(msg)
         self._episode_id = result["episode_id"]
+        self.episode_key = result.get("episode_key")
+        """The episode's trainer key (sent with every operation, see docs/protocol.md)."""
         self.mcp_url = result.get("mcp_url")
         self._name = result.get("env", self._name)
         return Observation.model_validate(result["observation"])
@@ -204,12 +207,14 @@ class RemoteAsyncEnv:
         """Take one action; agent errors come back as ``result.isError``."""
         action = _coerce(action)
         result = await self.connection.request(
-            {"op": "step", "episode_id": self.episode_id, "action": action.model_dump(mode="json")})
+            {"op": "step", "episode_id": self.episode_id, "episode_key": self.episode_key,
+             "action": action.model_dump(mode="json")})
         return Observation.model_validate(result["observation"])
 
     async def state(self) -> State:
         """Episode id, step count, task id, seed and cumulative reward."""
-        result = await self.connection.request({"op": "state", "episode_id": self.episode_id})
+        result = await self.connection.request({"op": "state", "episode_id": self.episode_id,
+                                                "episode_key": self.episode_key})
         return State.model_validate(result["state"])
 
     async def close(self) -> None:
@@ -218,7 +223,8 @@ class RemoteAsyncEnv:
         try:
             if episode_id is not None and self.connection.connected:
                 try:
-                    await self.connection.request({"op": "close", "episode_id": episode_id})
+                    await self.connection.request({"op": "close", "episode_id": episode_id,
+                                                   "episode_key": self.episode_key})
                 except OpenEnvError:
                     pass
         finally:
@@ -250,6 +256,8 @@ class AsyncVectorEnv:
         self.connection = RemoteConnection(url, token=token)
         self._options = _episode_options(max_steps, call_timeout)
         self.episode_ids: list[str] | None = None
+        self.episode_keys: dict[str, str | None] = {}
+        """Each episode's trainer key, by id (sent with every operation)."""
         self.mcp_urls: list[str] = []
 
     async def _batch(self, items: list[dict[str, Any]], return_exceptions: bool) -> list[Any]:
@@ -284,6 +292,7 @@ class AsyncVectorEnv:
                 item["op"] = "create"
             else:
                 item["op"], item["episode_id"] = "reset", self.episode_ids[i]
+                item["episode_key"] = self.episode_keys.get(self.episode_ids[i])
             items.append(item)
         results = await self._batch(items, return_exceptions)
         if self.episode_ids is None:
@@ -292,6 +301,7 @@ class AsyncVectorEnv:
                 await self._batch([{"op": "close", "episode_id": e} for e in ids], True)
                 raise next(r for r in results if isinstance(r, Exception))
             self.episode_ids = [r["episode_id"] for r in results]
+        self.episode_keys = {r["episode_id"]: r.get("episode_key") for r in results if not isinstance(r, Exception)}
         self.mcp_urls = [r.get("mcp_url", "") if not isinstance(r, Exception) else "" for r in results]
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 
@@ -301,12 +311,14 @@ class AsyncVectorEnv:
         ids = self._ids()
         if len(actions) != len(ids):
             raise ConfigError(f"give one action per episode ({len(ids)}), got {len(actions)}")
-        items = [{"episode_id": e, "action": _coerce(a).model_dump(mode="json")} for e, a in zip(ids, actions)]
+        items = [{"episode_id": e, "episode_key": self.episode_keys.get(e), "action": _coerce(a).model_dump(mode="json")}
+                 for e, a in zip(ids, actions)]
         results = await self._batch(items, return_exceptions)
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 
     async def state(self, *, return_exceptions: bool = False) -> list[State]:
-        results = await self._batch([{"op": "state", "episode_id": e} for e in self._ids()], return_exceptions)
+        results = await self._batch([{"op": "state", "episode_id": e, "episode_key": self.episode_keys.get(e)}
+                                     for e in self._ids()], return_exceptions)
         return [r if isinstance(r, Exception) else State.model_validate(r["state"]) for r in results]
 
     async def close(self) -> None:
@@ -314,7 +326,8 @@ class AsyncVectorEnv:
         ids, self.episode_ids = self.episode_ids, None
         try:
             if ids and self.connection.connected:
-                await self._batch([{"op": "close", "episode_id": e} for e in ids], True)
+                await self._batch([{"op": "close", "episode_id": e, "episode_key": self.episode_keys.get(e)}
+                                   for e in ids], True)
         finally:
             await self.connection.close()
 

@@ -251,6 +251,7 @@ class RemoteEpisodeHandle(EpisodeHandle):
         self.mcp_url: str = created.get("mcp_url") or f"{base}/episodes/{self.id}/mcp"
         self._first = created.get("observation") or {}
         self._ended = False
+        self._key = {"OpenEnv-Episode-Key": created["episode_key"]} if created.get("episode_key") else {}
 
     @property
     def task(self) -> Task:
@@ -266,7 +267,7 @@ class RemoteEpisodeHandle(EpisodeHandle):
         return data
 
     async def _call(self, method: str, path: str, body: Any = None) -> dict[str, Any]:
-        response = await self.http.request(method, f"{self.base}{path}", json=body)
+        response = await self.http.request(method, f"{self.base}{path}", json=body, headers=self._key)
         data = response.json() if response.content else {}
         if response.status_code >= 400:
             error = data.get("error", data) if isinstance(data, dict) else data

@@ -44,6 +44,8 @@ class Environment:
         self.workdir = workdir
         self.servers: list[ToolServerSpec] = [s.variant(mode) for s in spec.tool_servers]
         self.tasks = TaskSet(load_tasks(spec.tasks, spec.base_dir))
+        self.private_fields = frozenset(spec.private_task_fields)
+        """Grader-only ``data`` keys of every task (never shown on any face)."""
         reward = spec.reward
         if isinstance(reward, str):
             reward = load_object(reward, spec.base_dir)
@@ -113,6 +115,7 @@ class Environment:
         module = self._solutions()
         if module is None or not hasattr(module, kind):
             raise ConfigError(f"environment {self.name!r} has no scripted {kind!r} solutions")
+        task = self.tasks.full(task)  # a task read off an observation lacks its grader-only fields
         actions = []
         for item in getattr(module, kind)(task):
             if isinstance(item, dict):

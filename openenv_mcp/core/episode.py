@@ -9,6 +9,7 @@ face all go through it, so the two faces cannot disagree.
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from .environment import Environment
 
 __all__ = ["RESERVED_TOOL_NAMES", "Episode", "RewardContext"]
+
+log = logging.getLogger("openenv_mcp.core.episode")
 
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 """Control-plane names: never a tool, whatever a tool server calls its tools."""
@@ -70,10 +73,15 @@ class Episode:
         self.env = env
         self.id = episode_id or uuid.uuid4().hex
         self.task = task
+        """The full task, grader-only fields included: for rewards, never for a face."""
+        self.public_task = task.public(env.private_fields)
+        """The task as every face shows it (no ``answer``, no private ``data`` keys)."""
         self.seed = seed
         self.step_count = 0
         self.score = 0.0
         self.cumulative_reward = 0.0
+        self.reward_errors = 0
+        """Steps whose reward function raised (see ``info["reward_error"]``)."""
         self.done = False
         self.truncated = False
         self.history: list[tuple[CallTool, CallToolResult]] = []
@@ -142,6 +150,10 @@ class Episode:
                 pass
         self.workspace.remove()
 
+    def tool_label(self, name: Any) -> str:
+        """``name`` if this episode lists that tool, else ``(unknown)``: the bounded metrics label."""
+        return name if isinstance(name, str) and name in self._routes else "(unknown)"
+
     # -- the one dispatch path ---------------------------------------------
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Validate and route one call; errors the agent causes are error results."""
@@ -168,11 +180,13 @@ class Episode:
             raise EpisodeEnded(f"episode {self.id} is closed; call reset() to start a new one")
         self.last_used = time.monotonic()
         if isinstance(action, ListTools):
-            return Observation(tools=self.tools, task=self.task, info=self._info())
-        if self.done or self.truncated:
-            why = "done" if self.done else "truncated"
-            raise EpisodeEnded(f"episode {self.id} has ended ({why}); call reset() to start a new one")
-        async with self._lock:
+            return Observation(tools=self.tools, task=self.public_task, info=self._info())
+        async with self._lock:  # the end check, the call and the count are one atomic step
+            if self.closed:
+                raise EpisodeEnded(f"episode {self.id} is closed; call reset() to start a new one")
+            if self.done or self.truncated:
+                why = "done" if self.done else "truncated"
+                raise EpisodeEnded(f"episode {self.id} has ended ({why}); call reset() to start a new one")
             started = time.perf_counter()
             result = await self.call_tool(action.name, action.arguments)
             self.step_count += 1
@@ -180,7 +194,10 @@ class Episode:
             reward, extra = 0.0, {}
             if self.env.mode == "sim":
                 if self.env.reward_fn is not None:
-                    score = await self._score(action, result, extra)
+                    try:
+                        score = await self._score(action, result, extra)
+                    except Exception as e:  # agent-made input must not break the episode (see _reward_failed)
+                        score = self._reward_failed(e, extra)
                     reward, self.score = score - self.score, score
                     self.cumulative_reward += reward
                 max_steps = self.env.max_steps
@@ -190,7 +207,7 @@ class Episode:
             info["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
             info.update(extra)
             return Observation.model_construct(
-                tools=None, result=result, task=self.task, reward=reward,
+                tools=None, result=result, task=self.public_task, reward=reward,
                 done=self.done, truncated=self.truncated, info=info,
             )
 
@@ -213,17 +230,31 @@ class Episode:
         self.done = done if done is not None else value >= self.env.spec.success_score
         return value
 
+    def _reward_failed(self, error: Exception, extra: dict[str, Any]) -> float:
+        """A reward that raised on this step: the score stays where it was (the step's
+        reward is 0.0), the episode goes on, and ``info["reward_error"]`` says why."""
+        text = f"{type(error).__name__}: {error}"
+        if len(text) > 2000:
+            text = text[:2000] + f"... ({len(text) - 2000} more characters)"
+        log.warning("reward of %s raised at step %d of episode %s: %s", self.env.spec.name,
+                    self.step_count, self.id, text)
+        extra.clear()
+        extra["reward_error"] = (f"the reward function raised {text}; this step's reward is 0.0 "
+                                 "(the score is unchanged) and the episode goes on")
+        self.reward_errors += 1
+        return self.score
+
     def _info(self) -> dict[str, Any]:
         return {"episode_id": self.id, "step": self.step_count, "score": self.score}
 
     # -- views ---------------------------------------------------------------
     def first_observation(self) -> Observation:
-        return Observation(tools=self.tools, task=self.task, info=self._info())
+        return Observation(tools=self.tools, task=self.public_task, info=self._info())
 
     def state(self) -> State:
         return State(episode_id=self.id, step_count=self.step_count, task_id=self.task.id, seed=self.seed,
                      cumulative_reward=self.cumulative_reward, done=self.done, truncated=self.truncated,
-                     max_steps=self.env.max_steps)
+                     max_steps=self.env.max_steps, reward_errors=self.reward_errors)
 
     # -- resources and prompts (MCP face) -------------------------------------
     async def list_resources(self) -> list[Resource]:

@@ -67,10 +67,11 @@ class CommandReward:
         last = lines[-1] if lines else ""
         try:
             value = json.loads(last)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
             value = None
         if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
-            raise OpenEnvError(f"reward command `{shown}` printed {last!r} last, expected a number "
+            printed = last if len(last) <= 100 else f"{last[:100]}... ({len(last)} characters)"
+            raise OpenEnvError(f"reward command `{shown}` printed {printed!r} last, expected a number "
                                'or {"score": ..., "done": ...}')
         if isinstance(value, dict):
             try:

@@ -139,6 +139,9 @@ class EnvSpec(_Spec):
     tasks: str | list[dict[str, Any]] | None = None
     """A JSONL file (relative to the env folder) or a list of task objects.
     Without tasks, each episode gets one empty task."""
+    private_task_fields: list[str] = Field(default_factory=list)
+    """Keys of every task's ``data`` that are grader-only (expected answers,
+    goals): rewards read them, no face ever shows them (see ``Task.public``)."""
     reward: Any = None
     """``"module:function"`` or a callable ``f(ctx: RewardContext)`` returning the
     score (float or :class:`~openenv_mcp.types.Score`); or ``{command = [...]}``

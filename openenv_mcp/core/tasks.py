@@ -59,6 +59,10 @@ class TaskSet:
     def __len__(self) -> int:
         return len(self.tasks)
 
+    def full(self, task: Task) -> Task:
+        """The loaded task with ``task``'s id (grader-only fields included), else ``task``."""
+        return self._by_id.get(task.id, task)
+
     def pick(self, seed: int | None = None, task_id: str | None = None) -> tuple[Task, int]:
         """The task for ``seed`` (or ``task_id``), and the seed used.
 

@@ -7,10 +7,23 @@ FastMCP's own ``tools/call`` handler would send. The parity tests hold that.
 
 Isolation here is a convention, not a wall: the server shares the process.
 Use ``process``, ``sandbox`` or ``docker`` for code you do not trust.
+
+Time: a tool written as a plain (sync) function never runs on the caller's
+event loop. Its whole FastMCP call (validation, body, result conversion) runs
+in a worker thread and the caller only awaits the outcome, abandoning it when
+cancelled: when the episode's ``call_timeout`` passes, the wait ends at once,
+the agent gets the same timeout error result every boundary gives, and the
+server keeps answering meanwhile. A thread cannot be
+killed, so the abandoned body runs on to its end: a sync tool must bound its
+own work (the filesystem server caps every read, walk and edit, and matches
+regular expressions with RE2, in linear time). An ``async`` tool runs on the
+caller's loop and is cancelled at its next ``await``; one that blocks without
+awaiting blocks the loop, so write blocking work as a sync function.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import weakref
 from typing import Any
@@ -18,6 +31,7 @@ from typing import Any
 import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, NotFoundError
+from fastmcp.utilities.async_utils import is_coroutine_function
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
 
 from ..errors import BoundaryError, ConfigError
@@ -43,7 +57,10 @@ def _normalize(result: Any) -> CallToolResult:
     return CallToolResult(content=result)
 
 
-_LISTED: weakref.WeakKeyDictionary[FastMCP, tuple[dict[str, Any], list[Tool], list[Prompt]]] = (
+_Listed = tuple[dict[str, Any], dict[str, Any], list[Tool], list[Prompt]]
+"""Tools by name, their threaded copies (sync tools only), the MCP tools and prompts."""
+
+_LISTED: weakref.WeakKeyDictionary[FastMCP, _Listed] = (
     weakref.WeakKeyDictionary())
 """Tools and prompts of *shared* server objects (not factory-made), listed once per process:
 starting an episode then costs no FastMCP listing (thousands of concurrent episodes). A server
@@ -53,9 +70,34 @@ whose tools change at run time should be a per-episode factory."""
 _LISTING: weakref.WeakKeyDictionary[FastMCP, anyio.Lock] = weakref.WeakKeyDictionary()
 
 
-async def _list(server: FastMCP) -> tuple[dict[str, Any], list[Tool], list[Prompt]]:
+async def _list(server: FastMCP) -> _Listed:
     tools = {t.name: t for t in await server.list_tools()}
-    return tools, [t.to_mcp_tool() for t in tools.values()], [p.to_mcp_prompt() for p in await server.list_prompts()]
+    threaded = {name: copy for name, t in tools.items() if (copy := _threaded(t)) is not None}
+    return (tools, threaded, [t.to_mcp_tool() for t in tools.values()],
+            [p.to_mcp_prompt() for p in await server.list_prompts()])
+
+
+def _sync_tool(tool: Any) -> bool:
+    """Whether ``tool`` is a FastMCP function tool whose body is a plain function run in a thread."""
+    fn = getattr(tool, "fn", None)
+    return fn is not None and getattr(tool, "run_in_thread", False) and not is_coroutine_function(fn) \
+        and not inspect.isasyncgenfunction(fn)
+
+
+def _threaded(tool: Any) -> Any:
+    """For a sync tool, a copy that calls its body in the calling thread (we call it in a worker thread)."""
+    return tool.model_copy(update={"run_in_thread": False}) if _sync_tool(tool) else None
+
+
+def _drive(inline: Any, tool: Any, arguments: dict[str, Any]) -> Any:
+    """Run a sync tool's FastMCP call to its end in this (worker) thread."""
+    coro = inline._run(arguments)
+    try:
+        coro.send(None)  # validation and the body run inline: nothing to wait for
+    except StopIteration as done:
+        return done.value
+    coro.close()  # it awaited something (an async dependency): run the call on a loop of this thread
+    return asyncio.run(tool._run(arguments))
 
 
 class InProcessConnection(Connection):
@@ -70,6 +112,7 @@ class InProcessConnection(Connection):
         self._base_dir = base_dir
         self.server: FastMCP | None = None
         self._tools: dict[str, Any] = {}
+        self._threaded: dict[str, Any] = {}
         self._mcp_tools: list[Tool] = []
         self._prompts: list[Prompt] = []
 
@@ -94,7 +137,7 @@ class InProcessConnection(Connection):
             async with _LISTING.setdefault(obj, anyio.Lock()):
                 if (listed := _LISTED.get(obj)) is None:
                     listed = _LISTED[obj] = await _list(obj)
-        self._tools, self._mcp_tools, self._prompts = listed
+        self._tools, self._threaded, self._mcp_tools, self._prompts = listed
 
     def _require(self) -> FastMCP:
         if self.server is None:
@@ -111,7 +154,11 @@ class InProcessConnection(Connection):
         if tool is None:
             return error_result(f"Unknown tool: {label!r}")
         try:
-            result = await tool._run(arguments)
+            inline = self._threaded.get(name)
+            if inline is None:
+                result = await tool._run(arguments)
+            else:  # cancelling the wait (call_timeout) returns at once; the thread runs on to its end
+                result = await anyio.to_thread.run_sync(_drive, inline, tool, arguments, abandon_on_cancel=True)
         except FastMCPError as e:
             return error_result(str(e) or f"Error calling tool {label!r}")
         except Exception as e:  # a tool that raises is the agent's problem, not a crash
@@ -141,7 +188,7 @@ class InProcessConnection(Connection):
 
     async def close(self) -> None:
         server, self.server = self.server, None
-        self._tools = {}
+        self._tools, self._threaded = {}, {}
         # a server a factory made for this episode may release what it holds (connections, databases)
         closer = getattr(server, "openenv_close", None) if getattr(self, "_owned", False) else None
         if closer is not None:

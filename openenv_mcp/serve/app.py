@@ -36,10 +36,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .control import ControlPlane
 from ..core.environment import Environment
-from .manager import EpisodeManager
+from .manager import ADMIN_SCOPE_KEY, EpisodeManager, default_max_episodes
 from ..errors import ConfigError, RequestTooLarge
 from .health import health_report
-from .mcp_http import EPISODE_SCOPE_KEY, McpFace
+from .mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY, McpFace
 from .metrics import Metrics
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "create_app", "serve", "serve_stdio", "tune_gc"]
@@ -76,7 +76,8 @@ class Edge:
     def __init__(self, app: ASGIApp, *, mcp: ASGIApp, ws: ASGIApp | None, metrics: Metrics,
                  allowed_hosts: Sequence[str],
                  allowed_origins: Sequence[str], token: str | None, max_request_bytes: int,
-                 public: Callable[[str], bool], episode_mcp: bool) -> None:
+                 public: Callable[[str], bool], episode_mcp: bool, admin_token: str | None = None,
+                 capability: Callable[[str, str], bool] | None = None) -> None:
         self.app = app
         self.mcp = mcp
         self.ws = ws
@@ -86,6 +87,8 @@ class Edge:
         self.any_origin = "*" in allowed_origins
         self.origins = {o.lower().rstrip("/") for o in allowed_origins}
         self.auth = f"Bearer {token}".encode() if token else None
+        self.admin = f"Bearer {admin_token}".encode() if admin_token else None
+        self.capability = capability
         self.max_bytes = max_request_bytes
         self.public = public
         self.episode_mcp = episode_mcp
@@ -149,7 +152,12 @@ class Edge:
                                f"Invalid Origin header {origin.decode('latin-1')!r} (DNS-rebinding protection); "
                                "start the server with --allowed-origin ORIGIN to allow it", "origin")
             return
-        if self.auth is not None and (auth is None or not hmac.compare_digest(auth, self.auth)):
+        admin = self.admin is not None and auth is not None and hmac.compare_digest(auth, self.admin)
+        if admin:
+            scope = dict(scope)
+            scope[ADMIN_SCOPE_KEY] = True
+        elif self.auth is not None and (auth is None or not hmac.compare_digest(auth, self.auth)) \
+                and not self._holds_capability(path):
             await self._refuse(scope, receive, send, 401, "unauthorized",
                                "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
                                "(the --token the server was started with)", "token",
@@ -183,18 +191,23 @@ class Edge:
             return
         await self._dispatch(scope, receive, send, path)
 
+    def _holds_capability(self, path: str) -> bool:
+        """``/episodes/{id}/{key}/mcp`` with a live episode's key: the address is its own credential."""
+        found = _episode_mcp_path(path) if self.episode_mcp else None
+        return (found is not None and found[1] is not None and self.capability is not None
+                and self.capability(found[0], found[1]))
+
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         if scope["type"] == "http":
             if path == "/mcp" or path == "/mcp/":
                 await self.mcp(scope, receive, send)
                 return
-            if self.episode_mcp and path.startswith("/episodes/") and (path.endswith("/mcp") or path.endswith("/mcp/")):
-                episode_id = path[len("/episodes/"):].rstrip("/")[: -len("/mcp")]
-                if episode_id and "/" not in episode_id:
-                    scope = dict(scope)
-                    scope[EPISODE_SCOPE_KEY] = episode_id
-                    await self.mcp(scope, receive, send)
-                    return
+            found = _episode_mcp_path(path) if self.episode_mcp else None
+            if found is not None:
+                scope = dict(scope)
+                scope[EPISODE_SCOPE_KEY], scope[EPISODE_KEY_SCOPE_KEY] = found
+                await self.mcp(scope, receive, send)
+                return
         elif path == "/ws" and self.ws is not None:
             await self.ws(scope, receive, send)
             return
@@ -217,6 +230,18 @@ class Edge:
         return capped
 
 
+def _episode_mcp_path(path: str) -> tuple[str, str | None] | None:
+    """``/episodes/{id}/{key}/mcp`` -> ``(id, key)``; ``/episodes/{id}/mcp`` -> ``(id, None)``; else ``None``."""
+    if not path.startswith("/episodes/"):
+        return None
+    parts = path[len("/episodes/"):].rstrip("/").split("/")
+    if len(parts) == 2 and parts[1] == "mcp" and parts[0]:
+        return parts[0], None
+    if len(parts) == 3 and parts[2] == "mcp" and parts[0] and parts[1]:
+        return parts[0], parts[1]
+    return None
+
+
 def _public_paths(paths: Iterable[str]) -> Callable[[str], bool]:
     exact = {p for p in paths if not p.endswith("/") or p == "/"}
     prefixes = tuple(p for p in paths if p.endswith("/") and p != "/")
@@ -232,6 +257,7 @@ def create_app(
     *,
     mode: str | None = None,
     token: str | None = None,
+    admin_token: str | None = None,
     host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
@@ -249,7 +275,9 @@ def create_app(
             unless ``mode`` is given, which must then agree).
         mode: ``sim`` (control plane + MCP) or ``prod`` (MCP, health, metrics).
         token: require ``Authorization: Bearer <token>`` on every route but
-            ``public_paths``.
+            ``public_paths`` and an episode's own MCP address (its key is its credential).
+        admin_token: ``Authorization: Bearer <admin_token>`` is accepted too and sees and
+            drives every episode; other callers reach only their own (see ``docs/protocol.md``).
         host: the address the server binds; a specific one is allowed as Host.
         allowed_hosts: more Host values (``name`` or ``name:port``; ``*`` allows
             any). Loopback names are always allowed.
@@ -319,7 +347,8 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         middleware=[Middleware(Edge, mcp=face, ws=control.websocket if control else None, metrics=metrics, allowed_hosts=hosts, allowed_origins=origins,
-                               token=token, max_request_bytes=max_request_bytes,
+                               token=token, admin_token=admin_token, capability=manager.capability_ok,
+                               max_request_bytes=max_request_bytes,
                                public=_public_paths(public_paths), episode_mcp=mode == "sim")],
     )
     app.state.environment = environment
@@ -353,12 +382,14 @@ def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str =
     """Load ``target`` (a name, env file or folder) in ``mode`` and serve it with uvicorn until stopped.
 
     ``extra_routes(environment, mode, token)`` may add routes (the playground);
-    other keyword arguments go to :func:`create_app`.
+    other keyword arguments go to :func:`create_app`. Without ``max_episodes`` the cap is
+    :func:`~openenv_mcp.serve.manager.default_max_episodes` (``max_episodes=None``: no cap).
     """
     import uvicorn
 
     from ..client.registry import load_environment
 
+    options.setdefault("max_episodes", default_max_episodes())  # never unbounded by default
     environment = load_environment(target, mode=mode)
     routes = list(extra_routes(environment, mode, options.get("token")) if extra_routes else ())
     app = create_app(environment, mode=mode, host=host, extra_routes=routes, **options)

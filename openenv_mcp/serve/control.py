@@ -19,6 +19,7 @@ import asyncio
 import json
 import time
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -28,7 +29,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge
+from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
+from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from ..types import CallTool, ListTools, action_from_json
 
 if TYPE_CHECKING:
@@ -36,7 +38,25 @@ if TYPE_CHECKING:
     from .manager import EpisodeManager
     from .metrics import Metrics
 
-__all__ = ["OPS", "ControlPlane", "error_body"]
+__all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "OPS", "Caller", "ControlPlane", "error_body"]
+
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who sends an operation: a WebSocket connection (``owner``), an episode key, the admin."""
+
+    owner: str | None = None
+    key: str | None = None
+    admin: bool = False
+
+    def with_key(self, msg: dict[str, Any]) -> Caller:
+        key = msg.get("episode_key")
+        if key is None:
+            return self
+        if not isinstance(key, str):
+            raise BadRequest(f"'episode_key' must be a string, got {key!r}")
+        return Caller(self.owner, key, self.admin)
 
 OPS = ("create", "reset", "step", "state", "close", "batch", "list")
 """The operations of the control plane (the ``op`` of a WebSocket message)."""
@@ -120,22 +140,30 @@ class ControlPlane:
     # -- operations (each returns the JSON text of its result) ---------------------
     def _created(self, episode: Episode, base: str) -> str:
         obs = episode.first_observation().model_dump_json(by_alias=True, exclude_none=True)
-        path = f"/episodes/{episode.id}/mcp"
-        return (f'{{"episode_id":{_dumps(episode.id)},"env":{_dumps(episode.env.name)},"mcp_path":{_dumps(path)},'
+        trainer_key, agent_key = self.manager.keys(episode.id)
+        path = f"/episodes/{episode.id}/{agent_key}/mcp"
+        return (f'{{"episode_id":{_dumps(episode.id)},"episode_key":{_dumps(trainer_key)},'
+                f'"env":{_dumps(episode.env.name)},"mcp_path":{_dumps(path)},'
                 f'"mcp_url":{_dumps(base + path)},"observation":{obs}}}')
 
-    async def create(self, msg: dict[str, Any], owner: str | None, base: str) -> str:
-        episode = await self.manager.create(_int_or_none(msg, "seed"), _str_or_none(msg, "task_id"), owner=owner,
-                                            **_overrides(msg))
-        return self._created(episode, base)
+    def _episode(self, msg: dict[str, Any], caller: Caller) -> Episode:
+        return self.manager.authorize(_episode_id(msg), owner=caller.owner, key=caller.key, admin=caller.admin)
 
-    async def reset(self, msg: dict[str, Any], base: str) -> str:
-        episode = await self.manager.reset(_episode_id(msg), _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
+    async def create(self, msg: dict[str, Any], caller: Caller, base: str) -> str:
+        return self._created(await self.create_episode(msg, caller), base)
+
+    async def create_episode(self, msg: dict[str, Any], caller: Caller) -> Episode:
+        return await self.manager.create(_int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
+                                         owner=caller.owner, **_overrides(msg))
+
+    async def reset(self, msg: dict[str, Any], caller: Caller, base: str) -> str:
+        episode = self._episode(msg, caller)
+        episode = await self.manager.reset(episode.id, _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
                                            **_overrides(msg))
         return self._created(episode, base)
 
-    async def step(self, msg: dict[str, Any]) -> str:
-        episode = self.manager.get(_episode_id(msg))
+    async def step(self, msg: dict[str, Any], caller: Caller) -> str:
+        episode = self._episode(msg, caller)
         action = _action(msg)
         obs = await self.act(episode, action, "control")
         return f'{{"observation":{obs.model_dump_json(by_alias=True, exclude_none=True)}}}'
@@ -148,46 +176,51 @@ class ControlPlane:
         try:
             obs = await episode.act(action)
         except EpisodeEnded:
-            self.metrics.tool_call(action.name, "failed", time.perf_counter() - started, face)
+            self.metrics.tool_call(episode.tool_label(action.name), "failed", time.perf_counter() - started, face)
             raise
-        self.metrics.tool_call(action.name, "error" if obs.result.is_error else "ok",
+        self.metrics.tool_call(episode.tool_label(action.name), "error" if obs.result.is_error else "ok",
                                time.perf_counter() - started, face)
         return obs
 
-    def state(self, msg: dict[str, Any]) -> str:
-        return f'{{"state":{self.manager.get(_episode_id(msg)).state().model_dump_json()}}}'
+    def state(self, msg: dict[str, Any], caller: Caller) -> str:
+        return f'{{"state":{self._episode(msg, caller).state().model_dump_json()}}}'
 
-    async def close(self, msg: dict[str, Any]) -> str:
-        closed = await self.manager.close(_episode_id(msg))
+    async def close(self, msg: dict[str, Any], caller: Caller) -> str:
+        try:
+            episode = self._episode(msg, caller)
+        except UnknownEpisode:  # not live, or not the caller's: the same answer (no oracle)
+            return '{"closed":false}'
+        closed = await self.manager.close(episode.id)
         return '{"closed":true}' if closed else '{"closed":false}'
 
-    def list(self) -> str:
-        return f'{{"episodes":{_dumps(self.manager.ids())}}}'
+    def list(self, caller: Caller) -> str:
+        return f'{{"episodes":{_dumps(self.manager.visible(owner=caller.owner, key=caller.key, admin=caller.admin))}}}'
 
-    async def run(self, msg: Any, owner: str | None, base: str, *, nested: bool = False) -> str:
-        """One operation (``msg["op"]``); raises :class:`OpenEnvError` for the edge to translate."""
+    async def run(self, msg: Any, caller: Caller, base: str, *, nested: bool = False) -> str:
+        """One operation (``msg["op"]``) for ``caller``; raises :class:`OpenEnvError` for the edge to translate."""
         if not isinstance(msg, dict):
             raise BadRequest("a message must be a JSON object with an 'op'")
+        caller = caller.with_key(msg)
         op = msg.get("op", "step" if nested else None)
         if op == "step":
-            return await self.step(msg)
+            return await self.step(msg, caller)
         if op == "state":
-            return self.state(msg)
+            return self.state(msg, caller)
         if op == "create":
-            return await self.create(msg, owner, base)
+            return await self.create(msg, caller, base)
         if op == "reset":
-            return await self.reset(msg, base)
+            return await self.reset(msg, caller, base)
         if op == "close":
-            return await self.close(msg)
+            return await self.close(msg, caller)
         if op == "list":
-            return self.list()
+            return self.list(caller)
         if op == "batch" and not nested:
-            return await self.batch(msg, owner, base)
+            return await self.batch(msg, caller, base)
         if op == "batch":
             raise BadRequest("a batch cannot contain another batch")
         raise BadRequest(f"unknown op {op!r}; expected one of: {', '.join(OPS)}")
 
-    async def batch(self, msg: dict[str, Any], owner: str | None, base: str) -> str:
+    async def batch(self, msg: dict[str, Any], caller: Caller, base: str) -> str:
         """Run ``items`` (operations, ``op`` defaults to ``step``): different episodes
         concurrently, items of one episode in their order. One result per item."""
         items = msg.get("items")
@@ -203,7 +236,7 @@ class ControlPlane:
         async def run_group(indices: list[int]) -> None:
             for i in indices:
                 try:
-                    results[i] = f'{{"ok":true,"result":{await self.run(items[i], owner, base, nested=True)}}}'
+                    results[i] = f'{{"ok":true,"result":{await self.run(items[i], caller, base, nested=True)}}}'
                 except OpenEnvError as e:
                     results[i] = f'{{"ok":false,"error":{_dumps(error_body(e))}}}'
 
@@ -227,6 +260,7 @@ class ControlPlane:
             return
         await send({"type": "websocket.accept"})
         owner = f"ws:{uuid.uuid4().hex}"
+        caller = Caller(owner, None, bool(scope.get(ADMIN_SCOPE_KEY)))
         host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
         base = f"{'https' if scope.get('scheme') == 'wss' else 'http'}://{host}"
         locks: dict[str, asyncio.Lock] = {}
@@ -254,11 +288,11 @@ class ControlPlane:
                     if lock is None:
                         lock = locks[key] = asyncio.Lock()
                     async with lock:
-                        text = await self.run(msg, owner, base)
+                        text = await self.run(msg, caller, base)
                     if msg.get("op") == "close" and not lock.locked():
                         locks.pop(key, None)
                 else:
-                    text = await self.run(msg, owner, base)
+                    text = await self.run(msg, caller, base)
                 out = f'{{"id":{_dumps(rid)},"ok":true,"result":{text}}}'
             except OpenEnvError as e:
                 out = f'{{"id":{_dumps(rid)},"ok":false,"error":{_dumps(error_body(e))}}}'
@@ -308,11 +342,48 @@ class ControlPlane:
             if "episode_id" in request.path_params:
                 msg["episode_id"] = request.path_params["episode_id"]
             base = f"{request.url.scheme}://{request.url.netloc}"
-            text = await self.run(msg, None, base)
+            caller = Caller(None, request.headers.get(EPISODE_KEY_HEADER), bool(request.scope.get(ADMIN_SCOPE_KEY)))
+            if op == "create":
+                text = await self._create_while_connected(request, msg, caller.with_key(msg), base)
+                if text is None:  # the client is gone: nobody will read the answer
+                    return Response(status_code=499)
+            else:
+                text = await self.run(msg, caller, base)
             return Response(text, status_code=status, media_type="application/json")
         except OpenEnvError as e:
             return Response(_dumps({"error": error_body(e)}), status_code=e.http_status,
                             media_type="application/json")
+
+    async def _create_while_connected(self, request: Request, msg: dict[str, Any], caller: Caller,
+                                      base: str) -> str | None:
+        """An HTTP create that is abandoned (and its episode closed) when the client disconnects
+        before the answer: no ownerless episode outlives a client that timed out."""
+        episode: Episode | None = None
+        error: OpenEnvError | None = None
+        gone = False
+        async with anyio.create_task_group() as tg:
+
+            async def watch() -> None:
+                nonlocal gone
+                while (await request.receive())["type"] != "http.disconnect":
+                    pass
+                gone = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            try:
+                episode = await self.create_episode(msg, caller)
+            except OpenEnvError as e:
+                error = e
+            tg.cancel_scope.cancel()
+        if gone or await request.is_disconnected():
+            if episode is not None:
+                await self.manager.close(episode.id, "abandoned")
+            return None
+        if error is not None:
+            raise error
+        assert episode is not None
+        return self._created(episode, base)
 
     def routes(self) -> list[BaseRoute]:
         """``/ws`` and the HTTP equivalents."""

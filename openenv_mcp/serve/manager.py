@@ -11,6 +11,13 @@ closing are O(1) dict operations; the reaper scans once per interval.
 * **Owners.** An episode may belong to an owner (a WebSocket connection, an
   MCP session): :meth:`close_owner` closes all of an owner's episodes when it
   goes away.
+* **Capabilities.** Every episode has two secrets, made at creation:
+  the *trainer key* (``episode_key``: control-plane operations, any MCP face)
+  and the *agent key* (only the episode's MCP address, see
+  :meth:`agent_episode`). :meth:`authorize` lets a caller reach an episode only
+  as its owner (the connection that created it), with its trainer key, or as
+  admin; anyone else is told the id is unknown (no oracle for live ids).
+* **Default cap.** :func:`default_max_episodes` sizes the cap from the machine.
 * **Idle reaping.** With ``idle_timeout`` set, an episode unused for that long
   (no step, no state read) and not in the middle of a call is closed.
 """
@@ -18,7 +25,10 @@ closing are O(1) dict operations; the reaper scans once per interval.
 from __future__ import annotations
 
 import copy
+import hmac
 import logging
+import os
+import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -33,9 +43,36 @@ if TYPE_CHECKING:
     from ..core.episode import Episode
     from .metrics import Metrics
 
-__all__ = ["EpisodeManager"]
+__all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "EpisodeManager", "default_max_episodes"]
+
+ADMIN_SCOPE_KEY = "openenv.admin"
+"""ASGI scope key the edge sets to ``True`` for a request carrying the admin token."""
+
+EPISODE_KEY_HEADER = "openenv-episode-key"
+"""HTTP header carrying an episode's key (``episode_key`` in a message body does the same)."""
 
 log = logging.getLogger("openenv_mcp.serve.manager")
+
+
+def default_max_episodes(cpus: int | None = None, memory_bytes: int | None = None) -> int:
+    """The default ``--max-episodes``: ``clamp(min(32 * CPUs, RAM / 64 MiB), 16, 4096)``.
+
+    An episode holds a workspace and one or more tool-server processes (tens of MiB
+    each when sandboxed); 32 per core and one per 64 MiB of memory keep a full server
+    responsive, and the cap keeps the state of a server bounded whatever clients do.
+    """
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if memory_bytes is None:
+        try:
+            memory_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            memory_bytes = 4 << 30
+    return max(16, min(4096, 32 * cpus, memory_bytes // (64 << 20)))
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and hmac.compare_digest(a.encode(), b.encode())
 
 
 def _busy(episode: Episode) -> bool:
@@ -68,6 +105,7 @@ class EpisodeManager:
         self._owner_of: dict[str, str] = {}
         self._owned: dict[str, set[str]] = {}
         self._creating = 0
+        self._keys: dict[str, tuple[str, str]] = {}  # episode id -> (trainer key, agent key)
         self._variants: dict[tuple[int | None, float | None], Environment] = {}
         self.reaped: dict[str, float] = {}
         """Recently reaped episode ids (id -> when), so lookups can say why an id is gone."""
@@ -103,6 +141,44 @@ class EpisodeManager:
         return UnknownEpisode(f"unknown episode {episode_id!r}: never created, closed, or reaped; "
                               "create one first (op 'create' or POST /episodes)")
 
+    # -- capabilities ------------------------------------------------------------
+    def keys(self, episode_id: str) -> tuple[str, str]:
+        """``(trainer key, agent key)`` of a live episode."""
+        return self._keys[episode_id]
+
+    def authorize(self, episode_id: str, *, owner: str | None = None, key: str | None = None,
+                  admin: bool = False) -> Episode:
+        """The live episode ``episode_id`` for a trainer: its owner, a holder of its trainer key,
+        or the admin. Anyone else gets :class:`UnknownEpisode`, as for an id that does not exist."""
+        episode = self.get(episode_id)
+        if admin or (owner is not None and self._owner_of.get(episode_id) == owner):
+            return episode
+        keys = self._keys.get(episode_id)
+        if keys is not None and _same(key, keys[0]):
+            return episode
+        raise self.unknown(episode_id)
+
+    def agent_episode(self, episode_id: str, key: str | None, *, admin: bool = False) -> Episode:
+        """The live episode for an MCP client holding its agent (or trainer) key."""
+        keys = self._keys.get(episode_id)
+        if admin or (keys is not None and (_same(key, keys[1]) or _same(key, keys[0]))):
+            return self.get(episode_id)
+        raise self.unknown(episode_id)
+
+    def capability_ok(self, episode_id: str, key: str) -> bool:
+        """Whether ``key`` is a live episode's agent or trainer key (the edge lets its MCP address through)."""
+        keys = self._keys.get(episode_id)
+        return keys is not None and (_same(key, keys[1]) or _same(key, keys[0]))
+
+    def visible(self, *, owner: str | None = None, key: str | None = None, admin: bool = False) -> list[str]:
+        """Ids a caller may list: all for the admin, else those it owns or holds the trainer key of."""
+        if admin:
+            return list(self._episodes)
+        ids = sorted(self._owned.get(owner, ())) if owner is not None else []
+        if key is not None:
+            ids += [i for i, (k, _) in self._keys.items() if _same(key, k) and i not in ids]
+        return ids
+
     # -- lifecycle -----------------------------------------------------------
     def _reserve(self) -> None:
         cap = self.max_episodes
@@ -137,19 +213,22 @@ class EpisodeManager:
 
     async def create(self, seed: int | None = None, task_id: str | None = None, *,
                      episode_id: str | None = None, owner: str | None = None,
-                     max_steps: int | None = None, call_timeout: float | None = None) -> Episode:
-        """Create and start an episode (counted against the cap while it starts)."""
+                     max_steps: int | None = None, call_timeout: float | None = None,
+                     trainer_key: str | None = None) -> Episode:
+        """Create and start an episode (counted against the cap while it starts) with fresh keys
+        (``trainer_key`` keeps a reset episode's trainer key)."""
         environment = self.variant(max_steps, call_timeout)
         self._reserve()
         try:
             episode = await environment.new_episode(seed=seed, task_id=task_id, episode_id=episode_id)
         finally:
             self._creating -= 1
-        self._add(episode, owner)
+        self._add(episode, owner, trainer_key)
         return episode
 
-    def _add(self, episode: Episode, owner: str | None) -> None:
+    def _add(self, episode: Episode, owner: str | None, trainer_key: str | None = None) -> None:
         self._episodes[episode.id] = episode
+        self._keys[episode.id] = (trainer_key or secrets.token_urlsafe(24), secrets.token_urlsafe(24))
         if owner is not None:
             self._owner_of[episode.id] = owner
             self._owned.setdefault(owner, set()).add(episode.id)
@@ -162,12 +241,14 @@ class EpisodeManager:
         self.get(episode_id)
         self.variant(max_steps, call_timeout)  # bad options fail before the old world is closed
         owner = self._owner_of.get(episode_id)
+        trainer_key = self._keys[episode_id][0]  # the trainer's handle survives; the agent key is new
         await self.close(episode_id, reason="reset")
         return await self.create(seed, task_id, episode_id=episode_id, owner=owner,
-                                 max_steps=max_steps, call_timeout=call_timeout)
+                                 max_steps=max_steps, call_timeout=call_timeout, trainer_key=trainer_key)
 
     def _forget(self, episode_id: str) -> Episode | None:
         episode = self._episodes.pop(episode_id, None)
+        self._keys.pop(episode_id, None)
         owner = self._owner_of.pop(episode_id, None)
         if owner is not None:
             owned = self._owned.get(owner)

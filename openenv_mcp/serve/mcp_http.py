@@ -8,10 +8,16 @@ low-level server from :func:`openenv_mcp.serve.mcp_server.build_server`, so ever
 
 Which episode serves a request (first match wins):
 
-1. ``params._meta["openenv/episode"]`` (:data:`EPISODE_META_KEY`) names a live
-   episode — any generation, any path;
-2. the path ``/episodes/{id}/mcp`` names it — usable by any client, stateless
-   ones included;
+1. the path ``/episodes/{id}/{key}/mcp`` — the episode's own MCP address, as
+   ``create`` returns it (``mcp_url``): ``key`` is the episode's agent key (or
+   its trainer key), so the address is its own credential and any client can
+   use it as handed out. ``_meta["openenv/episode"]`` on it may only name the
+   same episode;
+2. ``params._meta["openenv/episode"]`` (:data:`EPISODE_META_KEY`) names a live
+   episode, with its key in ``_meta["openenv/episode_key"]``
+   (:data:`EPISODE_KEY_META_KEY`) or the ``OpenEnv-Episode-Key`` header;
+   ``/episodes/{id}/mcp`` (no key in the path) likewise needs the key header.
+   The admin token needs no key;
 3. a 2025-11-25 session on ``/mcp``: the session's own fresh episode, created
    on its first request and closed when the session ends (DELETE, idle);
 4. otherwise (a stateless request on ``/mcp``): a fresh episode for this one
@@ -35,6 +41,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
+from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from ..errors import OpenEnvError
 from .mcp_server import build_server
 
@@ -43,13 +50,20 @@ if TYPE_CHECKING:
     from .manager import EpisodeManager
     from .metrics import Metrics
 
-__all__ = ["EPISODE_META_KEY", "EPISODE_SCOPE_KEY", "UNKNOWN_EPISODE_CODE", "McpFace"]
+__all__ = ["EPISODE_KEY_META_KEY", "EPISODE_KEY_SCOPE_KEY", "EPISODE_META_KEY", "EPISODE_SCOPE_KEY",
+           "UNKNOWN_EPISODE_CODE", "McpFace"]
 
 EPISODE_META_KEY = "openenv/episode"
 """The ``_meta`` key naming the episode a request is for (a request's ``params._meta``)."""
 
+EPISODE_KEY_META_KEY = "openenv/episode_key"
+"""The ``_meta`` key carrying the key of the episode :data:`EPISODE_META_KEY` names."""
+
 EPISODE_SCOPE_KEY = "openenv.episode"
-"""ASGI scope key set by the router for ``/episodes/{id}/mcp``."""
+"""ASGI scope key set by the router for ``/episodes/{id}[/{key}]/mcp``."""
+
+EPISODE_KEY_SCOPE_KEY = "openenv.episode_key"
+"""ASGI scope key: the key in the path of ``/episodes/{id}/{key}/mcp`` (``None`` without one)."""
 
 UNKNOWN_EPISODE_CODE = -32001
 """JSON-RPC error code for an episode that cannot serve the request (unknown, reaped, cap reached)."""
@@ -134,7 +148,7 @@ class McpFace:
                     outcome = "error" if result.get("isError") else "ok"
                 return result
             finally:
-                self.metrics.tool_call(str(name), outcome, time.perf_counter() - started, "mcp")
+                self.metrics.tool_call(episode.tool_label(name), outcome, time.perf_counter() - started, "mcp")
         finally:
             _current.reset(token)
             if ephemeral:
@@ -144,16 +158,26 @@ class McpFace:
         try:
             params = ctx.params
             meta = params.get("_meta") if params else None
+            request = ctx.request
+            scope = request.scope if request is not None else {}
+            admin = bool(scope.get(ADMIN_SCOPE_KEY))
+            header_key = request.headers.get(EPISODE_KEY_HEADER) if request is not None else None
+            path_id = scope.get(EPISODE_SCOPE_KEY)
             if isinstance(meta, dict) and EPISODE_META_KEY in meta:
                 episode_id = meta[EPISODE_META_KEY]
                 if not isinstance(episode_id, str):
                     raise MCPError(code=-32602, message=f"_meta[{EPISODE_META_KEY!r}] must be an episode id string")
-                return self.manager.get(episode_id), False
-            request = ctx.request
+                if path_id is not None and episode_id != path_id:
+                    raise MCPError(code=UNKNOWN_EPISODE_CODE, data={"code": "unknown_episode"},
+                                   message=f"this address serves episode {path_id!r} only; "
+                                           f"_meta[{EPISODE_META_KEY!r}] cannot name another episode")
+                key = meta.get(EPISODE_KEY_META_KEY)
+                key = key if isinstance(key, str) else scope.get(EPISODE_KEY_SCOPE_KEY) or header_key
+                return self.manager.agent_episode(episode_id, key, admin=admin), False
+            if path_id is not None:
+                key = scope.get(EPISODE_KEY_SCOPE_KEY) or header_key
+                return self.manager.agent_episode(path_id, key, admin=admin), False
             if request is not None:
-                episode_id = request.scope.get(EPISODE_SCOPE_KEY)
-                if episode_id is not None:
-                    return self.manager.get(episode_id), False
                 session_id = request.headers.get("mcp-session-id")
                 if session_id:
                     return await self._session_episode(session_id), False

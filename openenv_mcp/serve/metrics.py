@@ -14,6 +14,9 @@ Metric names (all prefixed ``openenv_mcp_``):
   and HTTP step) or ``mcp`` (``tools/call``);
 * ``tool_calls_total{tool,outcome}`` — ``outcome`` = ``ok``, ``error`` (an
   ``isError`` result) or ``failed`` (no result: episode ended, unknown...);
+  ``tool`` is a name the episode lists, else ``(unknown)`` (:data:`UNKNOWN_TOOL`):
+  names a client makes up never become labels, so the exposition stays bounded
+  (at most :data:`MAX_TOOL_LABELS` names, then ``(other)``);
 * ``tool_call_duration_seconds`` (histogram, ``le`` buckets) — server-side
   time of one step;
 * ``requests_rejected_total{reason}`` — ``host``, ``origin``, ``token``,
@@ -25,7 +28,13 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
-__all__ = ["BUCKETS", "Metrics"]
+__all__ = ["BUCKETS", "MAX_TOOL_LABELS", "UNKNOWN_TOOL", "Metrics"]
+
+UNKNOWN_TOOL = "(unknown)"
+"""The ``tool`` label of calls naming no tool of their episode."""
+
+MAX_TOOL_LABELS = 1000
+"""Distinct ``tool`` labels kept; calls of further names count under ``(other)``."""
 
 BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """Upper bounds (seconds) of the ``tool_call_duration_seconds`` histogram."""
@@ -46,6 +55,7 @@ class Metrics:
         self.episodes_closed: dict[str, int] = {}
         self.steps: dict[str, int] = {}
         self.tool_calls: dict[tuple[str, str], int] = {}
+        self._tools: set[str] = set()
         self.rejected: dict[str, int] = {}
         self._buckets = [0] * (len(BUCKETS) + 1)
         self._sum = 0.0
@@ -59,7 +69,13 @@ class Metrics:
         self.episodes_closed[reason] = self.episodes_closed.get(reason, 0) + 1
 
     def tool_call(self, tool: str, outcome: str, seconds: float, face: str) -> None:
-        """One step through ``face`` (``control`` or ``mcp``) that called ``tool``."""
+        """One step through ``face`` (``control`` or ``mcp``) that called ``tool``
+        (a name the episode lists, or :data:`UNKNOWN_TOOL`)."""
+        if tool not in self._tools:
+            if len(self._tools) >= MAX_TOOL_LABELS:
+                tool = "(other)"
+            else:
+                self._tools.add(tool)
         key = (tool, outcome)
         self.tool_calls[key] = self.tool_calls.get(key, 0) + 1
         self.steps[face] = self.steps.get(face, 0) + 1

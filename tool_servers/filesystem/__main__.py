@@ -9,14 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .._standalone import parser, root_dir, serve
-from .server import DEFAULT_LIMITS, create_server
+from .._standalone import parser, root_dir, serve, serve_lean
+from .core import DEFAULT_LIMITS
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = parser("filesystem",
                "MCP filesystem tool server confined to one folder: list, read, write, edit, move, delete, search.",
-               port=8765, root_help="the folder the tools may see and change (paths outside it are refused)")
+               port=8765, lean=True, root_help="the folder the tools may see and change (paths outside it are refused)")
     p.add_argument("--max-read-chars", type=int, default=DEFAULT_LIMITS["max_read_chars"],
                    help="characters read returns before cutting with a marker (default %(default)s)")
     return p
@@ -27,6 +27,12 @@ def main(argv: list[str] | None = None) -> int:
     root = root_dir(args)
     if root is None:
         return 2
+    if args.lean:
+        from .stdio import serve_lean as loop
+
+        return serve_lean(loop, args, root, max_read_chars=args.max_read_chars)
+    from .server import create_server
+
     server = create_server(root, max_read_chars=args.max_read_chars)
     return serve(server, args, f"filesystem MCP server for {str(root.resolve())!r}")
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .._standalone import parser as base_parser, serve
+from .backend import DEFAULT_MAX_RESULT_BYTES
 from .server import DEFAULT_MAX_ROWS, build_server
 
 
@@ -27,7 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS,
                         help="rows a result shows before the cut marker (default %(default)s)")
     parser.add_argument("--timeout", type=float, default=10.0,
-                        help="seconds one statement may run before it is cancelled (default %(default)s)")
+                        help="seconds one call may run before it is cancelled (default %(default)s)")
+    parser.add_argument("--max-result-bytes", type=int, default=DEFAULT_MAX_RESULT_BYTES,
+                        help="bytes of values one result may carry before it is refused (default %(default)s)")
     return parser
 
 
@@ -39,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.sqlite.expanduser().parent.is_dir():
             print(f"error: folder of --sqlite {str(args.sqlite)!r} does not exist", file=sys.stderr)
             return 2
-        backend = SQLiteBackend(args.sqlite.expanduser(), timeout=args.timeout)
+        backend = SQLiteBackend(args.sqlite.expanduser(), timeout=args.timeout,
+                                max_result_bytes=args.max_result_bytes)
         where = str(args.sqlite)
     else:
         url = args.database_url or os.environ.get("DATABASE_URL")
@@ -49,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         from .postgres import PostgresBackend
 
-        backend = PostgresBackend(url, timeout=args.timeout)
+        backend = PostgresBackend(url, timeout=args.timeout, max_result_bytes=args.max_result_bytes)
         where = "PostgreSQL"
     return serve(build_server(backend, max_rows=args.max_rows), args, f"sql MCP server ({where})")
 

@@ -23,12 +23,23 @@ from __future__ import annotations
 
 import abc
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Backend", "Column", "RowSet", "SqlError", "StatementResult", "TableDescription", "split_statements",
-           "statement_command"]
+from . import normalize
+
+__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EXPRESSION", "MAX_SQL_CHARS", "Backend", "Column", "ResultCollector", "RowSet",
+           "SqlError", "StatementResult", "TableDescription", "check_sql_size", "split_statements", "statement_command",
+           "value_size"]
+
+EXPRESSION = "(expression)"
+"""The column name an index on an expression reports."""
+
+MAX_SQL_CHARS = 1_000_000
+"""Characters of SQL text one call may send."""
+
+DEFAULT_MAX_RESULT_BYTES = 1_000_000
+"""Bytes of values one result may carry (``SQL_MAX_RESULT_BYTES``), counted while rows are fetched."""
 
 
 class SqlError(Exception):
@@ -80,7 +91,42 @@ class TableDescription:
     foreign_keys: list[dict[str, Any]] = field(default_factory=list)
     """``{"columns": [...], "references": "table", "referenced_columns": [...]}``."""
     indexes: list[dict[str, Any]] = field(default_factory=list)
-    """``{"name": ..., "columns": [...], "unique": bool}``, primary-key indexes left out."""
+    """``{"name": ..., "columns": [...], "unique": bool, "partial": bool}``, primary-key indexes left out
+    (``partial``: it covers only the rows of a ``WHERE``; an expression shows as :data:`EXPRESSION`)."""
+
+
+def value_size(v: Any) -> int:
+    """Bytes a driver value takes in a result (a blob counts as its ``\\x<hex>`` text)."""
+    if v is None or isinstance(v, (bool, int, float)):
+        return 8
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return 2 * len(v) + 2
+    return len(v) if isinstance(v, str) else len(str(v))
+
+
+class ResultCollector:
+    """Keeps the first ``max_rows`` rows of a result, refusing once they carry more than ``max_bytes``.
+
+    Each row is sized as it arrives, before it is normalised or kept, so a huge
+    result is refused after one oversized row, never after all of them are in memory."""
+
+    def __init__(self, columns: list[str], max_rows: int, max_bytes: int) -> None:
+        self.rowset = RowSet(columns, [])
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.size = 0
+
+    def add(self, row: Any) -> bool:
+        """Keep ``row``; ``False`` (and ``truncated``) once ``max_rows`` are kept. Raise ``too_large``."""
+        if len(self.rowset.rows) >= self.max_rows:
+            self.rowset.truncated = True
+            return False
+        self.size += sum(value_size(v) for v in row)
+        if self.size > self.max_bytes:
+            raise SqlError("too_large", f"the result is larger than {self.max_bytes} bytes, the limit of one "
+                           "result: select fewer or shorter columns, aggregate, or add LIMIT")
+        self.rowset.rows.append([normalize.value(v) for v in row])
+        return True
 
 
 class Backend(abc.ABC):
@@ -122,13 +168,20 @@ def _strip_comments(sql: str) -> str:
     return re.sub(r"--[^\n]*|/\*.*?(?:\*/|$)", " ", sql, flags=re.S).strip()
 
 
+def check_sql_size(sql: str) -> None:
+    """Refuse SQL text longer than :data:`MAX_SQL_CHARS` before anything parses it."""
+    if len(sql) > MAX_SQL_CHARS:
+        raise SqlError("too_large", f"the SQL text is {len(sql)} characters long; the limit is {MAX_SQL_CHARS}")
+
+
 def split_statements(sql: str) -> list[str]:
     """Split a script into statements at top-level semicolons.
 
-    Quotes, comments and PostgreSQL dollar-quoted bodies are respected; pieces
-    are merged while :func:`sqlite3.complete_statement` says the statement is
-    unfinished (a SQLite ``CREATE TRIGGER ... BEGIN ...; END;``). Empty
-    statements (only whitespace/comments) are dropped.
+    Quotes, comments and PostgreSQL dollar-quoted bodies are respected; the
+    pieces of a SQLite ``CREATE TRIGGER ... BEGIN ...; END;`` are merged until an
+    ``END;`` right after a ``;`` (the rule of ``sqlite3_complete``). Empty
+    statements (only whitespace/comments) are dropped. Linear in the input: an
+    agent's script of many ``;`` never costs quadratic time.
     """
     pieces: list[str] = []
     start = pos = 0
@@ -147,17 +200,31 @@ def split_statements(sql: str) -> list[str]:
     if sql[start:].strip():
         pieces.append(sql[start:])
     statements: list[str] = []
-    buffer = ""
+    parts: list[str] = []
+    in_trigger = False
     for piece in pieces:
-        buffer += piece
-        if _strip_comments(buffer) and not sqlite3.complete_statement(buffer) and piece.rstrip().endswith(";"):
+        body = _strip_comments(piece)
+        if not parts:
+            in_trigger = bool(_TRIGGER_START.match(body))
+        elif in_trigger and _TRIGGER_END.fullmatch(body):
+            in_trigger = False  # "END;" right after a ";" closes the body (sqlite3_complete's rule)
+        parts.append(piece)
+        if in_trigger and piece.rstrip().endswith(";"):
             continue  # inside a trigger body: keep collecting
-        if _strip_comments(buffer).strip(" ;\n\t"):
-            statements.append(buffer.strip())
-        buffer = ""
-    if _strip_comments(buffer).strip(" ;\n\t"):
-        statements.append(buffer.strip())
+        _flush(parts, statements)
+    _flush(parts, statements)
     return statements
+
+
+_TRIGGER_START = re.compile(r"\s*CREATE\s+(?:TEMP\s+|TEMPORARY\s+)?TRIGGER\b", re.I)
+_TRIGGER_END = re.compile(r"\s*END\s*;\s*", re.I)
+
+
+def _flush(parts: list[str], statements: list[str]) -> None:
+    text = "".join(parts)
+    parts.clear()
+    if _strip_comments(text).strip(" ;\n\t"):
+        statements.append(text.strip())
 
 
 _OBJECTS = ("TABLE", "INDEX", "VIEW", "TRIGGER", "SCHEMA", "SEQUENCE", "FUNCTION", "TYPE", "COLUMN")

@@ -29,7 +29,7 @@ Errors (:func:`error_kind`)
     Driver errors become :class:`~openenv_mcp.tool_servers.sql.backend.SqlError` with a
     portable ``kind`` (``syntax``, ``undefined_table``, ``undefined_column``,
     ``undefined_function``, ``already_exists``, ``constraint``, ``data``,
-    ``read_only``, ``not_allowed``, ``timeout``, ``other``) and the engine's own
+    ``read_only``, ``not_allowed``, ``timeout``, ``too_large``, ``other``) and the engine's own
     message. The *kind* is part of the contract; the message wording is not.
 
 Not normalised (documented in the README): the label of an unaliased
@@ -55,7 +55,7 @@ __all__ = ["ERROR_KINDS", "comparable", "default_expr", "error_kind", "type_name
 
 ERROR_KINDS = (
     "syntax", "undefined_table", "undefined_column", "undefined_function", "already_exists",
-    "constraint", "data", "read_only", "not_allowed", "timeout", "other",
+    "constraint", "data", "read_only", "not_allowed", "timeout", "too_large", "other",
 )
 
 
@@ -135,12 +135,14 @@ _SQLITE_KINDS = [
     (re.compile(r"datatype mismatch|integer overflow"), "data"),
     (re.compile(r"readonly database|not authorized|query_only"), "read_only"),
     (re.compile(r"interrupted"), "timeout"),
+    (re.compile(r"too big|too many columns|database or disk is full|out of memory"), "too_large"),
 ]
 
 _PG_KINDS = {
     "42601": "syntax", "42P01": "undefined_table", "42703": "undefined_column",
     "42883": "undefined_function", "42P07": "already_exists", "42710": "already_exists",
-    "42701": "already_exists", "25006": "read_only", "57014": "timeout",
+    "42701": "already_exists", "25006": "read_only", "57014": "timeout", "42501": "not_allowed",
+    "54000": "too_large", "54001": "too_large", "54011": "too_large", "53100": "too_large", "53200": "too_large",
 }
 
 

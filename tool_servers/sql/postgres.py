@@ -14,12 +14,18 @@ TEMPLATE ...``); :meth:`close` (called when the episode closes) drops it.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import re
+import secrets
+from collections.abc import Iterator
 from typing import Any
 
+import anyio
+
 from . import normalize
-from .backend import (Backend, Column, RowSet, SqlError, StatementResult, TableDescription,
-                      check_execute_statement, split_statements, statement_command)
+from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError,
+                      StatementResult, TableDescription, check_execute_statement, split_statements, statement_command)
 
 __all__ = ["PostgresBackend", "drop_database", "episode_database_name"]
 
@@ -42,11 +48,70 @@ def _error(e: Exception, statement: int | None = None) -> SqlError:
     return SqlError(kind, message, statement)
 
 
-async def _fetch(cursor: Any, max_rows: int) -> RowSet:
-    columns = [d.name for d in cursor.description]
-    raw = await cursor.fetchmany(max_rows + 1)
-    truncated = len(raw) > max_rows
-    return RowSet(columns, [[normalize.value(v) for v in row] for row in raw[:max_rows]], truncated)
+_BATCH = 8
+"""Rows one ``FETCH`` brings (the result cap is checked row by row as each batch arrives)."""
+_names = itertools.count()
+
+_GRACE = 1.0
+"""Seconds past ``statement_timeout`` before the call's own deadline cancels the statement."""
+
+_CURSOR_COMMANDS = {"SELECT", "VALUES", "TABLE"}
+"""Commands run through a server-side cursor (``DECLARE``), so rows arrive one at a time."""
+
+
+_WRITES = re.compile(r"\b(INSERT|UPDATE|DELETE|MERGE|INTO)\b", re.I)
+"""Words that keep a statement off a server-side cursor (``DECLARE`` refuses data-modifying ``WITH`` and
+``SELECT INTO``): it runs as before, buffered by the driver."""
+
+
+def _cursor_statement(statement: str) -> bool:
+    return statement_command(statement) in _CURSOR_COMMANDS and not _WRITES.search(statement)
+
+
+async def _run_rows(conn: Any, statement: str, max_rows: int, max_bytes: int, opened: list[Any], *,
+                    prepare: bool = False, count_rest: bool = True) -> tuple[Any, RowSet | None, int]:
+    """Run ``statement``; ``(cursor, rows or None, total rows)``.
+
+    A row-returning statement runs through a server-side cursor and is fetched
+    :data:`_BATCH` rows at a time, each row sized by :class:`ResultCollector`
+    before it is kept (the same result cap as SQLite); the rows past
+    ``max_rows`` are counted by the server (``MOVE``), never sent. The cursor
+    ends with the call's transaction; it is added to ``opened`` for
+    :func:`_close_all` (free once the transaction is over)."""
+    if _cursor_statement(statement):
+        cursor = conn.cursor(name=f"openenv_{next(_names)}")
+        opened.append(cursor)
+        await cursor.execute(statement)
+        collector = ResultCollector([d.name for d in cursor.description], max_rows, max_bytes)
+        total, more = 0, True
+        while more:
+            batch = await cursor.fetchmany(min(_BATCH, max_rows + 1 - total))
+            more = len(batch) == min(_BATCH, max_rows + 1 - total) and total + len(batch) <= max_rows
+            for row in batch:
+                total += 1
+                collector.add(row)
+        if collector.rowset.truncated and count_rest:
+            moved = await conn.execute(f'MOVE FORWARD ALL IN "{cursor.name}"')
+            total += int((moved.statusmessage or "MOVE 0").split()[-1])
+        return cursor, collector.rowset, total
+    cursor = conn.cursor()
+    await cursor.execute(statement, prepare=prepare)
+    if cursor.description is None:
+        return cursor, None, 0
+    collector = ResultCollector([d.name for d in cursor.description], max_rows, max_bytes)
+    while (row := await cursor.fetchone()) is not None:
+        if not collector.add(row):
+            break
+    return cursor, collector.rowset, cursor.rowcount
+
+
+async def _close_all(cursors: list[Any]) -> None:
+    """Close server-side cursors after their transaction ended (no round trip then)."""
+    for cursor in cursors:
+        try:
+            await cursor.close()
+        except Exception:  # a broken connection: the cursor is gone with it
+            pass
 
 
 def episode_database_name(episode_id: str) -> str:
@@ -54,12 +119,32 @@ def episode_database_name(episode_id: str) -> str:
     return "openenv_" + re.sub(r"[^a-z0-9_]", "_", episode_id.lower())[:50]
 
 
-async def drop_database(admin_url: str, name: str) -> None:
-    """Drop a database (``WITH (FORCE)``), if it exists."""
+async def drop_database(admin_url: str, name: str, *, role: str | None = None) -> None:
+    """Drop a database (``WITH (FORCE)``), if it exists, then ``role`` (the episode's), if given."""
     psycopg = _psycopg()
     async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
         await conn.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
             psycopg.sql.Identifier(name)))
+        if role is not None:
+            await conn.execute(psycopg.sql.SQL("DROP ROLE IF EXISTS {}").format(psycopg.sql.Identifier(role)))
+
+
+_OWNED = {"r": "TABLE", "p": "TABLE", "v": "VIEW", "m": "MATERIALIZED VIEW", "f": "FOREIGN TABLE", "S": "SEQUENCE"}
+
+
+async def _hand_over(conn: Any, role: str) -> None:
+    """Make ``role`` the owner of the ``public`` schema and of every relation in it (sequences that
+    belong to a column follow their table)."""
+    sql = _psycopg().sql
+    rows = await (await conn.execute(
+        "SELECT c.relkind, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind = ANY(%s) AND NOT EXISTS (SELECT 1 FROM pg_depend d "
+        "WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))",
+        (list(_OWNED),))).fetchall()
+    await conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(role)))
+    for kind, rel in rows:
+        await conn.execute(sql.SQL("ALTER {} public.{} OWNER TO {}").format(
+            sql.SQL(_OWNED[kind]), sql.Identifier(rel), sql.Identifier(role)))
 
 
 class PostgresBackend(Backend):
@@ -67,9 +152,10 @@ class PostgresBackend(Backend):
 
     engine = "postgres"
 
-    def __init__(self, url: str, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, *, timeout: float = 10.0, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.url = url
         self.timeout = timeout
+        self.max_result_bytes = max_result_bytes
         self._options: str | None = None
         self._idle: Any = None
         self._admin_url: str | None = None
@@ -78,14 +164,33 @@ class PostgresBackend(Backend):
 
     @classmethod
     async def for_episode(cls, admin_url: str, template: str, episode_id: str, **kwargs: Any) -> PostgresBackend:
-        """A fresh database copied from ``template`` for one episode."""
+        """A fresh database copied from ``template`` for one episode, used through its own role.
+
+        The admin URL (often a superuser: it must create databases) never runs the
+        agent's SQL. The episode gets a login role without any privilege beyond owning
+        its database and the relations copied into it, so ``pg_read_file()``,
+        ``COPY ... TO PROGRAM`` and other episodes' databases stay out of reach."""
         psycopg = _psycopg()
+        sql = psycopg.sql
         name = episode_database_name(episode_id)
-        async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
-            await conn.execute(psycopg.sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                psycopg.sql.Identifier(name), psycopg.sql.Identifier(template)))
-        info = psycopg.conninfo.conninfo_to_dict(admin_url)
-        info["dbname"] = name
+        password = secrets.token_urlsafe(24)
+        try:
+            async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+                await conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
+                                           "NOREPLICATION PASSWORD {}").format(sql.Identifier(name),
+                                                                               sql.Literal(password)))
+                await conn.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(name), sql.Identifier(template)))
+                await conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(name)))
+            info = psycopg.conninfo.conninfo_to_dict(admin_url)
+            info["dbname"] = name
+            async with await psycopg.AsyncConnection.connect(psycopg.conninfo.make_conninfo(**info),
+                                                             autocommit=True) as conn:
+                await _hand_over(conn, name)
+        except BaseException:
+            await drop_database(admin_url, name, role=name)
+            raise
+        info.update(user=name, password=password)
         backend = cls(psycopg.conninfo.make_conninfo(**info), **kwargs)
         backend.episode_database = name
         backend._admin_url = admin_url
@@ -103,43 +208,49 @@ class PostgresBackend(Backend):
 
     async def query(self, sql: str, max_rows: int) -> RowSet:
         psycopg = _psycopg()
-        statements = split_statements(sql)
+        statements = await anyio.to_thread.run_sync(split_statements, sql)  # linear, but off the event loop
         if len(statements) != 1:
             raise SqlError("not_allowed", f"query runs exactly one statement; got {len(statements)}")
         conn = await self._reader()
+        opened: list[Any] = []
         try:
             await conn.set_read_only(True)
-            cursor = conn.cursor()
             try:
-                await cursor.execute(statements[0], prepare=True)
-                if cursor.description is None:
-                    return RowSet([], [])
-                return await _fetch(cursor, max_rows)
+                with self._deadline(None):
+                    _, rows, _ = await _run_rows(conn, statements[0], max_rows, self.max_result_bytes, opened,
+                                                 prepare=True, count_rest=False)
+                return rows if rows is not None else RowSet([], [])
             except psycopg.Error as e:
                 raise _error(e) from None
         finally:
             await self._release(conn)
+            await _close_all(opened)
 
     async def execute(self, sql: str, max_rows: int) -> list[StatementResult]:
         psycopg = _psycopg()
-        statements = split_statements(sql)
+        statements = await anyio.to_thread.run_sync(split_statements, sql)  # linear, but off the event loop
         if not statements:
             raise SqlError("syntax", "no SQL statement given")
         for i, statement in enumerate(statements, 1):
             check_execute_statement(statement, i)
         conn = await self._connect()
         results: list[StatementResult] = []
+        opened: list[Any] = []
+        end = anyio.current_time() + self.timeout + _GRACE
         try:
-            cursor = conn.cursor()
             for i, statement in enumerate(statements, 1):
                 try:
-                    await cursor.execute(statement)
+                    with self._deadline(i, end):
+                        cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes,
+                                                              opened)
                 except psycopg.Error as e:
                     raise _error(e, i) from None
+                except SqlError as e:
+                    e.statement = i
+                    raise
                 command = statement_command(statement)
-                if cursor.description is not None:
-                    rows = await _fetch(cursor, max_rows)
-                    results.append(StatementResult(command, cursor.rowcount, rows))
+                if rows is not None:
+                    results.append(StatementResult(command, total, rows))
                 else:
                     count = cursor.rowcount
                     results.append(StatementResult(command, count if count >= 0 else None))
@@ -151,7 +262,19 @@ class PostgresBackend(Backend):
         finally:
             if not conn.closed:
                 await conn.rollback()
+                await _close_all(opened)
                 await conn.close()
+
+    @contextlib.contextmanager
+    def _deadline(self, statement: int | None, end: float | None = None) -> Iterator[None]:
+        """The whole call's deadline, kept even if the agent's SQL turns ``statement_timeout`` off
+        (``SET``, ``set_config``): at the deadline psycopg cancels the statement on the server."""
+        delay = self.timeout + _GRACE if end is None else max(0.0, end - anyio.current_time())
+        try:
+            with anyio.fail_after(delay):
+                yield
+        except TimeoutError:
+            raise SqlError("timeout", "statement cancelled: it ran longer than the time limit", statement) from None
 
     async def _reader(self) -> Any:
         """A connection for read-only work: the idle one kept from an earlier call, or a new one.
@@ -182,7 +305,7 @@ class PostgresBackend(Backend):
             await conn.close()
         if self.episode_database is not None and self._admin_url is not None:
             name, self.episode_database = self.episode_database, None
-            await drop_database(self._admin_url, name)
+            await drop_database(self._admin_url, name, role=name)
 
     async def _catalog(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         conn = await self._reader()
@@ -245,13 +368,14 @@ class PostgresBackend(Backend):
             ):
                 fks.append({"columns": list(cols), "references": reftable, "referenced_columns": list(refcols)})
             indexes = []
-            for name, cols, unique in await rows(
-                "SELECT ic.relname, ARRAY(SELECT a.attname FROM unnest(i.indkey) WITH ORDINALITY k(n, o) "
-                "  JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n ORDER BY k.o), i.indisunique "
+            for name, cols, unique, partial in await rows(
+                "SELECT ic.relname, ARRAY(SELECT COALESCE(a.attname, %s) FROM unnest(i.indkey) WITH ORDINALITY k(n, o) "
+                "  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n AND k.n <> 0 ORDER BY k.o), "
+                "i.indisunique, i.indpred IS NOT NULL "
                 f"FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
-                f"WHERE i.indrelid = {rel} AND NOT i.indisprimary", (table,)
+                f"WHERE i.indrelid = {rel} AND NOT i.indisprimary", (EXPRESSION, table)
             ):
-                indexes.append({"name": name, "columns": list(cols), "unique": bool(unique)})
+                indexes.append({"name": name, "columns": list(cols), "unique": bool(unique), "partial": bool(partial)})
             return TableDescription(
                 name=table, kind=kind, columns=columns,
                 foreign_keys=sorted(fks, key=lambda f: (f["columns"], f["references"])),

@@ -32,7 +32,7 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent
 from pydantic import Field
 
-from .backend import Backend, RowSet, SqlError
+from .backend import Backend, RowSet, SqlError, check_sql_size
 
 __all__ = ["DEFAULT_MAX_ROWS", "build_server", "create_server", "render_table"]
 
@@ -111,6 +111,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
         """Run one read-only SQL statement and return its rows (capped, with a marker when cut).
         Writes are refused: use execute to change data or schema."""
         try:
+            check_sql_size(sql)
             rows = await backend.query(sql, max_rows)
         except SqlError as e:
             if e.kind == "read_only":
@@ -125,6 +126,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
         """Run SQL statements that change data or schema (INSERT, UPDATE, DELETE, CREATE, ALTER, DROP...).
         All statements run in one transaction: committed if all succeed, otherwise nothing changes."""
         try:
+            check_sql_size(sql)
             results = await backend.execute(sql, max_rows)
         except SqlError as e:
             return _error(e)
@@ -182,7 +184,8 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             lines.append(f"  FOREIGN KEY ({', '.join(fk['columns'])}) REFERENCES "
                          f"{fk['references']} ({', '.join(fk['referenced_columns'])})")
         for ix in d.indexes:
-            lines.append(f"  {'UNIQUE ' if ix['unique'] else ''}INDEX {ix['name']} ({', '.join(ix['columns'])})")
+            lines.append(f"  {'PARTIAL ' if ix['partial'] else ''}{'UNIQUE ' if ix['unique'] else ''}INDEX "
+                         f"{ix['name']} ({', '.join(ix['columns'])})")
         return _ok("\n".join(lines), structured)
 
     return server
@@ -205,18 +208,27 @@ async def create_server(ctx: Any) -> FastMCP:
     - ``DATABASE_URL``: PostgreSQL connection string (``pass_env = ["DATABASE_URL"]`` in production);
     - ``SQL_PG_TEMPLATE``: with ``postgres``, create a private database per episode from this
       template on the ``DATABASE_URL`` server (simulation against PostgreSQL);
-    - ``SQL_MAX_ROWS`` (default 100), ``SQL_TIMEOUT`` seconds per statement (default 10).
+    - ``SQL_MAX_ROWS`` (default 100), ``SQL_TIMEOUT`` seconds per call (default 10);
+    - ``SQL_MAX_RESULT_BYTES``: bytes of values one result may carry (default 1,000,000);
+    - SQLite only: ``SQL_MAX_VALUE_BYTES`` (one string or blob, default 1,000,000) and
+      ``SQL_MAX_DB_BYTES`` (the database file, default 256 MiB).
     """
+    from .backend import DEFAULT_MAX_RESULT_BYTES
+
     kind = (_setting(ctx, "SQL_BACKEND", "sqlite") or "sqlite").lower()
     max_rows = int(_setting(ctx, "SQL_MAX_ROWS", str(DEFAULT_MAX_ROWS)) or DEFAULT_MAX_ROWS)
     timeout = float(_setting(ctx, "SQL_TIMEOUT", "10") or 10)
+    max_result = int(_setting(ctx, "SQL_MAX_RESULT_BYTES") or DEFAULT_MAX_RESULT_BYTES)
     if kind == "sqlite":
-        from .sqlite import SQLiteBackend
+        from .sqlite import DEFAULT_MAX_DB_BYTES, DEFAULT_MAX_VALUE_BYTES, SQLiteBackend
 
         path = Path(_setting(ctx, "SQLITE_PATH", "db.sqlite") or "db.sqlite")
         if not path.is_absolute():
             path = Path(ctx.workspace) / path
-        backend: Backend = SQLiteBackend(path, timeout=timeout)
+        backend: Backend = SQLiteBackend(
+            path, timeout=timeout, max_result_bytes=max_result,
+            max_value_bytes=int(_setting(ctx, "SQL_MAX_VALUE_BYTES") or DEFAULT_MAX_VALUE_BYTES),
+            max_db_bytes=int(_setting(ctx, "SQL_MAX_DB_BYTES") or DEFAULT_MAX_DB_BYTES))
     elif kind == "postgres":
         from .postgres import PostgresBackend
 
@@ -226,9 +238,10 @@ async def create_server(ctx: Any) -> FastMCP:
                              "postgresql://user@host:5432/dbname); pass it with pass_env = [\"DATABASE_URL\"]")
         template = _setting(ctx, "SQL_PG_TEMPLATE")
         if template:
-            backend = await PostgresBackend.for_episode(url, template, ctx.episode_id, timeout=timeout)
+            backend = await PostgresBackend.for_episode(url, template, ctx.episode_id, timeout=timeout,
+                                                        max_result_bytes=max_result)
         else:
-            backend = PostgresBackend(url, timeout=timeout)
+            backend = PostgresBackend(url, timeout=timeout, max_result_bytes=max_result)
     else:
         raise ValueError(f"SQL_BACKEND must be 'sqlite' or 'postgres', got {kind!r}")
     return build_server(backend, max_rows=max_rows)

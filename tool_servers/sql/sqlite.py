@@ -1,11 +1,19 @@
 """SQLite backend: a database file, one connection per call (simulation default).
 
-Read-only ``query`` is enforced three ways: the file is opened with
-``mode=ro``, ``PRAGMA query_only`` is on, and an authorizer lets through only
-reads (no writes, no ``ATTACH``, no pragma assignments). ``execute`` runs in
-one explicit transaction with foreign keys ON (as PostgreSQL always has them).
-Long statements are interrupted after ``timeout`` seconds by a progress
-handler; calls run in a worker thread so the event loop never blocks.
+Every connection is hardened by :func:`.sqlite_guard.harden` before the
+agent's SQL runs: an authorizer that allows only the actions and functions a
+statement needs (no ``fts3_tokenizer``, ``load_extension``, ``ATTACH``, pragma
+assignments...), a size limit on every value, a cap on the database file, and
+a deadline enforced by a progress handler. Read-only ``query`` is enforced
+three ways: the file is opened with ``mode=ro``, ``PRAGMA query_only`` is on,
+and the authorizer refuses every change. ``execute`` runs in one explicit
+transaction with foreign keys ON (as PostgreSQL always has them). Rows are
+sized while they are fetched (:class:`~.backend.ResultCollector`), so an
+oversized result is refused before it is materialised.
+
+Each call runs in a worker thread that opens, uses and closes its own
+connection (a connection never crosses threads), so the event loop and
+``/health`` stay responsive; the deadline makes the thread really stop.
 """
 
 from __future__ import annotations
@@ -18,42 +26,24 @@ from typing import Any
 import anyio
 
 from . import normalize
-from .backend import (Backend, Column, RowSet, SqlError, StatementResult, TableDescription,
-                      check_execute_statement, split_statements, statement_command)
+from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError,
+                      StatementResult, TableDescription, check_execute_statement, split_statements, statement_command)
+from .sqlite_guard import Authorizer, harden
 
-__all__ = ["SQLiteBackend"]
+__all__ = ["DEFAULT_MAX_DB_BYTES", "DEFAULT_MAX_VALUE_BYTES", "SQLiteBackend"]
 
-_READ_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
-                 getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
-
-
-_SCHEMA_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
-"""Pragmas that take an argument but only read the schema (``PRAGMA table_info(t)``, ``pragma_table_info('t')``)."""
-
-
-def _pragma_reads(arg1: Any, arg2: Any) -> bool:
-    return arg2 is None or str(arg1).lower() in _SCHEMA_PRAGMAS
+DEFAULT_MAX_VALUE_BYTES = 1_000_000
+"""Bytes of one string or blob (``SQLITE_LIMIT_LENGTH``; ``SQL_MAX_VALUE_BYTES``)."""
+DEFAULT_MAX_DB_BYTES = 256 * 1024 * 1024
+"""Bytes the database file may grow to (``max_page_count``; ``SQL_MAX_DB_BYTES``)."""
 
 
-def _read_only_authorizer(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
-    if action in _READ_ACTIONS:
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_PRAGMA and _pragma_reads(arg1, arg2):
-        return sqlite3.SQLITE_OK
-    if action == sqlite3.SQLITE_UPDATE and arg1 in ("sqlite_master", "sqlite_temp_master"):
-        return sqlite3.SQLITE_OK  # SQLite asks this while reading the schema for pragma_*() functions
-    return sqlite3.SQLITE_DENY
-
-
-def _execute_authorizer(action: int, arg1: Any, arg2: Any, db: Any, trigger: Any) -> int:
-    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA and not _pragma_reads(arg1, arg2):
-        return sqlite3.SQLITE_DENY  # no pragma assignments (foreign_keys, writable_schema...)
-    return sqlite3.SQLITE_OK
-
-
-def _error(e: sqlite3.Error, statement: int | None = None) -> SqlError:
+def _error(e: sqlite3.Error, statement: int | None = None, authorizer: Authorizer | None = None) -> SqlError:
+    if authorizer is not None and authorizer.denied is not None:
+        kind, what = authorizer.denied
+        if kind == "read_only":
+            return SqlError(kind, f"{what} is refused: this connection is read-only", statement)
+        return SqlError(kind, f"{what} is not allowed through this tool", statement)
     message = str(e)
     kind = normalize.error_kind("sqlite", message)
     if kind == "timeout":
@@ -61,11 +51,14 @@ def _error(e: sqlite3.Error, statement: int | None = None) -> SqlError:
     return SqlError(kind, message, statement)
 
 
-def _fetch(cursor: sqlite3.Cursor, max_rows: int) -> RowSet:
-    columns = [d[0] for d in cursor.description]
-    raw = cursor.fetchmany(max_rows + 1)
-    truncated = len(raw) > max_rows
-    return RowSet(columns, [[normalize.value(v) for v in row] for row in raw[:max_rows]], truncated)
+def _collect(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> tuple[RowSet, int]:
+    """The capped rows of ``cursor`` and how many rows it returned in all (the rest counted, not kept)."""
+    collector = ResultCollector([d[0] for d in cursor.description], max_rows, max_bytes)
+    total = 0
+    for row in cursor:
+        total += 1
+        collector.add(row)
+    return collector.rowset, total
 
 
 class SQLiteBackend(Backend):
@@ -73,42 +66,51 @@ class SQLiteBackend(Backend):
 
     engine = "sqlite"
 
-    def __init__(self, path: str | Path, *, timeout: float = 10.0) -> None:
+    def __init__(self, path: str | Path, *, timeout: float = 10.0, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, max_db_bytes: int = DEFAULT_MAX_DB_BYTES) -> None:
         self.path = Path(path)
         self.timeout = timeout
+        self.max_value_bytes = max_value_bytes
+        self.max_result_bytes = max_result_bytes
+        self.max_db_bytes = max_db_bytes
+        self._limiter = anyio.CapacityLimiter(1)
 
-    def _connect(self, read_only: bool) -> sqlite3.Connection:
+    def _connect(self, read_only: bool) -> tuple[sqlite3.Connection, Authorizer]:
+        deadline = time.monotonic() + self.timeout
         if read_only:
             if not self.path.exists():
                 raise SqlError("undefined_table", f"the database file {self.path.name!r} does not exist yet")
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
             conn.execute("PRAGMA query_only = ON")
-            conn.set_authorizer(_read_only_authorizer)
         else:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, isolation_level=None)
             conn.execute("PRAGMA foreign_keys = ON")
-            conn.set_authorizer(_execute_authorizer)
-        deadline = time.monotonic() + self.timeout
-        conn.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
-        return conn
+        conn.execute("PRAGMA trusted_schema = OFF")  # views and triggers call only innocuous functions
+        authorizer = harden(conn, writable=not read_only, deadline=deadline, max_value_bytes=self.max_value_bytes,
+                            max_db_bytes=self.max_db_bytes)
+        return conn, authorizer
 
     async def _run(self, fn: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args)
+        # one worker thread per database at a time: an episode's runaway statements queue behind each
+        # other instead of taking every worker of the process from the other episodes
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
 
     # -- query -----------------------------------------------------------------
     def _query(self, sql: str, max_rows: int) -> RowSet:
         statements = split_statements(sql)
         if len(statements) != 1:
             raise SqlError("not_allowed", f"query runs exactly one statement; got {len(statements)}")
-        conn = self._connect(read_only=True)
+        conn, authorizer = self._connect(read_only=True)
         try:
             cursor = conn.execute(statements[0])
             if cursor.description is None:
                 return RowSet([], [])
-            return _fetch(cursor, max_rows)
+            collector = ResultCollector([d[0] for d in cursor.description], max_rows, self.max_result_bytes)
+            while (row := cursor.fetchone()) is not None and collector.add(row):
+                pass
+            return collector.rowset
         except sqlite3.Error as e:
-            raise _error(e) from None
+            raise _error(e, authorizer=authorizer) from None
         finally:
             conn.close()
 
@@ -122,32 +124,34 @@ class SQLiteBackend(Backend):
             raise SqlError("syntax", "no SQL statement given")
         for i, statement in enumerate(statements, 1):
             check_execute_statement(statement, i)
-        conn = self._connect(read_only=False)
+        conn, authorizer = self._connect(read_only=False)
         results: list[StatementResult] = []
         try:
+            conn.set_authorizer(None)
             conn.execute("BEGIN")
+            conn.set_authorizer(authorizer)
             for i, statement in enumerate(statements, 1):
+                authorizer.denied = None
                 try:
                     cursor = conn.execute(statement)
                     command = statement_command(statement)
                     if cursor.description is not None:
-                        rows = _fetch(cursor, max_rows)
-                        rest = len(cursor.fetchall())  # finish the statement (rows beyond the cap)
-                        total = len(rows.rows) + (1 + rest if rows.truncated else 0)
+                        rows, total = _collect(cursor, max_rows, self.max_result_bytes)
                         results.append(StatementResult(command, total, rows))
                     else:
                         count = cursor.rowcount
                         results.append(StatementResult(command, count if count >= 0 else None))
                 except sqlite3.Error as e:
-                    error = _error(e, i)
-                    if error.kind == "read_only":  # the authorizer refused it
-                        error = SqlError("not_allowed", "statement not allowed through this tool "
-                                         "(ATTACH, DETACH and pragma assignments are refused)", i)
-                    raise error from None
+                    raise _error(e, i, authorizer) from None
+                except SqlError as e:
+                    e.statement = i
+                    raise
+            conn.set_authorizer(None)
             conn.execute("COMMIT")
             return results
         except BaseException:
             if conn.in_transaction:
+                conn.set_authorizer(None)
                 conn.execute("ROLLBACK")
             raise
         finally:
@@ -158,10 +162,11 @@ class SQLiteBackend(Backend):
 
     # -- schema -------------------------------------------------------------------
     def _catalog(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        return conn
+        return self._connect(read_only=True)[0]
 
     def _list_tables(self) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
         conn = self._catalog()
         try:
             out = []
@@ -179,6 +184,8 @@ class SQLiteBackend(Backend):
         return await self._run(self._list_tables)
 
     def _describe(self, table: str) -> TableDescription:
+        if not self.path.exists():
+            raise SqlError("undefined_table", f"no such table: {table}")
         conn = self._catalog()
         try:
             row = conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table','view') AND name = ? "
@@ -200,8 +207,9 @@ class SQLiteBackend(Backend):
             for ix in conn.execute("SELECT * FROM pragma_index_list(?)", (name,)):
                 if ix[3] == "pk":
                     continue
-                cols = [c[2] for c in conn.execute("SELECT * FROM pragma_index_info(?)", (ix[1],))]
-                indexes.append({"name": ix[1], "columns": cols, "unique": bool(ix[2])})
+                cols = [c[2] if c[2] is not None else EXPRESSION
+                        for c in conn.execute("SELECT * FROM pragma_index_info(?)", (ix[1],))]
+                indexes.append({"name": ix[1], "columns": cols, "unique": bool(ix[2]), "partial": bool(ix[4])})
             return TableDescription(
                 name=name, kind=kind, columns=columns,
                 foreign_keys=sorted(fks.values(), key=lambda f: (f["columns"], f["references"])),

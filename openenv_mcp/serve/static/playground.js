@@ -29,7 +29,7 @@
 
   const state = {
     info: null, mode: "sim", token: sessionStorage.getItem("openenv-mcp-token") || "",
-    episodeId: null, task: null, seed: null, tools: [], steps: [],
+    episodeId: null, episodeKey: null, task: null, seed: null, tools: [], steps: [],
     reward: 0, done: false, truncated: false, stepCount: 0,
     mcp: { session: null, protocol: null, next: 1 },
   };
@@ -42,6 +42,7 @@
   function headers(extra) {
     const out = { "Content-Type": "application/json", ...(extra || {}) };
     if (state.token) out.Authorization = `Bearer ${state.token}`;
+    if (state.episodeKey) out["OpenEnv-Episode-Key"] = state.episodeKey;  // this episode's capability
     return out;
   }
 
@@ -73,14 +74,17 @@
       if (taskId) body.task_id = taskId;
       const created = await api("POST", "episodes", body);  // creates and resets in one call
       state.episodeId = created.episode_id;
+      state.episodeKey = created.episode_key || null;
       state.mcpUrl = created.mcp_url || null;
       return created.observation;
     },
     close() {  // fire and forget; also used when the page goes away
       if (!state.episodeId) return;
       const id = state.episodeId;
+      const sent = headers();
       state.episodeId = null;
-      fetch(`episodes/${enc(id)}`, { method: "DELETE", headers: headers(), keepalive: true }).catch(() => {});
+      state.episodeKey = null;
+      fetch(`episodes/${enc(id)}`, { method: "DELETE", headers: sent, keepalive: true }).catch(() => {});
     },
     async step(name, args) {
       const reply = await api("POST", `episodes/${enc(state.episodeId)}/step`,

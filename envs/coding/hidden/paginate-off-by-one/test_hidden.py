@@ -14,4 +14,4 @@ def test_last_partial_page():
 
 
 def test_strings():
-    assert paginate("abcdefg", 1, 5) == list("abcde")
+    assert paginate("abcdefg", 1, 5) == ["a", "b", "c", "d", "e"]
