@@ -76,24 +76,24 @@ def _load_local(datasets: Any, path: Path, split: str) -> Any:
 def _load_hub(datasets: Any, name: str, table: TasksTable, split: str) -> Any:
     import os
 
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on") or \
-        os.environ.get("HF_DATASETS_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
+                  for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
     try:
         return datasets.load_dataset(name, table.config, split=split, revision=table.revision)
-    except (ConnectionError, OSError, TimeoutError) as e:
-        why = "the Hub is switched off here (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set)" if offline \
-            else "the Hugging Face Hub is unreachable"
-        raise ConfigError(f"[tasks] dataset {name!r} is a Hub id and it is not in the local cache; {why} "
-                          f"({type(e).__name__}: {str(e)[:200]}). Load it once while online, or point "
-                          "`dataset` at local parquet/JSONL/CSV/Arrow files") from None
     except Exception as e:
-        if type(e).__name__ in ("DatasetNotFoundError", "RepositoryNotFoundError", "FileNotFoundError",
-                                "LocalEntryNotFoundError", "OfflineModeIsEnabled"):
-            why = "the Hub is switched off here (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set) and it is not cached" \
-                if offline else "no such dataset on the Hub (or it is private)"
-            raise ConfigError(f"[tasks] dataset {name!r}: {why} ({type(e).__name__}: {str(e)[:200]}). Point "
-                              "`dataset` at local files, or load it once while online") from None
-        raise
+        network = isinstance(e, (ConnectionError, OSError, TimeoutError))
+        if not network and type(e).__name__ not in ("DatasetNotFoundError", "RepositoryNotFoundError",
+                                                     "LocalEntryNotFoundError", "OfflineModeIsEnabled"):
+            raise
+        if offline:
+            why = "the Hub is switched off here (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set) and it is not cached"
+        elif network:
+            why = "the Hugging Face Hub is unreachable and it is not cached"
+        else:
+            why = "no such dataset on the Hub (or it is private: log in with `hf auth login`)"
+        raise ConfigError(f"[tasks] dataset {name!r}: {why} ({type(e).__name__}: {str(e)[:200]}). Point `dataset` "
+                          "at local parquet/JSONL/CSV/Arrow files (relative to the env folder), or load it once "
+                          "while online") from None
 
 
 def _template(text: str, columns: list[str]) -> Any:
@@ -138,8 +138,8 @@ def tasks_from_dataset(dataset: Any, table: TasksTable) -> list[Task]:
     for key, col in (("id", table.id), ("answer", table.answer), ("workspace", table.workspace)):
         if col is not None and col not in columns:
             raise ConfigError(f"[tasks] {key} = {col!r} is not a column of the dataset; columns: {', '.join(columns)}")
-    data_cols = table.data if table.data is not None else [c for c in columns if c not in (id_col, answer_col,
-                                                                                              table.workspace)]
+    skip = (id_col, answer_col, table.workspace, table.prompt)  # the prompt column is the prompt already
+    data_cols = table.data if table.data is not None else [c for c in columns if c not in skip]
     unknown = [c for c in data_cols if c not in columns]
     if unknown:
         raise ConfigError(f"[tasks] data names column(s) {unknown} the dataset does not have; columns: "

@@ -61,7 +61,8 @@ class TasksTable(BaseModel):
     answer: str | None = None
     """Column holding the grader-only answer (``Task.answer``); default ``answer`` when present."""
     data: list[str] | None = None
-    """Columns copied into ``Task.data`` (default: every column but id and answer)."""
+    """Columns copied into ``Task.data`` (default: every column but the id, answer, workspace
+    and prompt columns)."""
     workspace: str | None = None
     """Column holding a per-task workspace seed folder."""
     filter: str | None = None
