@@ -218,10 +218,10 @@ async def test_a_serving_layer_that_rewrites_results_fails_wire_parity():
     subject = broken_subjects.TamperedWireSubject(load_environment("echo"))
     report = await check_env_async(subject, only="wire.parity", official=False)
     assert report.result("wire.parity").message == (
-        "task 'echo-06' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"seeded and "
-        "deterministic\"} returned \"seeded and deterministic\" structured {\"result\": \"seeded and "
-        "deterministic\"} via step() and \"SEEDED AND DETERMINISTIC\" structured {\"result\": \"seeded and "
-        "deterministic\"} via MCP tools/call")
+        "task 'echo-02' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"reinforcement "
+        "learning\"} returned \"reinforcement learning\" structured {\"result\": \"reinforcement "
+        "learning\"} via step() and \"REINFORCEMENT LEARNING\" structured {\"result\": \"reinforcement "
+        "learning\"} via MCP tools/call")
 
 
 @pytest.mark.anyio
