@@ -130,6 +130,8 @@ file = "eval.jsonl"''')
     assert [t.id for t in load_environment(env_file, tasks="eval").tasks.tasks] == ["e1"]
     with pytest.raises(ConfigError, match=r"no task set 'valid'; sets: train, eval"):
         load_environment(env_file, tasks="valid")
+    with pytest.raises(ConfigError, match=r"no task set 'eval'; sets: default"):
+        load_environment("echo", tasks="eval")
 
 
 def test_tasks_private_and_the_older_private_task_fields_both_hide_data_keys(tmp_path):

@@ -120,8 +120,8 @@ def resolve_tasks(spec_tasks: Any, base_dir: Path, override: Any = None, split: 
             chosen = sets[override]
         elif isinstance(override, (str, Path)):
             path = Path(override)
-            if not (base_dir / path).exists() and not path.exists() and len(sets) > 1 and "/" not in str(override) \
-                    and "." not in str(override):
+            if not (base_dir / path).exists() and not path.exists() and "/" not in str(override) \
+                    and "." not in str(override):  # a set name, not a path or a Hub id (org/name)
                 raise ConfigError(f"no task set {str(override)!r}; sets: {', '.join(sets)}")
             table = dict(chosen) if isinstance(chosen, dict) and "dataset" in chosen else {}
             if path.suffix == ".jsonl" and not table:
