@@ -140,3 +140,11 @@ def test_an_out_file_of_another_environment_or_with_a_broken_line_is_left_alone(
     with TrajectoryFile(tmp_path / "new.jsonl", "echo") as fh:
         fh.append({"env": "echo", "key": episode_key(3, None, 1)})
     assert TrajectoryFile(tmp_path / "new.jsonl", "echo").open().finished == {"seed=3 task=* sample=1"}
+
+
+def test_two_runs_never_append_to_one_file_at_once(tmp_path):
+    with TrajectoryFile(tmp_path / "t.jsonl", "echo"):
+        with pytest.raises(ConfigError, match=r"another rollout is writing '.*t.jsonl'; wait for it or give another "
+                                              r"--out"):
+            TrajectoryFile(tmp_path / "t.jsonl", "echo").open()
+    TrajectoryFile(tmp_path / "t.jsonl", "echo").open().close()  # free again once the first run is done

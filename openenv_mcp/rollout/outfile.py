@@ -10,6 +10,7 @@ exactly as it was.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -45,35 +46,47 @@ class TrajectoryFile:
             raise ConfigError(f"cannot write {str(self.path)!r}: folder {str(self.path.parent)!r} does not exist")
         if self.path.exists() and not self.path.is_file():
             raise ConfigError(f"cannot write {str(self.path)!r}: it is not a regular file")
-        keep = 0
-        if self.path.exists():
-            data = self.path.read_bytes()
-            lines = data.split(b"\n")
-            offset = 0
-            for n, raw in enumerate(lines, 1):
-                end = offset + len(raw) + 1
-                last = n == len(lines)
-                if raw.strip():
-                    row = _parse(raw)
-                    if row is None or (last and not data.endswith(b"\n")):
-                        if last:  # an episode being written when the run died
-                            break
-                        raise ConfigError(f"{self.path}:{n} is not a JSON trajectory line; the file is left as "
-                                          "it is: give another --out, or remove that line")
-                    if row.get("env") != self.env:
-                        raise ConfigError(f"{self.path}:{n} is a trajectory of environment {row.get('env')!r}, not "
-                                          f"{self.env!r}; give another --out")
-                    if isinstance(row.get("key"), str):
-                        self.finished.add(row["key"])
-                    self.lines += 1
-                keep = min(end, len(data))
-                offset = end
-            self.dropped_bytes = len(data) - keep
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if self.dropped_bytes:
-            os.ftruncate(fd, keep)
+        try:
+            try:  # two runs appending to one file would plan the same episodes twice
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise ConfigError(f"another rollout is writing {str(self.path)!r}; wait for it or give another "
+                                  "--out") from None
+            keep = self._read()
+            if self.dropped_bytes:
+                os.ftruncate(fd, keep)
+        except BaseException:
+            os.close(fd)
+            raise
         self._fh = os.fdopen(fd, "a", encoding="utf-8")
         return self
+
+    def _read(self) -> int:
+        """Scan the (locked) file: finished keys; returns the length to keep."""
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        keep = offset = 0
+        for n, raw in enumerate(lines, 1):
+            end = offset + len(raw) + 1
+            last = n == len(lines)
+            if raw.strip():
+                row = _parse(raw)
+                if row is None or (last and not data.endswith(b"\n")):
+                    if last:  # an episode being written when the run died
+                        break
+                    raise ConfigError(f"{self.path}:{n} is not a JSON trajectory line; the file is left as "
+                                      "it is: give another --out, or remove that line")
+                if row.get("env") != self.env:
+                    raise ConfigError(f"{self.path}:{n} is a trajectory of environment {row.get('env')!r}, not "
+                                      f"{self.env!r}; give another --out")
+                if isinstance(row.get("key"), str):
+                    self.finished.add(row["key"])
+                self.lines += 1
+            keep = min(end, len(data))
+            offset = end
+        self.dropped_bytes = len(data) - keep
+        return keep
 
     def append(self, line: dict[str, Any]) -> None:
         """Write one trajectory line and flush it (one ``write`` of a whole line)."""
