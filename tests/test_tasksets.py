@@ -233,3 +233,13 @@ def test_cli_run_all_tasks_plays_every_task_exactly_once(name):
     ids = [t.id for t in load_environment(name).tasks.tasks]
     assert [r["task"] for r in rows] == ids
     assert all(r["done"] for r in rows), [r for r in rows if not r["done"]]
+
+
+def test_named_sets_inherit_the_top_tables_keys_but_not_its_source():
+    from openenv_mcp.core.tasks import parse_tasks_value
+
+    sets, default, private = parse_tasks_value(
+        {"file": "all.jsonl", "private": ["x"], "eval": {"dataset": "d.parquet"}, "small": {"limit": 2}})
+    assert sets["eval"] == {"private": ["x"], "dataset": "d.parquet"}
+    assert sets["small"] == {"file": "all.jsonl", "private": ["x"], "limit": 2}
+    assert (default, private) == ("default", ["x"]) and sets["default"] == {"file": "all.jsonl", "private": ["x"]}

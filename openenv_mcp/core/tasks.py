@@ -100,13 +100,20 @@ def parse_tasks_value(value: Any) -> tuple[dict[str, Any], str | None, list[str]
                           "default, and named sets as sub-tables ([tasks.train], [tasks.eval])")
     if not named:
         return {"default": shared}, "default", private
-    sets = {k: ({**shared, **v} if isinstance(v, dict) else v) for k, v in named.items()}
+    sets = {k: ({**_inherited(shared, v), **v} if isinstance(v, dict) else v) for k, v in named.items()}
     if "file" in shared or "dataset" in shared:
         sets.setdefault("default", shared)
     default = value.get("default", "default" if "default" in sets else "train" if "train" in sets else next(iter(sets)))
     if default not in sets:
         raise ConfigError(f"[tasks] default = {default!r} names no task set; sets: {', '.join(sets)}")
     return sets, default, private
+
+
+def _inherited(shared: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """The top table's keys a named set inherits (not its source when the set names its own)."""
+    if "file" in own or "dataset" in own:
+        return {k: v for k, v in shared.items() if k not in ("file", "dataset")}
+    return shared
 
 
 def resolve_tasks(spec_tasks: Any, base_dir: Path, override: Any = None, split: str | None = None) -> list[Task]:
