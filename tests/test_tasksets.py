@@ -218,7 +218,8 @@ def test_repeat_needs_all_tasks_or_a_pinned_task():
     tasks = TaskSet([Task(id="a", prompt=""), Task(id="b", prompt="")])
     assert tasks.order(2, seed=5) == [(None, 5), (None, 6)]
     assert tasks.order(2, seed=5, repeat=2, task_id="b") == [("b", 5), ("b", 6), ("b", 7), ("b", 8)]
-    with pytest.raises(ConfigError, match="repeat needs all_tasks"):
+    with pytest.raises(ConfigError, match=r"repeat \(--repeat\) needs all_tasks \(--all-tasks: K episodes of every "
+                                          r"task\) or one pinned task \(--task\)"):
         tasks.order(2, repeat=2)
 
 

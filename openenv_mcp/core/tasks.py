@@ -292,5 +292,6 @@ class TaskSet:
             self.get(task_id)
             return [(task_id, seed + i) for i in range(episodes * repeat)]
         if repeat != 1:
-            raise ConfigError("repeat needs all_tasks (K episodes of every task) or one pinned task")
+            raise ConfigError("repeat (--repeat) needs all_tasks (--all-tasks: K episodes of every task) or one "
+                              "pinned task (--task)")
         return [(None, seed + i) for i in range(episodes)]
