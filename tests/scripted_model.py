@@ -11,6 +11,12 @@ the model answers "Done." without tool calls.
 
 Options: ``api_key`` (401 for any other bearer), ``flaky`` (the first request
 of every turn of every conversation is answered 503 once, with Retry-After: 0).
+
+Like vLLM, it answers ``logprobs: true`` with ``choices[i].logprobs.content`` (one entry
+per "token": a character of the message's JSON text, logprob ``-0.1 * position``),
+``return_token_ids: true`` with ``choices[i].token_ids`` (the characters' code points)
+and a top-level ``prompt_token_ids``, and ``n`` with n choices (the same scripted turn).
+``stop_after`` answers 500 (no retry helps) once that many completions were served.
 """
 
 from __future__ import annotations
@@ -51,8 +57,11 @@ def plans_from_solutions(environment: Any, kind: str = "reference", *, one_call_
 class ScriptedModel:
     """The server; use as a context manager. ``url`` is the API root (``.../v1``)."""
 
-    def __init__(self, plans: dict[str, Plan], *, api_key: str | None = None, flaky: bool = False) -> None:
+    def __init__(self, plans: dict[str, Plan], *, api_key: str | None = None, flaky: bool = False,
+                 stop_after: int | None = None) -> None:
         self.plans = plans
+        self.stop_after = stop_after
+        self.served = 0
         self.api_key = api_key
         self.flaky = flaky
         self.requests: list[dict[str, Any]] = []
@@ -102,6 +111,12 @@ class ScriptedModel:
                 flake = True
             else:
                 flake = False
+        if self.stop_after is not None:
+            with self._lock:
+                over = self.served >= self.stop_after
+                self.served += 0 if over else 1
+            if over:
+                return self._answer(400, {"error": {"message": "the model server went away"}})
         if flake:
             return self._answer(503, {"error": {"message": "overloaded, try again"}}, {"Retry-After": "0"})
         plan = self.plans.get(prompt)
@@ -122,9 +137,20 @@ class ScriptedModel:
                     for i, (name, raw) in enumerate(calls)
                 ]
         finish = "tool_calls" if message.get("tool_calls") else "stop"
+        text = json.dumps(message, sort_keys=True)
+        choices = []
+        for i in range(int(body.get("n") or 1)):
+            choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish}
+            if body.get("logprobs"):
+                choice["logprobs"] = {"content": [{"token": ch, "logprob": round(-0.1 * k, 3), "top_logprobs": []}
+                                                  for k, ch in enumerate(text)]}
+            if body.get("return_token_ids"):
+                choice["token_ids"] = [ord(ch) for ch in text]
+            choices.append(choice)
+        extra = {"prompt_token_ids": [ord(ch) for ch in prompt]} if body.get("return_token_ids") else {}
         return self._answer(200, {
             "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
-            "model": body.get("model", "scripted"),
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "model": body.get("model", "scripted"), **extra,
+            "choices": choices,
             "usage": {"prompt_tokens": 10 * len(messages), "completion_tokens": 5, "total_tokens": 10 * len(messages) + 5},
         })

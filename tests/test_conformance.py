@@ -120,6 +120,16 @@ ENV_CASES = [
         rf"\{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} after reset "
         r"and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in the first episode: changes made in the "
         r"previous episode are still visible")),
+    ("leaks_answer", "env.answer_hidden",
+     "task 'capital-fr': MCP resources/read 'quiz://tasks' shows the grader-only answer \"Paris (Île-de-France)\"; "
+     "task 'capital-fr': MCP resources/read 'quiz://tasks' shows the grader-only data.accepted "
+     "[\"paris\", \"paris, france\"]; task 'capital-fr': step observation shows the grader-only answer "
+     "\"Paris (Île-de-France)\"; task 'capital-fr': control plane POST /episodes/{id}/step call_tool shows the "
+     "grader-only answer \"Paris (Île-de-France)\"; task 'capital-jp': MCP resources/read 'quiz://tasks' shows "
+     "the grader-only answer \"Tokyo (Kantō)\"; task 'capital-jp': MCP resources/read 'quiz://tasks' shows the "
+     "grader-only data.accepted [\"tokyo\", \"tokyo, japan\"]; task 'capital-jp': step observation shows the "
+     "grader-only answer \"Tokyo (Kantō)\"; task 'capital-jp': control plane POST /episodes/{id}/step call_tool "
+     "shows the grader-only answer \"Tokyo (Kantō)\""),
     ("prod_drift", "env.prod_identity",
      "servers ['db']: tool 'db_lookup' inputSchema differs: sim {\"additionalProperties\":false,\"properties\":"
      "{\"key\":{\"type\":\"string\"}},\"required\":[\"key\"],\"type\":\"obj…, prod {\"additionalProperties\":"
@@ -149,6 +159,23 @@ async def test_an_environment_with_a_tool_named_reset_fails_control_plane_hidden
     assert report.result("control_plane.hidden").message == message
     assert report.result("mcp.handshake").message == f"the environment could not start an episode to serve: {message}"
     assert report.result("tools.list").message == "mcp.handshake failed: no MCP session, nothing else can be checked"
+
+
+@pytest.mark.anyio
+async def test_a_framework_that_shows_the_full_task_fails_answer_hidden(monkeypatch):
+    """The bug env.answer_hidden guards against: every observation carried the whole task."""
+    from openenv_mcp.types import Task
+
+    monkeypatch.setattr(Task, "public", lambda self, private=(): self)
+    report = await check_env_async("files", only="env.answer_hidden", official=False)
+    result = report.result("env.answer_hidden")
+    assert result.status == "failed", result
+    assert result.message.startswith(
+        "task 'rename-notes': reset observation carries grader-only task.data keys ['goals', 'keep']; "
+        "task 'rename-notes': list_tools observation carries grader-only task.data keys ['goals', 'keep']; "
+        "task 'rename-notes': step observation carries grader-only task.data keys ['goals', 'keep']; "
+        "task 'rename-notes': control plane POST /episodes carries grader-only observation.task.data keys "
+        "['goals', 'keep']"), result.message
 
 
 @pytest.mark.anyio
@@ -193,10 +220,10 @@ async def test_a_serving_layer_that_rewrites_results_fails_wire_parity():
     subject = broken_subjects.TamperedWireSubject(load_environment("echo"))
     report = await check_env_async(subject, only="wire.parity", official=False)
     assert report.result("wire.parity").message == (
-        "task 'echo-06' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"seeded and "
-        "deterministic\"} returned \"seeded and deterministic\" structured {\"result\": \"seeded and "
-        "deterministic\"} via step() and \"SEEDED AND DETERMINISTIC\" structured {\"result\": \"seeded and "
-        "deterministic\"} via MCP tools/call")
+        "task 'echo-02' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"reinforcement "
+        "learning\"} returned \"reinforcement learning\" structured {\"result\": \"reinforcement "
+        "learning\"} via step() and \"REINFORCEMENT LEARNING\" structured {\"result\": \"reinforcement "
+        "learning\"} via MCP tools/call")
 
 
 @pytest.mark.anyio

@@ -40,18 +40,21 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 # -- run -------------------------------------------------------------------------
 async def run_reference(target: str, episodes: int, seed: int | None, policy: str = "reference",
-                        progress: bool = True, show_steps: bool = False) -> list[dict[str, Any]]:
-    """Run the environment's scripted ``policy`` for ``episodes`` episodes; one row per episode."""
+                        progress: bool = True, show_steps: bool = False, *, all_tasks: bool = False,
+                        repeat: int = 1, tasks: str | None = None, split: str | None = None) -> list[dict[str, Any]]:
+    """Run the environment's scripted ``policy`` for ``episodes`` episodes (or every task,
+    ``repeat`` times each, with ``all_tasks``); one row per episode."""
     from ..client.registry import load_environment
 
-    environment = load_environment(target)
+    environment = load_environment(target, tasks=tasks, split=split)
     rows: list[dict[str, Any]] = []
     base = 0 if seed is None else seed
+    plan = environment.tasks.order(episodes, seed=base, all_tasks=all_tasks, repeat=repeat)
     columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     with Progress(*columns, console=err_console, disable=not progress) as bar:
-        job = bar.add_task(f"{environment.name}: {policy} policy", total=episodes)
-        for i in range(episodes):
-            episode = await environment.new_episode(seed=base + i)
+        job = bar.add_task(f"{environment.name}: {policy} policy", total=len(plan))
+        for i, (task_id, episode_seed) in enumerate(plan):
+            episode = await environment.new_episode(seed=episode_seed, task_id=task_id)
             try:
                 if show_steps:
                     console.rule(f"episode {i} · task {episode.task.id} · seed {episode.seed}")
@@ -101,7 +104,8 @@ def _summary(rows: list[dict[str, Any]], title: str) -> None:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     rows = anyio.run(lambda: run_reference(args.env, args.episodes, args.seed, args.policy,
-                                           show_steps=args.show_steps))
+                                           show_steps=args.show_steps, all_tasks=args.all_tasks,
+                                           repeat=args.repeat, tasks=args.tasks, split=args.split))
     _summary(rows, f"{args.env}: {args.policy} policy")
     return 0
 
@@ -152,6 +156,16 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
 
 
 # -- parser ---------------------------------------------------------------------
+def add_task_arguments(p: argparse.ArgumentParser) -> None:
+    """``--all-tasks``, ``--repeat``, ``--tasks``, ``--split``: which tasks a command plays."""
+    p.add_argument("--all-tasks", action="store_true", help="play every task exactly once, in order")
+    p.add_argument("--repeat", type=int, default=1, metavar="K",
+                   help="with --all-tasks (or --task): K episodes per task, with distinct seeds")
+    p.add_argument("--tasks", default=None, metavar="SET_OR_PATH",
+                   help="a named task set of the env file (train, eval...), a JSONL file or a dataset path")
+    p.add_argument("--split", default=None, help="the dataset split to load (dataset-backed tasks)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="openenv-mcp", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -165,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="seed of the first episode (then +1 each)")
     p.add_argument("--policy", choices=["reference", "wrong"], default="reference")
     p.add_argument("--show-steps", action="store_true", help="print every tool call and its result")
+    add_task_arguments(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("demo", help="the tour: serve an environment, show how to connect, play one episode over MCP")
@@ -190,7 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=None, help="system prompt (default: a short agent instruction)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
     p.add_argument("--max-retries", type=int, default=5, help="retries of 429/5xx/connection errors")
-    p.add_argument("--out", default="trajectories.jsonl", help="JSONL file, one episode per line")
+    p.add_argument("--out", default="trajectories.jsonl",
+                   help="JSONL file, one episode per line; appended to, episodes already in it are skipped")
+    p.add_argument("--n", type=int, default=1,
+                   help="completions per prompt: n episodes per task and seed, sampled as one group")
+    p.add_argument("--logprobs", action="store_true",
+                   help="ask for token logprobs and record them per turn")
+    p.add_argument("--token-ids", action="store_true",
+                   help="ask for token ids too (vLLM's return_token_ids) and record them per turn")
+    add_task_arguments(p)
     p.set_defaults(func=_cmd_rollout)
 
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")

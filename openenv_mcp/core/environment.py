@@ -9,7 +9,7 @@ from typing import Any, Callable
 from .episode import Episode
 from ..errors import ConfigError
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
-from .tasks import TaskSet, load_tasks
+from .tasks import TaskSet, parse_tasks_value, resolve_tasks
 from ..types import CallTool, Task, action_from_json
 from .warm import WarmPool, World
 
@@ -29,10 +29,15 @@ class Environment:
             or ``$OPENENV_MCP_WORKDIR``).
         warm_pool: pre-started worlds kept ready for fast resets (overrides
             the spec's ``warm_pool``; see :mod:`openenv_mcp.core.warm`).
+        tasks: the tasks to play instead of the env file's default set: a named set of
+            the env file (``"eval"``), a JSONL file or dataset path, a list of tasks, or a
+            ``datasets.Dataset`` (mapped with the env file's ``[tasks]`` columns).
+        split: the dataset split to load instead of the env file's.
     """
 
     def __init__(self, spec: EnvSpec, *, mode: str = "sim", call_timeout: float | None = None,
-                 max_steps: int | None = None, workdir: Path | None = None, warm_pool: int | None = None) -> None:
+                 max_steps: int | None = None, workdir: Path | None = None, warm_pool: int | None = None,
+                 tasks: Any = None, split: str | None = None) -> None:
         if mode not in ("sim", "prod"):
             raise ConfigError(f"mode must be 'sim' or 'prod', got {mode!r}")
         self.spec = spec
@@ -43,8 +48,8 @@ class Environment:
             self.max_steps = None
         self.workdir = workdir
         self.servers: list[ToolServerSpec] = [s.variant(mode) for s in spec.tool_servers]
-        self.tasks = TaskSet(load_tasks(spec.tasks, spec.base_dir))
-        self.private_fields = frozenset(spec.private_task_fields)
+        self.tasks = TaskSet(resolve_tasks(spec.tasks, spec.base_dir, tasks, split))
+        self.private_fields = frozenset(spec.private_task_fields) | frozenset(parse_tasks_value(spec.tasks)[2])
         """Grader-only ``data`` keys of every task (never shown on any face)."""
         reward = spec.reward
         if isinstance(reward, str):

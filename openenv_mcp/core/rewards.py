@@ -4,9 +4,18 @@ The command runs after every step (and once at the start of an episode)
 *inside the boundary of a tool server* (``server``, default: the first one):
 same uid, limits and namespaces, the episode's workspace as its working
 directory, ``{workspace}`` / ``{env_dir}`` expanded as in the server's command.
-It gets ``OPENENV_TASK_ID``, ``OPENENV_TASK_JSON`` (the task as JSON) and
-``OPENENV_STEP``, and prints the score on its last line of stdout: a number,
-or a JSON object ``{"score": 0.5, "done": false, "info": {...}}``.
+It gets ``OPENENV_TASK_ID``, ``OPENENV_TASK_JSON`` (the task as every face shows
+it: **without** ``answer`` and the private ``data`` keys) and ``OPENENV_STEP``, and
+prints the score on its last line of stdout: a number, or a JSON object
+``{"score": 0.5, "done": false, "info": {...}}``.
+
+Why the public task only: the command runs where agent code runs (same uid, same
+PID namespace for ``process``), so agent code left running in the background can
+read the command's environment, arguments and pipes (``/proc/PID/environ``), and
+anything given to it is the agent's. A reward that needs the answer is a Python
+reward (``reward = "module:function"``): it runs in the environment server, out of
+the agent's reach, and can still inspect the workspace (``ctx.workspace``,
+``ctx.call_tool``).
 
 A command that exits non-zero, prints no number or runs past ``timeout`` is
 an error of the environment (raised as :class:`OpenEnvError` with its stderr):
@@ -57,7 +66,8 @@ class CommandReward:
     async def __call__(self, ctx: Any) -> float | Score:
         episode = ctx.episode
         conn = next(c for c in episode.connections if c.spec.name == self.server)
-        env = {"OPENENV_TASK_ID": ctx.task.id, "OPENENV_TASK_JSON": ctx.task.model_dump_json(),
+        public = episode.public_task  # never the grader-only fields: agent code can read this process
+        env = {"OPENENV_TASK_ID": public.id, "OPENENV_TASK_JSON": public.model_dump_json(),
                "OPENENV_STEP": str(ctx.step)}
         code, out, err = await conn.run_command(list(self.config.command), env, self.config.timeout)
         shown = " ".join(self.config.command)

@@ -146,12 +146,15 @@ class EnvSpec(_Spec):
     """One line shown by ``openenv-mcp list``."""
     max_steps: int | None = 50
     """Tool calls per episode before ``truncated``; ``None`` for no limit."""
-    tasks: str | list[dict[str, Any]] | None = None
-    """A JSONL file (relative to the env folder) or a list of task objects.
+    tasks: str | list[dict[str, Any]] | dict[str, Any] | None = None
+    """A JSONL file (relative to the env folder), a list of task objects, or the
+    ``[tasks]`` table: ``file`` or ``dataset`` (a ``datasets`` source), ``private``,
+    named sets ``[tasks.train]``... (see :mod:`openenv_mcp.core.tasks`).
     Without tasks, each episode gets one empty task."""
     private_task_fields: list[str] = Field(default_factory=list)
-    """Keys of every task's ``data`` that are grader-only (expected answers,
-    goals): rewards read them, no face ever shows them (see ``Task.public``)."""
+    """Older spelling of ``[tasks] private`` (both work): keys of every task's ``data``
+    that are grader-only (expected answers, goals): rewards read them, no face ever
+    shows them (see ``Task.public``)."""
     reward: Any = None
     """``"module:function"`` or a callable ``f(ctx: RewardContext)`` returning the
     score (float or :class:`~openenv_mcp.types.Score`); or ``{command = [...]}``
@@ -200,6 +203,9 @@ def load_env_file(path: str | Path) -> EnvSpec:
     if unknown:
         raise ConfigError(f"{path}: unknown top-level table(s) {sorted(unknown)}; expected [env] and [[tool_servers]]")
     if "tasks" in raw:
+        if "tasks" in env:
+            raise ConfigError(f"{path}: tasks are given twice, as [env] tasks and as a top-level tasks table; "
+                              "keep one")
         env["tasks"] = raw["tasks"]
     env["tool_servers"] = raw.get("tool_servers", [])
     env["base_dir"] = path.parent.resolve()

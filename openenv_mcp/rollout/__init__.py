@@ -30,7 +30,7 @@ import statistics
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Awaitable, Callable, Collection, Union
 
 import anyio
 import httpx
@@ -38,6 +38,7 @@ from mcp.types import CallToolResult, TextContent, Tool
 
 from ..errors import ConfigError, OpenEnvError
 from ..types import CallTool, Observation
+from .outfile import TrajectoryFile, episode_key
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
@@ -83,6 +84,21 @@ class Turn:
     """Token usage as the model server reported it (``prompt_tokens``...)."""
     finish_reason: str | None = None
     """The model server's ``finish_reason``."""
+    logprobs: list[dict[str, Any]] | None = None
+    """Per generated token ``{"token", "logprob"}`` (``choices[i].logprobs.content``), when asked for."""
+    token_ids: list[int] | None = None
+    """The generated token ids, when the server returns them (vLLM ``return_token_ids``,
+    or tokens given as ``token_id:N`` in the logprobs)."""
+    prompt_token_ids: list[int] | None = None
+    """The prompt's token ids, when the server returns them (vLLM ``return_token_ids``)."""
+
+    def record(self) -> dict[str, Any] | None:
+        """What a trajectory keeps of this turn for training (``None``: nothing to keep)."""
+        out = {k: v for k, v in (("token_ids", self.token_ids), ("logprobs", self.logprobs),
+                                 ("prompt_token_ids", self.prompt_token_ids)) if v is not None}
+        if not out:
+            return None
+        return {"finish_reason": self.finish_reason, **out}
 
 
 Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Union[Turn, dict[str, Any], Awaitable[Any]]]
@@ -170,12 +186,17 @@ class OpenAIPolicy:
             ``Retry-After`` header is honoured (capped at ``max_backoff``).
         backoff, max_backoff: first and largest wait, seconds.
         max_connections: HTTP connection pool size (at least the concurrency).
+        logprobs: ask for token logprobs (``logprobs: true``; ``top_logprobs`` too when
+            given) and record them per turn.
+        token_ids: ask for token ids (vLLM's ``return_token_ids: true``; not for servers
+            that reject unknown fields, such as OpenAI's).
     """
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
                  temperature: float | None = None, max_tokens: int | None = None,
                  extra_body: dict[str, Any] | None = None, timeout: float = 120.0, max_retries: int = 5,
-                 backoff: float = 0.5, max_backoff: float = 30.0, max_connections: int = 64) -> None:
+                 backoff: float = 0.5, max_backoff: float = 30.0, max_connections: int = 64,
+                 logprobs: bool = False, top_logprobs: int | None = None, token_ids: bool = False) -> None:
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise ConfigError(f"model server URL must look like http://HOST:PORT/v1, got {base_url!r}")
@@ -185,6 +206,9 @@ class OpenAIPolicy:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body = dict(extra_body or {})
+        self.logprobs = logprobs
+        self.top_logprobs = top_logprobs
+        self.token_ids = token_ids
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -204,18 +228,33 @@ class OpenAIPolicy:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
             body["max_tokens"] = self.max_tokens
+        if self.logprobs:
+            body["logprobs"] = True
+            if self.top_logprobs is not None:
+                body["top_logprobs"] = self.top_logprobs
+        if self.token_ids:
+            body["return_token_ids"] = True
         body.update(self.extra_body)
         return body
 
     async def __call__(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
-        data = await self._post(self.request_body(messages, tools))
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            raise PolicyError(f"model server at {self.url} answered without choices[0].message: "
-                              f"{json.dumps(data)[:300]}") from None
-        return Turn(message=message, usage=data.get("usage"), finish_reason=choice.get("finish_reason"))
+        return (await self.sample(messages, tools, 1))[0]
+
+    async def sample(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], n: int) -> list[Turn]:
+        """``n`` completions of one prompt in one request (``n`` in the API), one :class:`Turn` each
+        (the usage, which covers them all, goes with the first)."""
+        body = self.request_body(messages, tools)
+        if n != 1:
+            body["n"] = n
+        data = await self._post(body)
+        choices = data.get("choices")
+        if not isinstance(choices, list) or len(choices) < n or \
+                not all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices[:n]):
+            got = len(choices) if isinstance(choices, list) else 0
+            raise PolicyError(f"model server at {self.url} answered {got} choice(s) with a message, asked for "
+                              f"{n}: {json.dumps(data)[:300]}")
+        choices = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0)
+        return [_turn(data, choice, first=i == 0) for i, choice in enumerate(choices[:n])]
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         attempt = 0
@@ -273,6 +312,35 @@ class OpenAIPolicy:
         await self.aclose()
 
 
+def _turn(data: dict[str, Any], choice: dict[str, Any], first: bool) -> Turn:
+    """One choice of a chat completion as a :class:`Turn`, with logprobs and token ids when present."""
+    turn = Turn(message=choice["message"], usage=data.get("usage") if first else None,
+                finish_reason=choice.get("finish_reason"))
+    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if isinstance(content, list):
+        turn.logprobs = [{"token": t.get("token"), "logprob": t.get("logprob")} for t in content if isinstance(t, dict)]
+        ids = [_token_id(t.get("token")) for t in turn.logprobs]
+        if ids and all(i is not None for i in ids):  # vLLM return_tokens_as_token_ids: "token_id:123"
+            turn.token_ids = ids  # type: ignore[assignment]
+    ids = choice.get("token_ids")
+    if _int_list(ids):
+        turn.token_ids = ids
+    prompt_ids = data.get("prompt_token_ids", choice.get("prompt_token_ids"))
+    if _int_list(prompt_ids):
+        turn.prompt_token_ids = prompt_ids
+    return turn
+
+
+def _int_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
+
+
+def _token_id(token: Any) -> int | None:
+    if isinstance(token, str) and token.startswith("token_id:") and token[9:].isdigit():
+        return int(token[9:])
+    return None
+
+
 def _attempts(n: int) -> str:
     return f"{n} attempt" if n == 1 else f"{n} attempts"
 
@@ -322,6 +390,9 @@ class Trajectory:
     turns: int = 0
     usage: dict[str, int] | None = None
     timings: dict[str, Any] | None = None
+    key: str | None = None
+    sample: int = 0
+    completions: list[dict[str, Any]] | None = None
 
     @property
     def rewards(self) -> list[float]:
@@ -364,6 +435,9 @@ class Trajectory:
             "tool_errors": self.tool_errors,
             "usage": self.usage or {},
             "timings": self.timings or {},
+            "key": self.key,
+            "sample": self.sample,
+            "completions": self.completions or [],
         }
 
 
@@ -399,7 +473,12 @@ def _env_factory(env: Any, mode_options: dict[str, Any]) -> tuple[Callable[[], A
     if _is_url(env):
         return (lambda: make_async(env, **mode_options)), str(env), True
     environment = load_environment(env, **mode_options)
-    return (lambda: AsyncEnv(environment)), environment.name, True
+
+    def make() -> AsyncEnv:
+        return AsyncEnv(environment)
+
+    make.environment = environment  # type: ignore[attr-defined]  # its task list, for all_tasks/repeat
+    return make, environment.name, True
 
 
 async def _ask(policy: Policy, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
@@ -447,7 +526,7 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: int, env_name: str,
                        seed: int | None, task_id: str | None = None, max_steps: int = 30,
                        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                       close: bool = True) -> Trajectory:
+                       close: bool = True, sample: int = 0, key: str | None = None) -> Trajectory:
     """Play one episode: reset, then ask the policy and run its tool calls until the end."""
     env = make_env()
     if inspect.isawaitable(env):
@@ -467,7 +546,7 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
         messages.append({"role": "user", "content": prompt})
         traj = Trajectory(episode=index, env=env_name, seed=state.seed, task_id=state.task_id, prompt=prompt,
                           episode_id=state.episode_id, model=model, messages=messages, tools=tools, steps=[],
-                          usage={})
+                          usage={}, key=key, sample=sample, completions=[])
         steps: list[dict[str, Any]] = traj.steps
         while traj.stop_reason == "running":
             if len(steps) >= max_steps:
@@ -481,6 +560,9 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
                 if isinstance(value, int):
                     traj.usage[key] = traj.usage.get(key, 0) + value
             message, calls = _normalize_message(turn.message, traj.turns)
+            record = turn.record()
+            if record is not None:  # token ids / logprobs for trainers, aligned with the assistant message
+                traj.completions.append({"turn": traj.turns, "message_index": len(messages), **record})
             messages.append(message)
             if not calls:
                 traj.stop_reason = "no_tool_calls"
@@ -538,7 +620,8 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
 async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: int = 1, max_steps: int = 30,
                   seed: int | None = 0, task_id: str | None = None,
                   system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                  on_episode: Callable[[Trajectory], Any] | None = None,
+                  on_episode: Callable[[Trajectory], Any] | None = None, all_tasks: bool = False,
+                  repeat: int = 1, n: int = 1, skip: Collection[str] = (),
                   **env_options: Any) -> list[Trajectory]:
     """Play ``episodes`` episodes of ``env`` with ``policy``, at most ``concurrency`` at a time.
 
@@ -554,31 +637,45 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
         seed: episode ``i`` is reset with ``seed + i`` (``None``: random seeds,
             recorded in each trajectory).
         task_id: pin every episode to one task.
+        all_tasks: play every task of the environment once, in order (instead of
+            ``episodes``); ``repeat``: K episodes per task with distinct seeds
+            (:meth:`TaskSet.order`).
+        n: completions per prompt: every planned episode is played ``n`` times (a
+            group, ``sample`` 0..n-1) and the group's first turn is one request for
+            ``n`` choices (:meth:`OpenAIPolicy.sample`).
+        skip: episode keys (:func:`~openenv_mcp.rollout.outfile.episode_key`) already
+            played, e.g. read from an interrupted run's file: not played again.
         system_prompt: the system message (``None`` for none).
         model: recorded in each trajectory.
         on_episode: called with each finished trajectory (in finishing order).
-        env_options: passed to ``make_async`` (``mode``, ``call_timeout``...).
+        env_options: passed to ``make_async`` (``mode``, ``call_timeout``, ``tasks``,
+            ``split``...).
 
     Returns the trajectories sorted by episode index. A :class:`PolicyError`
     (bad key, unreachable server, retries exhausted) stops the whole rollout.
     """
-    if episodes < 1 or concurrency < 1 or max_steps < 1:
-        raise ConfigError("episodes, concurrency and max_steps must be at least 1")
+    if episodes < 1 or concurrency < 1 or max_steps < 1 or n < 1 or repeat < 1:
+        raise ConfigError("episodes, concurrency, max_steps, n and repeat must be at least 1")
     make_env, name, reusable = _env_factory(env, env_options)
     if not reusable and concurrency > 1:
         raise ConfigError("one env instance plays one episode at a time: pass an environment name, URL or "
                           "factory for concurrency > 1")
     if model is None:
         model = getattr(policy, "model", None)
+    plan = _plan(env, make_env, episodes=episodes, seed=seed, task_id=task_id, all_tasks=all_tasks, repeat=repeat)
     results: list[Trajectory] = []
     limiter = anyio.Semaphore(concurrency)
+    groups = {(t, s): _Group(policy, n) for t, s in plan}
+    todo = [(i * n + k, t, s, k) for i, (t, s) in enumerate(plan) for k in range(n)
+            if s is None or episode_key(s, t, k) not in skip]
 
-    async def one(i: int) -> None:
+    async def one(index: int, pinned: str | None, episode_seed: int | None, sample: int) -> None:
         async with limiter:
-            traj = await play_episode(make_env, policy, index=i, env_name=name,
-                                      seed=None if seed is None else seed + i, task_id=task_id,
-                                      max_steps=max_steps, system_prompt=system_prompt, model=model,
-                                      close=reusable)
+            member = groups[(pinned, episode_seed)].member(sample) if n > 1 else policy
+            traj = await play_episode(make_env, member, index=index, env_name=name, seed=episode_seed,
+                                      task_id=pinned, max_steps=max_steps, system_prompt=system_prompt,
+                                      model=model, close=reusable, sample=sample,
+                                      key=None if episode_seed is None else episode_key(episode_seed, pinned, sample))
             results.append(traj)
             if on_episode is not None:
                 out = on_episode(traj)
@@ -587,8 +684,8 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
 
     try:
         async with anyio.create_task_group() as tg:
-            for i in range(episodes):
-                tg.start_soon(one, i)
+            for item in todo:
+                tg.start_soon(one, *item)
     except BaseExceptionGroup as group:  # surface the first real error, not the group
         first = group.exceptions[0]
         while isinstance(first, BaseExceptionGroup):
@@ -598,6 +695,45 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
         await make_env().close()
     return sorted(results, key=lambda t: t.episode)
 
+
+def _plan(env: Any, make_env: Callable[[], Any], *, episodes: int, seed: int | None, task_id: str | None,
+          all_tasks: bool, repeat: int) -> list[tuple[str | None, int | None]]:
+    """The (task_id, seed) of every planned episode."""
+    if not all_tasks and repeat == 1:
+        if seed is None:
+            return [(task_id, None) for _ in range(episodes)]
+        return [(task_id, seed + i) for i in range(episodes)]
+    environment = getattr(make_env, "environment", None) or getattr(env, "environment", None) \
+        or getattr(getattr(env, "unwrapped", None), "environment", None)
+    tasks = getattr(environment, "tasks", None)
+    if tasks is None:
+        raise ConfigError("all_tasks/repeat need the environment's task list: give an environment name, env file "
+                          "or AsyncEnv, not a server URL or a factory")
+    return tasks.order(episodes, seed=seed or 0, all_tasks=all_tasks, repeat=repeat, task_id=task_id)
+
+
+class _Group:
+    """The ``n`` episodes of one prompt: their first turn is one request for ``n`` choices."""
+
+    def __init__(self, policy: Policy, n: int) -> None:
+        self.policy, self.n = policy, n
+        self.first: list[Turn] | None = None
+        self.lock = anyio.Lock()
+
+    def member(self, sample: int) -> Policy:
+        async def ask(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
+            if any(m.get("role") == "assistant" for m in messages):
+                return await _ask(self.policy, messages, tools)
+            async with self.lock:
+                if self.first is None:
+                    sampler = getattr(self.policy, "sample", None)
+                    if callable(sampler):
+                        self.first = list(await sampler(messages, tools, self.n))
+                    else:
+                        self.first = [await _ask(self.policy, messages, tools) for _ in range(self.n)]
+            return self.first[sample]
+
+        return ask
 
 
 # -- the command line ----------------------------------------------------------------
@@ -611,25 +747,28 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
 
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
     out = Path(args.out)
-    if out.parent and not out.parent.exists():
-        raise ConfigError(f"cannot write {str(out)!r}: folder {str(out.parent)!r} does not exist")
+    from ..client.registry import _is_url, find_env
 
+    env_name = str(args.env) if _is_url(args.env) else find_env(args.env).name
+    options = {k: v for k, v in (("tasks", args.tasks), ("split", args.split)) if v is not None}
     retries = 0
+    resumed = dropped = 0
 
     async def main() -> list[Trajectory]:
-        nonlocal retries
+        nonlocal retries, resumed, dropped
         policy = OpenAIPolicy(args.base_url, args.model, api_key, temperature=args.temperature,
                               max_tokens=args.max_tokens, timeout=args.timeout, max_retries=args.max_retries,
-                              max_connections=max(args.concurrency, 1))
+                              max_connections=max(args.concurrency, 1), logprobs=args.logprobs,
+                              token_ids=args.token_ids)
         columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("reward {task.fields[mean]:.2f}"), TimeElapsedColumn()]
         done: list[Trajectory] = []
-        with out.open("w") as fh, Progress(*columns, console=err_console) as bar:
-            job = bar.add_task(f"{args.env} · {args.model}", total=args.episodes, mean=0.0)
+        with TrajectoryFile(out, env_name) as fh, Progress(*columns, console=err_console) as bar:
+            resumed, dropped = len(fh.finished), fh.dropped_bytes
+            job = bar.add_task(f"{args.env} · {args.model}", total=None, mean=0.0)
 
             def write(traj: Trajectory) -> None:
-                fh.write(json.dumps(traj.to_json(), ensure_ascii=False) + "\n")
-                fh.flush()
+                fh.append(traj.to_json())
                 done.append(traj)
                 bar.update(job, advance=1, mean=statistics.fmean(t.reward for t in done))
 
@@ -637,7 +776,8 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
                 return await rollout(args.env, policy, episodes=args.episodes, concurrency=args.concurrency,
                                      max_steps=args.max_steps, seed=args.seed, task_id=args.task,
                                      system_prompt=args.system or DEFAULT_SYSTEM_PROMPT, model=args.model,
-                                     on_episode=write)
+                                     on_episode=write, all_tasks=args.all_tasks, repeat=args.repeat, n=args.n,
+                                     skip=set(fh.finished), **options)
             finally:
                 retries = policy.retries
                 await policy.aclose()
@@ -651,5 +791,9 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
                   f"{stats['mean_steps']:.1f}", f"{stats['tool_error_rate']:.1%}")
     console.print(table)
     extra = f" ({retries} model-server retries)" if retries else ""
+    if resumed:
+        extra += f"; {resumed} episodes already in the file were skipped"
+    if dropped:
+        extra += f"; a truncated last line ({dropped} bytes) left by an interrupted run was cut off"
     console.print(f"wrote {len(trajectories)} trajectories to {out}{extra}")
     return 0
