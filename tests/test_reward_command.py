@@ -11,7 +11,6 @@ import pytest
 import openenv_mcp
 from containment import FIXTURE, PYTHON, world_dir
 from conftest import need
-from openenv_mcp import OpenEnvError
 
 CHECK = """
 import json, os, sys
