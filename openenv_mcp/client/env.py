@@ -12,6 +12,7 @@ core on a background event loop, so it also works inside notebooks.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from typing import Any
 
@@ -86,11 +87,13 @@ class _Portal:
 
     _lock = threading.Lock()
     _portal: BlockingPortal | None = None
+    _pid: int | None = None
 
     @classmethod
     def get(cls) -> BlockingPortal:
         with cls._lock:
-            if cls._portal is None:
+            if cls._portal is None or cls._pid != os.getpid():  # a forked child has no loop thread: start one
+                cls._pid = os.getpid()
                 ready = threading.Event()
 
                 async def serve() -> None:

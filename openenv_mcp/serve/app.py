@@ -27,6 +27,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -40,6 +42,7 @@ from ..core.environment import Environment
 from .manager import ADMIN_SCOPE_KEY, EpisodeManager, default_max_episodes
 from ..errors import ConfigError, RequestTooLarge
 from .health import health_report
+from ..isolation import finish_removals
 from .mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY, McpFace
 from .metrics import Metrics
 
@@ -343,6 +346,8 @@ def create_app(
             aclose = getattr(environment, "aclose", None)
             if aclose is not None:
                 await aclose()
+            # uvicorn re-raises SIGTERM after shutdown, so atexit never runs: finish removals here
+            await anyio.to_thread.run_sync(finish_removals)
 
     app = Starlette(
         routes=routes,
