@@ -1,0 +1,44 @@
+"""Deploying what was trained (issue 15): the task on the MCP face in simulation, the same names everywhere."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from mcp.client.client import Client
+from servers import serving
+
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.serve.app import create_app
+from openenv_mcp.serve.mcp_server import TASK_PROMPT, TASK_URI
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_attached_mcp_client_reads_the_task_as_a_prompt_and_a_resource_without_grader_fields():
+    environment = load_environment("files")
+    async with serving(create_app(environment)) as url:
+        async with httpx.AsyncClient() as http:
+            created = (await http.post(url + "/episodes", json={"seed": 0, "task_id": "rename-notes"})).json()
+        async with Client(created["mcp_url"]) as client:
+            prompts = (await client.list_prompts()).prompts
+            assert [p.name for p in prompts] == [TASK_PROMPT]
+            got = await client.get_prompt(TASK_PROMPT)
+            assert [(m.role, m.content.text) for m in got.messages] == [
+                ("user", "Rename the file `notes.txt` to `meeting-notes.txt`. Keep its content unchanged.")]
+            resources = (await client.list_resources()).resources
+            assert [str(r.uri) for r in resources] == [TASK_URI]
+            read = await client.read_resource(TASK_URI)
+            task = json.loads(read.contents[0].text)
+            assert task == {"id": "rename-notes", "data": {},
+                            "prompt": "Rename the file `notes.txt` to `meeting-notes.txt`. Keep its content unchanged."}
+            raw = read.contents[0].text + got.model_dump_json()
+            for secret in ("goals", "keep", "same_as_seed", "todo.md"):  # grader-only: never on a face
+                assert secret not in raw
+            # the agent solves it over MCP; the trainer still reads the reward on the control plane
+            await client.call_tool("fs_move", {"source": "notes.txt", "destination": "meeting-notes.txt"})
+        async with httpx.AsyncClient() as http:
+            state = (await http.get(f"{url}/episodes/{created['episode_id']}/state",
+                                    headers={"OpenEnv-Episode-Key": created["episode_key"]})).json()
+        assert (state["state"]["cumulative_reward"], state["state"]["done"]) == (1.0, True)
