@@ -124,6 +124,8 @@ ENV_CASES = [
      "servers ['db']: tool 'db_lookup' inputSchema differs: sim {\"additionalProperties\":false,\"properties\":"
      "{\"key\":{\"type\":\"string\"}},\"required\":[\"key\"],\"type\":\"obj…, prod {\"additionalProperties\":"
      "false,\"properties\":{\"key\":{\"type\":\"integer\"}},\"required\":[\"key\"],\"type\":\"ob…"),
+    ("prod_rename", "env.prod_identity",
+     "servers ['notes']: tools only in sim: ['notes_lookup'], only in prod: ['notes_find']"),
 ]
 
 
