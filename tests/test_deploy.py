@@ -42,3 +42,26 @@ async def test_an_attached_mcp_client_reads_the_task_as_a_prompt_and_a_resource_
             state = (await http.get(f"{url}/episodes/{created['episode_id']}/state",
                                     headers={"OpenEnv-Episode-Key": created["episode_key"]})).json()
         assert (state["state"]["cumulative_reward"], state["state"]["done"]) == (1.0, True)
+
+
+@pytest.mark.parametrize(("module", "env", "server"), [("filesystem", "files", "fs")])
+async def test_a_reference_server_run_standalone_lists_the_names_the_environment_trained_with(tmp_path, module, env,
+                                                                                              server):
+    import sys
+
+    from mcp import StdioServerParameters
+
+    import openenv_mcp
+
+    with openenv_mcp.make(env) as trained:
+        expected = {t.name: t for t in trained.reset(seed=0).tools}
+    params = StdioServerParameters(command=sys.executable, args=["-m", f"openenv_mcp.tool_servers.{module}",
+                                                                 "--root", str(tmp_path)])
+    async with Client(params, mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == set(expected)
+        for name, tool in tools.items():
+            assert (tool.description, tool.input_schema) == (expected[name].description, expected[name].input_schema)
+        written = await client.call_tool(f"{server}_write", {"path": "a.txt", "content": "x"})
+        assert not written.is_error, written
+    assert (tmp_path / "a.txt").read_text() == "x"
