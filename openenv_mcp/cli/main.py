@@ -210,6 +210,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
     p.add_argument("--max-retries", type=int, default=5, help="retries of 429/5xx/connection errors")
     p.add_argument("--out", default="trajectories.jsonl", help="JSONL file, one episode per line")
+    p.add_argument("--harness", default=None, choices=["openai-agents", "pydantic-ai"],
+                   help="play with this agent harness over the episode's MCP address (docs/deploy.md)")
+    p.add_argument("--harness-cmd", default=None, metavar="CMD",
+                   help="play with any command; {mcp_url} {prompt_file} {mcp_config} {base_url} {model} are filled in")
+    p.add_argument("--harness-timeout", type=float, default=600.0,
+                   help="seconds one harness run may take before it is stopped (default 600)")
     p.set_defaults(func=_cmd_rollout)
 
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")
