@@ -65,3 +65,34 @@ async def test_a_reference_server_run_standalone_lists_the_names_the_environment
         written = await client.call_tool(f"{server}_write", {"path": "a.txt", "content": "x"})
         assert not written.is_error, written
     assert (tmp_path / "a.txt").read_text() == "x"
+
+
+def test_sql_in_production_without_a_database_says_so_at_start(monkeypatch, capsys):  # sync: the CLI runs its loop
+    from openenv_mcp.cli.main import main
+
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    assert main(["stdio", "sql", "--mode", "prod"]) == 2
+    assert ("sql in production uses the database at $DATABASE_URL (tool servers ['sql']): give --database-url URL "
+            "or set DATABASE_URL") in " ".join(capsys.readouterr().err.split())
+    assert main(["stdio", "sql", "--database-url", "postgresql://nobody@127.0.0.1:1/db"]) == 2
+    assert "--database-url is for production (--mode prod)" in " ".join(capsys.readouterr().err.split())
+
+
+async def test_sql_in_production_serves_the_database_at_database_url_with_the_simulation_tools(postgres_server):
+    import sys
+
+    from mcp import StdioServerParameters
+
+    import openenv_mcp
+    with openenv_mcp.make("sql") as sim:
+        expected = {t.name: t for t in sim.reset(seed=0).tools}
+    params = StdioServerParameters(command=sys.executable, env={"PATH": "/usr/bin:/bin"},
+                                   args=["-m", "openenv_mcp.cli", "stdio", "sql", "--mode", "prod",
+                                         "--database-url", postgres_server.url])
+    async with Client(params, mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == set(expected)
+        for name, tool in tools.items():
+            assert (tool.description, tool.input_schema) == (expected[name].description, expected[name].input_schema)
+        result = await client.call_tool("query", {"sql": "SELECT 40 + 2 AS answer"})
+        assert not result.is_error and "42" in result.content[0].text, result

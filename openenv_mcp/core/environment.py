@@ -145,6 +145,11 @@ def check_user_workspace(spec: EnvSpec, mode: str, workspace: str | Path | None,
     """The user's folder for production, or a :class:`ConfigError` saying why this
     environment cannot run on it (raised when the environment loads, i.e. at start)."""
     name = spec.name
+    if mode == "prod" and not os.environ.get("DATABASE_URL"):
+        needs = [s.name for s in spec.tool_servers if "DATABASE_URL" in s.variant("prod").pass_env]
+        if needs:
+            raise ConfigError(f"{name} in production uses the database at $DATABASE_URL (tool servers {needs}): "
+                              "give --database-url URL or set DATABASE_URL, e.g. postgresql://user@host:5432/db")
     if mode != "prod":
         if workspace is not None or read_only:
             raise ConfigError(f"{name}: --workspace and --read-only are for production (--mode prod); a simulation "
