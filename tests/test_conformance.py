@@ -134,6 +134,12 @@ ENV_CASES = [
      "servers ['db']: tool 'db_lookup' inputSchema differs: sim {\"additionalProperties\":false,\"properties\":"
      "{\"key\":{\"type\":\"string\"}},\"required\":[\"key\"],\"type\":\"obj…, prod {\"additionalProperties\":"
      "false,\"properties\":{\"key\":{\"type\":\"integer\"}},\"required\":[\"key\"],\"type\":\"ob…"),
+    ("prod_rename", "env.prod_identity",
+     "servers ['notes']: tools only in sim: ['notes_lookup'], only in prod: ['notes_find']"),
+    ("prod_redescribed", "env.prod_identity",
+     "servers ['notes']: tool 'notes_lookup' description differs: sim \"Look a note up by key.\", prod \"Look a note "
+     "up by key (production).\"; servers ['notes']: tool 'notes_lookup' annotations differs: sim {\"readOnlyHint\":"
+     "true}, prod null"),
 ]
 
 

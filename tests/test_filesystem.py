@@ -377,8 +377,8 @@ def test_cli_help_and_bad_root(tmp_path):
 
 async def test_standalone_stdio_with_the_official_sdk_client(layout):
     ws, out = layout
-    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws)],
-                                   cwd=str(REPO))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws),
+                                         "--namespace", ""], cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOLS
@@ -393,7 +393,7 @@ async def test_standalone_stdio_with_the_official_sdk_client(layout):
 
 async def test_standalone_http_with_the_official_sdk_client(layout):
     ws, _ = layout
-    async with http_tool_server("filesystem", "--root", str(ws)) as url, Client(url) as client:
+    async with http_tool_server("filesystem", "--root", str(ws), "--namespace", "") as url, Client(url) as client:
         assert {t.name for t in (await client.list_tools()).tools} == TOOLS
         result = await client.call_tool("list", {"path": "src"})
         assert result.content[0].text == "app.py (54 bytes)\nutil.py (37 bytes)"

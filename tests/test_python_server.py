@@ -235,7 +235,7 @@ def test_cli_help_and_bad_root(tmp_path):
 
 @pytest.mark.parametrize("lean", [False, True], ids=["fastmcp", "lean"])
 async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
-    args = ["-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path)] + (["--lean"] if lean else [])
+    args = ["-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path)] + (["--lean"] if lean else ["--namespace", ""])  # bare names (the default is the env's)
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:
@@ -251,7 +251,7 @@ async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
 
 
 async def test_standalone_http_with_the_official_sdk_client(tmp_path):
-    async with http_tool_server("python", "--root", str(tmp_path)) as url:
+    async with http_tool_server("python", "--root", str(tmp_path), "--namespace", "") as url:
         async with Client(url) as client:
             await client.call_tool("run", {"code": "total = 40"})
         async with Client(url) as client:  # one interpreter per server

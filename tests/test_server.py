@@ -323,11 +323,11 @@ async def test_resources_and_prompts_of_a_tool_server_are_served(tmp_path, gener
         async with Client(f"{url}/mcp", mode=generation) as client:
             assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
             resources = (await client.list_resources()).resources
-            assert [str(r.uri) for r in resources] == ["notes://readme"]
+            assert [str(r.uri) for r in resources] == ["openenv://episode/task", "notes://readme"]  # task first (sim)
             read = await client.read_resource("notes://readme")
             assert read.contents[0].text == "read me first"
             prompts = (await client.list_prompts()).prompts
-            assert [p.name for p in prompts] == ["greet"]
+            assert [p.name for p in prompts] == ["task", "greet"]
             got = await client.get_prompt("greet", {"name": "Ada"})
             assert got.messages[0].content.text == "Hello, Ada!"
             with pytest.raises(Exception, match="Resource not found: notes://nope"):

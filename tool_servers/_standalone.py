@@ -12,7 +12,13 @@ import sys
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
-__all__ = ["add_timeout_flags", "parser", "root_dir", "serve", "serve_lean"]
+__all__ = ["NAMESPACES", "add_timeout_flags", "parser", "root_dir", "serve", "serve_lean"]
+
+NAMESPACES = {"filesystem": "fs", "shell": "shell", "python": "python"}
+"""The namespace each built-in environment gives a reference server (``fs_read``, ``shell_run``...).
+Run standalone, a server prefixes its tools with it too, so an agent meets the same names whether
+it was trained on the environment or deployed on the server alone (``--namespace ''`` for bare names).
+``--lean`` (what an environment starts) serves bare names: the environment adds its namespace."""
 
 
 def parser(name: str, description: str, *, port: int, root_help: str | None = None,
@@ -21,6 +27,11 @@ def parser(name: str, description: str, *, port: int, root_help: str | None = No
     p = argparse.ArgumentParser(prog=f"python -m openenv_mcp.tool_servers.{name}", description=description)
     if root_help:
         p.add_argument("--root", required=True, type=Path, help=root_help)
+    if name in NAMESPACES:
+        p.add_argument("--namespace", default=None,
+                       help=f"tool-name prefix, as in the built-in environments (default {NAMESPACES[name]!r}: "
+                            f"{NAMESPACES[name]}_TOOL); '' for bare names; not with --lean")
+        p.set_defaults(default_namespace=NAMESPACES[name])
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
                    help="stdio (for IDE mcpServers configs, default) or streamable HTTP")
     if lean:
@@ -50,7 +61,16 @@ def root_dir(args: argparse.Namespace) -> Path | None:
 
 
 def serve(server: Any, args: argparse.Namespace, label: str) -> int:
-    """Run a FastMCP ``server`` over the transport ``args`` ask for."""
+    """Run a FastMCP ``server`` over the transport ``args`` ask for, its tools under ``--namespace``."""
+    namespace = getattr(args, "namespace", None)
+    if namespace is None:
+        namespace = getattr(args, "default_namespace", "")
+    if namespace:
+        from fastmcp import FastMCP
+
+        outer = FastMCP(server.name, instructions=server.instructions)
+        outer.mount(server, namespace=namespace)  # tools listed and called as {namespace}_{tool}
+        server = outer
     if args.transport == "stdio":
         server.run("stdio", show_banner=False)
     else:
@@ -63,6 +83,10 @@ def serve_lean(loop: Callable[..., Awaitable[None]], args: argparse.Namespace, *
     """Run a dependency-free stdio loop (``--lean``); refuses HTTP with a clear error."""
     if args.transport != "stdio":
         print("error: --lean serves stdio only; drop --lean for --transport http", file=sys.stderr)
+        return 2
+    if getattr(args, "namespace", None):
+        print("error: --lean serves bare tool names for an environment to namespace; drop --namespace",
+              file=sys.stderr)
         return 2
     asyncio.run(loop(*a, **kw))
     return 0

@@ -144,15 +144,34 @@ def _cmd_serve(args: argparse.Namespace) -> int:
           allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
           max_episodes=max_episodes, idle_timeout=args.idle_timeout or None,
           max_request_bytes=args.max_request_bytes, log_level=args.log_level,
-          extra_routes=playground_routes, public_paths=("/health", *PUBLIC_PATHS))
+          extra_routes=playground_routes, public_paths=("/health", *PUBLIC_PATHS), **_prod_options(args))
     return 0
 
 
 def _cmd_stdio(args: argparse.Namespace) -> int:
     from ..serve.app import serve_stdio
 
-    anyio.run(lambda: serve_stdio(args.env, mode=args.mode, seed=args.seed, task_id=args.task))
+    options = _prod_options(args)
+    anyio.run(lambda: serve_stdio(args.env, mode=args.mode, seed=args.seed, task_id=args.task, **options))
     return 0
+
+
+def _prod_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--workspace``/``--read-only``/``--database-url``: production on the user's own data."""
+    if args.database_url:
+        if args.mode != "prod":
+            raise OpenEnvError("--database-url is for production (--mode prod); simulation episodes use their "
+                               "own copy of the task's database")
+        os.environ["DATABASE_URL"] = args.database_url  # tool servers get it through their pass_env only
+    return {"workspace": args.workspace, "read_only": args.read_only}
+
+
+def _add_prod_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workspace", default=None, metavar="DIR",
+                   help="production: the folder the tools work on, in place (bound at /workspace in a sandbox)")
+    p.add_argument("--read-only", action="store_true", help="production: the tools may read --workspace, not change it")
+    p.add_argument("--database-url", default=None, metavar="URL",
+                   help="production: the database of SQL tool servers (default: $DATABASE_URL)")
 
 
 # -- parser ---------------------------------------------------------------------
@@ -214,6 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token-ids", action="store_true",
                    help="ask for token ids too (vLLM's return_token_ids) and record them per turn")
     add_task_arguments(p)
+    p.add_argument("--harness", default=None, choices=["openai-agents", "pydantic-ai"],
+                   help="play with this agent harness over the episode's MCP address (docs/deploy.md)")
+    p.add_argument("--harness-cmd", default=None, metavar="CMD",
+                   help="play with any command; {mcp_url} {prompt_file} {mcp_config} {base_url} {model} are filled in")
+    p.add_argument("--harness-timeout", type=float, default=600.0,
+                   help="seconds one harness run may take before it is stopped (default 600)")
     p.set_defaults(func=_cmd_rollout)
 
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")
@@ -237,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
                    help="cap on one request body or WebSocket message (default 4 MiB)")
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    _add_prod_flags(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("stdio", help="serve one episode as an MCP server over stdin/stdout (IDE configs)")
@@ -244,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=["sim", "prod"], default="sim")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--task", default=None, help="task id of the episode")
+    _add_prod_flags(p)
     p.set_defaults(func=_cmd_stdio)
 
     from .conformance import add_parser as add_conformance  # openenv-mcp conformance TARGET ...

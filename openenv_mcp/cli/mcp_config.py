@@ -1,4 +1,4 @@
-"""``openenv-mcp mcp-config ENV [--mode prod] [--workspace DIR]``: a ready ``mcpServers`` entry.
+"""``openenv-mcp mcp-config ENV [--mode prod --workspace DIR [--read-only]]``: a ready ``mcpServers`` entry.
 
 Prints JSON to paste into an MCP client's config (IDE, desktop assistant, agent harness). It starts
 ``openenv-mcp stdio ENV`` with absolute paths only: this virtualenv's Python (so no ``PATH``,
@@ -25,29 +25,30 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--mode", choices=["sim", "prod"], default="sim",
                    help="prod: the production variant of the tool servers (default sim)")
     p.add_argument("--workspace", metavar="DIR", default=None,
-                   help="folder the episode's workspace is created in (default: the system temp folder)")
+                   help="production: the user's folder the tools work on, in place (see docs/deploy.md)")
+    p.add_argument("--read-only", action="store_true", help="production: the tools may read --workspace, not change it")
     p.add_argument("--name", default=None, help="key of the entry (default: openenv-ENV)")
     p.set_defaults(func=run)
 
 
-def entry(env: str, mode: str = "sim", workspace: str | None = None) -> tuple[str, dict[str, Any]]:
-    """(name, server entry) for ``openenv-mcp stdio env``; raises UnknownEnvironment for an unknown env."""
+def entry(env: str, mode: str = "sim", workspace: str | None = None,
+          read_only: bool = False) -> tuple[str, dict[str, Any]]:
+    """(name, server entry) for ``openenv-mcp stdio env``; raises an OpenEnvError for an unknown env
+    or a workspace the environment cannot run on (checked here, not in the MCP client)."""
     from ..client.registry import find_env
+    from ..core.environment import check_user_workspace
 
     spec = find_env(env)  # fails here, not in the MCP client, when ENV is wrong
     path = Path(env)
     target = str(path.resolve()) if path.exists() and (path.is_dir() or path.suffix == ".toml") else env
-    server: dict[str, Any] = {"command": sys.executable,
-                              "args": ["-m", "openenv_mcp.cli", "stdio", target, "--mode", mode],
-                              "env": {}}
-    if workspace is not None:
-        folder = Path(workspace).expanduser().resolve()
-        folder.mkdir(parents=True, exist_ok=True)
-        server["env"]["OPENENV_MCP_WORKDIR"] = str(folder)
-    return f"openenv-{spec.name}", server
+    args = ["-m", "openenv_mcp.cli", "stdio", target, "--mode", mode]
+    user = check_user_workspace(spec, mode, workspace, read_only)
+    if user is not None:
+        args += ["--workspace", str(user.path)] + (["--read-only"] if read_only else [])
+    return f"openenv-{spec.name}", {"command": sys.executable, "args": args, "env": {}}
 
 
 def run(args: argparse.Namespace) -> int:
-    name, server = entry(args.env, args.mode, args.workspace)
+    name, server = entry(args.env, args.mode, args.workspace, args.read_only)
     print(json.dumps({"mcpServers": {args.name or name: server}}, indent=2))
     return 0

@@ -162,6 +162,10 @@ class EnvSpec(_Spec):
     solutions: str | None = None
     """Module with ``reference(task)`` and ``wrong(task)``, each returning the
     list of actions of a scripted trajectory."""
+    prod_workspace: Literal["required", "optional", "none"] = "optional"
+    """Production on the user's folder (``--mode prod --workspace DIR``): ``required``
+    (the tools work on files: production needs the folder), ``none`` (the tools use no
+    folder, e.g. a database: ``--workspace`` is refused) or ``optional``."""
     success_score: float = 1.0
     """Score at which the episode is done."""
     warm_pool: int = 0

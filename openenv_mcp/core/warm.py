@@ -61,16 +61,20 @@ async def prepare(env: Environment, episode_id: str, task: Task | None = None,
                   workspace: Workspace | None = None) -> World:
     """Seed a workspace and start every tool server of ``env`` on it."""
     spec = env.spec
-    world = World(workspace or Workspace(env.workdir), episode_id=episode_id)
+    user = env.user_workspace  # production on the user's folder: used in place, never seeded
+    if user is not None and workspace is not None:
+        workspace.remove()  # the lazily made private folder is not used
+    world = World(user or workspace or Workspace(env.workdir), episode_id=episode_id)
     try:
         seeds = [spec.path(s.workspace) for s in spec.tool_servers if s.workspace]
-        if task is not None and task.workspace:
+        if task is not None and task.workspace and env.mode == "sim":
             seeds.append(spec.path(task.workspace))
-        if seeds:  # copying a large seed must not stall the event loop (other episodes, the MCP face)
+        if seeds and user is None:  # copying a large seed must not stall the event loop (other episodes, the MCP face)
             await anyio.to_thread.run_sync(world.workspace.seed, *seeds)
         for server in env.servers:
             ctx = ServerContext(episode_id=episode_id, workspace=world.workspace, mode=env.mode,
-                                env=env.server_env(server))
+                                env=env.server_env(server), read_only=env.read_only,
+                                user_workspace=user is not None)
             world.connections.append(connect(server, ctx, spec.base_dir))
         await start_all(world.connections)
     except BaseException:

@@ -21,7 +21,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["Workspace", "copy_seed", "drain_removals", "owner_tag", "process_start_time", "remove_tree", "sweep_stale"]
+__all__ = ["UserWorkspace", "Workspace", "copy_seed", "drain_removals", "owner_tag", "process_start_time", "remove_tree", "sweep_stale"]
 
 log = logging.getLogger("openenv_mcp.workspace")
 PREFIX = "openenv-mcp-"
@@ -212,6 +212,31 @@ class Workspace:
             remove_tree(self._path)
             return
         _REAPER.put(trash)
+
+
+class UserWorkspace(Workspace):
+    """The user's own folder in production (``--workspace DIR``): used in place, never
+    seeded, emptied nor removed (closing an episode leaves every file as the agent left it).
+
+    Args:
+        path: an existing folder; resolved once here, so a link swapped in later
+            cannot move the root.
+        read_only: the tools may read but not change it (``--read-only``).
+    """
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        super().__init__()
+        self._path = Path(path).resolve(strict=True)
+        self.read_only = read_only
+
+    def seed(self, *seeds: Path) -> None:
+        raise RuntimeError("a user's workspace is never seeded")
+
+    def clear(self) -> None:
+        raise RuntimeError("a user's workspace is never emptied")
+
+    def remove(self) -> None:
+        """Nothing to do: the folder is the user's."""
 
 
 class _Reaper:

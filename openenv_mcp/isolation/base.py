@@ -31,16 +31,23 @@ class ServerContext:
             when a server first asks for it (servers that need none cost nothing).
         mode: ``sim`` (training/evaluation) or ``prod`` (deployment).
         env: variables for the server: the spec's ``env`` plus declared ``pass_env``.
+        read_only: the workspace may be read but not changed (production ``--read-only``);
+            a server that writes must refuse with a clear error.
+        user_workspace: the workspace is the user's own folder (production ``--workspace``),
+            not a private copy: a boundary must not change its owners nor remove it.
     """
 
-    __slots__ = ("_workspace", "env", "episode_id", "mode")
+    __slots__ = ("_workspace", "env", "episode_id", "mode", "read_only", "user_workspace")
 
     def __init__(self, episode_id: str, workspace: Path | Workspace, mode: str = "sim",
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, *, read_only: bool = False,
+                 user_workspace: bool = False) -> None:
         self.episode_id = episode_id
         self._workspace = workspace
         self.mode = mode
         self.env = env if env is not None else {}
+        self.read_only = read_only
+        self.user_workspace = user_workspace
 
     @property
     def workspace(self) -> Path:

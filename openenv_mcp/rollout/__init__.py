@@ -739,6 +739,10 @@ class _Group:
 # -- the command line ----------------------------------------------------------------
 def run_command(args: Any, console: Any, err_console: Any) -> int:
     """``openenv-mcp rollout``: progress bar, JSONL written as episodes finish, summary table."""
+    if getattr(args, "harness", None) or getattr(args, "harness_cmd", None):
+        from .harness import run_harness_command  # a real agent harness plays instead of the built-in loop
+
+        return run_harness_command(args, console, err_console)
     import os
     from pathlib import Path
 

@@ -24,6 +24,7 @@ import hmac
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -383,7 +384,7 @@ def tune_gc(threshold: int = 100_000) -> None:
 
 def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str = "sim", log_level: str = "warning",
           extra_routes: Callable[[Environment, str, str | None], Sequence[BaseRoute]] | None = None,
-          **options: Any) -> None:
+          workspace: str | Path | None = None, read_only: bool = False, **options: Any) -> None:
     """Load ``target`` (a name, env file or folder) in ``mode`` and serve it with uvicorn until stopped.
 
     ``extra_routes(environment, mode, token)`` may add routes (the playground);
@@ -395,7 +396,7 @@ def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str =
     from ..client.registry import load_environment
 
     options.setdefault("max_episodes", default_max_episodes())  # never unbounded by default
-    environment = load_environment(target, mode=mode)
+    environment = load_environment(target, mode=mode, workspace=workspace, read_only=read_only)
     routes = list(extra_routes(environment, mode, options.get("token")) if extra_routes else ())
     app = create_app(environment, mode=mode, host=host, extra_routes=routes, **options)
     tune_gc()
@@ -404,14 +405,16 @@ def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str =
                 backlog=8192, timeout_keep_alive=30, access_log=False, server_header=False)
 
 
-async def serve_stdio(target: Any, *, mode: str = "sim", seed: int | None = None, task_id: str | None = None) -> None:
-    """Serve one episode of ``target`` as an MCP server over stdin/stdout (IDE and desktop clients)."""
+async def serve_stdio(target: Any, *, mode: str = "sim", seed: int | None = None, task_id: str | None = None,
+                      workspace: str | Path | None = None, read_only: bool = False) -> None:
+    """Serve one episode of ``target`` as an MCP server over stdin/stdout (IDE and desktop clients);
+    in production on the user's folder ``workspace`` (see ``docs/deploy.md``)."""
     from mcp.server.stdio import stdio_server
 
     from .mcp_server import episode_server
     from ..client.registry import load_environment
 
-    environment = load_environment(target, mode=mode)
+    environment = load_environment(target, mode=mode, workspace=workspace, read_only=read_only)
     episode = await environment.new_episode(seed=seed, task_id=task_id)
     try:
         server = episode_server(episode)

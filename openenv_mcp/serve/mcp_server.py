@@ -19,7 +19,12 @@ from mcp.types import (
     ListPromptsResult,
     ListResourcesResult,
     ListToolsResult,
+    Prompt,
+    PromptMessage,
     ReadResourceResult,
+    Resource,
+    TextContent,
+    TextResourceContents,
 )
 
 from ..core.episode import Episode
@@ -27,7 +32,7 @@ from ..errors import EpisodeEnded
 from ..isolation.inprocess import error_result
 from ..types import CallTool
 
-__all__ = ["EPISODE_ENDED_MESSAGE", "build_server", "episode_server"]
+__all__ = ["EPISODE_ENDED_MESSAGE", "TASK_PROMPT", "TASK_URI", "build_server", "episode_server"]
 
 INVALID_PARAMS = -32602
 RESOURCE_NOT_FOUND = -32002
@@ -37,6 +42,31 @@ EPISODE_ENDED_MESSAGE = "This episode has ended; no further tool calls are accep
 not mention the control plane: the agent must not learn it can reset."""
 
 Resolver = Callable[[Any], Awaitable[Episode]]
+
+TASK_PROMPT = "task"
+"""Name of the prompt holding a simulation episode's task (what the agent is asked to do)."""
+TASK_URI = "openenv://episode/task"
+"""Resource holding a simulation episode's public task as JSON (``id``, ``prompt``, public ``data``)."""
+
+
+def _offers_task(episode: Episode) -> bool:
+    """Only a simulation episode has a task to offer; production serves the user's own request."""
+    return episode.env.mode == "sim"
+
+
+def _task_prompt(episode: Episode) -> Prompt:
+    return Prompt(name=TASK_PROMPT, title="Task of this episode",
+                  description=f"What to do in this {episode.env.name} episode (task {episode.public_task.id}).")
+
+
+def _task_resource(episode: Episode) -> Resource:
+    return Resource(uri=TASK_URI, name="task", title="Task of this episode", mime_type="application/json",
+                    description="The episode's task: id, prompt and public data (never grader-only fields).")
+
+
+def _task_json(episode: Episode) -> str:
+    # public_task already lacks ``answer`` and the environment's private data keys (Task.public)
+    return episode.public_task.model_dump_json(include={"id", "prompt", "data"})
 
 
 def build_server(name: str, resolve: Resolver, *, version: str = "", instructions: str | None = None) -> Server:
@@ -55,21 +85,33 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
         return obs.result
 
     async def list_resources(ctx: Any, params: Any) -> ListResourcesResult:
-        return ListResourcesResult(resources=await (await resolve(ctx)).list_resources())
+        episode = await resolve(ctx)
+        own = [_task_resource(episode)] if _offers_task(episode) else []
+        return ListResourcesResult(resources=[*own, *await episode.list_resources()])
 
     async def read_resource(ctx: Any, params: Any) -> ReadResourceResult:
         uri = str(params.uri)
+        episode = await resolve(ctx)
+        if uri == TASK_URI and _offers_task(episode):
+            return ReadResourceResult(contents=[TextResourceContents(uri=TASK_URI, mime_type="application/json",
+                                                                     text=_task_json(episode))])
         try:
-            return await (await resolve(ctx)).read_resource(uri)
+            return await episode.read_resource(uri)
         except KeyError:
             raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}", data={"uri": uri}) from None
 
     async def list_prompts(ctx: Any, params: Any) -> ListPromptsResult:
-        return ListPromptsResult(prompts=await (await resolve(ctx)).list_prompts())
+        episode = await resolve(ctx)
+        own = [_task_prompt(episode)] if _offers_task(episode) else []
+        return ListPromptsResult(prompts=[*own, *(p for p in await episode.list_prompts() if p.name != TASK_PROMPT)])
 
     async def get_prompt(ctx: Any, params: Any) -> GetPromptResult:
+        episode = await resolve(ctx)
+        if params.name == TASK_PROMPT and _offers_task(episode):
+            return GetPromptResult(description=_task_prompt(episode).description, messages=[
+                PromptMessage(role="user", content=TextContent(type="text", text=episode.public_task.prompt))])
         try:
-            return await (await resolve(ctx)).get_prompt(params.name, params.arguments)
+            return await episode.get_prompt(params.name, params.arguments)
         except KeyError:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name!r}") from None
 

@@ -507,8 +507,26 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
             out += f"\n[search stopped after {cap['max_walk_entries']} entries; narrow it with path or glob]"
         return out
 
-    return {"list": list_, "read": read, "write": write, "edit": edit, "move": move, "delete": delete,
-            "search": search}
+    tools = {"list": list_, "read": read, "write": write, "edit": edit, "move": move, "delete": delete,
+             "search": search}
+    if getattr(ctx, "read_only", False):  # production --read-only: same tools, changes refused
+        for name in CHANGING_TOOLS:
+            tools[name] = _refusing(tools[name], name)
+    return tools
+
+
+CHANGING_TOOLS = ("write", "edit", "move", "delete")
+"""Tools that change the folder (refused on a read-only workspace)."""
+
+READ_ONLY = "The workspace is read-only: {tool} cannot change it; nothing was changed."
+
+
+def _refusing(fn: Callable[..., str], name: str) -> Callable[..., str]:
+    @functools.wraps(fn)
+    def refuse(*args: Any, **kwargs: Any) -> str:
+        raise Refused(READ_ONLY.format(tool=name))
+
+    return refuse
 
 
 def _compile(pattern: str, regex: bool, case_sensitive: bool) -> Any:

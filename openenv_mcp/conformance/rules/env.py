@@ -291,39 +291,55 @@ async def check_episode_isolation(ctx: Context) -> None:
 
 
 # -- sim/prod identity ---------------------------------------------------------------
-@rule("env.prod_identity", "error", "tool servers with a production variant offer the same tool names and schemas",
+IDENTITY_FIELDS = (("input_schema", "inputSchema"), ("output_schema", "outputSchema"),
+                   ("description", "description"), ("title", "title"), ("annotations", "annotations"))
+"""What a production face must keep of every simulation tool (besides its name)."""
+
+
+@rule("env.prod_identity", "error", "the production face (--mode prod, on a user's folder when the environment "
+      "works on one) offers the same tool names, schemas, descriptions and annotations as simulation",
       needs=("local",), timeout=120)
 async def check_prod_identity(ctx: Context) -> None:
+    import tempfile
+
     environment = ctx.subject.environment
     if environment is None:
         raise Skipped("needs an environment loaded locally")
-    variants = [s.name for s in environment.spec.tool_servers if s.prod]
-    if not variants:
-        raise Skipped("no tool server declares a production variant (prod = {...})")
+    spec = environment.spec
     listed: dict[str, dict[str, Tool]] = {}
-    for mode in ("sim", "prod"):
-        env = Environment(environment.spec, mode=mode, workdir=environment.workdir)
-        try:
-            episode = await env.new_episode(seed=ctx.seed)
-        except Exception as e:
-            raise Failed(f"the {mode} variant of servers {variants} could not start, so its interface cannot be "
-                         f"compared: {e} (give it what it needs, e.g. the variables in pass_env)") from e
-        try:
-            listed[mode] = {t.name: t for t in episode.tools}
-        finally:
-            await episode.close()
+    with tempfile.TemporaryDirectory(prefix="openenv-mcp-prod-identity-") as folder:
+        # production as a user runs it: on an (empty) folder of theirs when the environment works on one
+        user = folder if spec.prod_workspace == "required" else None
+        for mode in ("sim", "prod"):
+            try:
+                env = Environment(spec, mode=mode, workdir=environment.workdir,
+                                  workspace=user if mode == "prod" else None)
+                episode = await env.new_episode(seed=ctx.seed)
+            except Exception as e:
+                raise Failed(f"the {mode} face could not start, so its interface cannot be compared: {e} "
+                             "(give it what it needs, e.g. the variables in pass_env)") from e
+            try:
+                listed[mode] = {t.name: t for t in episode.tools}
+            finally:
+                await episode.close()
     sim, prod = listed["sim"], listed["prod"]
     problems = []
     if set(sim) != set(prod):
         problems.append(f"tools only in sim: {sorted(set(sim) - set(prod))}, only in prod: "
                         f"{sorted(set(prod) - set(sim))}")
     for name in sorted(set(sim) & set(prod)):
-        for field, alias in (("input_schema", "inputSchema"), ("output_schema", "outputSchema")):
-            a, b = getattr(sim[name], field), getattr(prod[name], field)
+        for field, alias in IDENTITY_FIELDS:
+            a, b = _wire(getattr(sim[name], field)), _wire(getattr(prod[name], field))
             if canonical_json(a) != canonical_json(b):
                 problems.append(f"tool {name!r} {alias} differs: sim {_short(canonical_json(a), 100)}, "
                                 f"prod {_short(canonical_json(b), 100)}")
-    fail_if([f"servers {variants}: {p}" for p in problems])
+    variants = [s.name for s in spec.tool_servers if s.prod]
+    fail_if([f"servers {variants}: {p}" if variants else p for p in problems])
+
+
+def _wire(value: Any) -> Any:
+    """A tool field as it goes on the wire (models dumped by alias, unset fields left out)."""
+    return value.model_dump(mode="json", by_alias=True, exclude_none=True) if hasattr(value, "model_dump") else value
 
 
 # -- parity over the real wire -----------------------------------------------------------

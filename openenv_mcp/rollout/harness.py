@@ -1,0 +1,444 @@
+"""Rollouts played by real agent harnesses that speak MCP (``openenv-mcp rollout ENV --harness NAME``).
+
+Each episode is created on the control plane of a served environment (started here, in this process,
+for a name or env file; or the server at a URL); the harness gets the episode's own MCP address
+(``mcp_url``, its agent key inside: the agent reaches this episode and nothing else) and an
+OpenAI-compatible model, plays until it stops, and the environment's reward is read on the control
+plane. Harnesses:
+
+* ``openai-agents`` — the OpenAI Agents SDK (``MCPServerStreamableHttp`` + ``OpenAIChatCompletionsModel``);
+* ``pydantic-ai`` — Pydantic AI (``MCPToolset`` + ``OpenAIChatModel``);
+* a command (``--harness-cmd``), any program, with ``{mcp_url}``, ``{prompt_file}``, ``{mcp_config}``,
+  ``{base_url}``, ``{model}`` replaced in its arguments.
+
+The Python harnesses' chat-completions traffic is recorded (their own OpenAI client, with a recording
+HTTP transport), so a line's ``messages`` and ``tools`` are the model's real last request and answer, in
+the same form as the built-in loop's. A harness that raises or runs past ``timeout`` is recorded as
+``harness_error`` / ``harness_timeout`` and its episode is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import socket
+import subprocess
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import anyio
+import httpx
+
+from ..errors import ConfigError
+from . import DEFAULT_SYSTEM_PROMPT, Trajectory
+
+__all__ = ["HARNESSES", "CommandHarness", "HarnessTrajectory", "harness_rollout", "make_harness", "run_harness_command"]
+
+HARNESSES = {"openai-agents": "openai-agents", "pydantic-ai": "pydantic-ai-slim"}
+"""Harness name -> the distribution it needs (``pip install 'openenv-mcp[harness]'``)."""
+
+
+@dataclass
+class HarnessTrajectory(Trajectory):
+    """A :class:`Trajectory` played by a harness: which one, its own transcript and how it ended."""
+
+    harness: dict[str, Any] = field(default_factory=dict)
+    transcript: Any = None
+    error: str | None = None
+    step_count: int = 0
+
+    @property
+    def rewards(self) -> list[float]:
+        return [self.reward]  # the harness drives MCP itself: the reward is read once, at the end
+
+    @property
+    def num_steps(self) -> int:
+        return self.step_count
+
+    @property
+    def tool_errors(self) -> int:
+        return sum(1 for s in self.steps or [] if s.get("is_error"))
+
+    def to_json(self) -> dict[str, Any]:
+        line = super().to_json()
+        line.update({"harness": self.harness, "harness_transcript": self.transcript, "harness_error": self.error})
+        return line
+
+
+# -- recording the model traffic ----------------------------------------------------------
+class Recorder(httpx.AsyncBaseTransport):
+    """An HTTP transport keeping every chat-completions (request, answer) pair that went through it."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.exchanges: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        if not request.url.path.endswith("/chat/completions"):
+            return response
+        body = await response.aread()  # decoded: the headers saying otherwise are dropped below
+        try:
+            self.exchanges.append((json.loads(request.content), json.loads(body)))
+        except ValueError:
+            pass  # a streamed or non-JSON answer is passed on unrecorded
+        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length",
+                                                                                      "transfer-encoding")]
+        return httpx.Response(response.status_code, headers=headers, content=body, request=request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def conversation(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int], int]:
+        """(messages, tools, usage, turns) from the last exchange, in chat-completions form."""
+        usage: dict[str, int] = {}
+        for _, answer in self.exchanges:
+            for key, value in (answer.get("usage") or {}).items():
+                if isinstance(value, int):
+                    usage[key] = usage.get(key, 0) + value
+        if not self.exchanges:
+            return [], [], usage, 0
+        request, answer = self.exchanges[-1]
+        messages = list(request.get("messages") or [])
+        choices = answer.get("choices") or []
+        if choices:
+            messages.append(choices[0].get("message") or {})
+        return messages, list(request.get("tools") or []), usage, len(self.exchanges)
+
+
+def steps_from(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool calls of a chat-completions conversation with the text each got back."""
+    results = {m.get("tool_call_id"): m.get("content") for m in messages if m.get("role") == "tool"}
+    steps: list[dict[str, Any]] = []
+    turn = 0
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        turn += 1
+        for call in message.get("tool_calls") or []:
+            fn = call.get("function") or {}
+            raw = fn.get("arguments") or ""
+            try:
+                arguments = json.loads(raw) if raw else {}
+            except ValueError:
+                arguments = None
+            text = results.get(call.get("id"))
+            if isinstance(text, list):
+                text = "\n".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
+            steps.append({"index": len(steps), "turn": turn, "tool_call_id": call.get("id"), "name": fn.get("name"),
+                          "arguments": arguments, "raw_arguments": raw, "result_text": text,
+                          "is_error": isinstance(text, str) and text.lower().startswith("error")})
+    return steps
+
+
+# -- harnesses --------------------------------------------------------------------------
+@dataclass
+class Run:
+    """What one harness run gives back."""
+
+    transcript: Any = None
+    stop_reason: str = "harness_stopped"
+
+
+Harness = Callable[[str, str, str, Recorder], Awaitable[Run]]
+"""``harness(mcp_url, prompt, system_prompt, recorder)``."""
+
+
+def _openai_client(base_url: str, api_key: str | None, timeout: float, recorder: Recorder) -> Any:
+    from openai import AsyncOpenAI
+
+    return AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=2,
+                       http_client=httpx.AsyncClient(transport=recorder, timeout=timeout))
+
+
+def openai_agents(base_url: str, model: str, api_key: str | None, max_steps: int, timeout: float) -> Harness:
+    from agents import Agent, OpenAIChatCompletionsModel, RunConfig, Runner
+    from agents.exceptions import MaxTurnsExceeded
+    from agents.mcp import MCPServerStreamableHttp
+
+    async def run(mcp_url: str, prompt: str, system: str, recorder: Recorder) -> Run:
+        client = _openai_client(base_url, api_key, timeout, recorder)
+        async with MCPServerStreamableHttp({"url": mcp_url, "timeout": timeout}, name="environment",
+                                           client_session_timeout_seconds=timeout) as server:
+            agent = Agent(name="agent", instructions=system, mcp_servers=[server],
+                          model=OpenAIChatCompletionsModel(model=model, openai_client=client))
+            try:
+                result = await Runner.run(agent, prompt, max_turns=max_steps + 1,
+                                          run_config=RunConfig(tracing_disabled=True))
+            except MaxTurnsExceeded:
+                return Run(None, "max_steps")
+            return Run(json.loads(json.dumps(result.to_input_list(), default=str)), "harness_stopped")
+
+    return run
+
+
+def pydantic_ai(base_url: str, model: str, api_key: str | None, max_steps: int, timeout: float) -> Harness:
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import UsageLimitExceeded
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelMessagesTypeAdapter
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.usage import UsageLimits
+
+    async def run(mcp_url: str, prompt: str, system: str, recorder: Recorder) -> Run:
+        client = _openai_client(base_url, api_key, timeout, recorder)
+        agent = Agent(OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client)),
+                      toolsets=[MCPToolset(mcp_url)], instructions=system)
+        try:
+            async with agent:
+                result = await agent.run(prompt, usage_limits=UsageLimits(request_limit=max_steps + 1,
+                                                                          tool_calls_limit=max_steps))
+        except UsageLimitExceeded:
+            return Run(None, "max_steps")
+        return Run(ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json"), "harness_stopped")
+
+    return run
+
+
+class CommandHarness:
+    """Any program: ``argv`` with ``{mcp_url}``, ``{prompt_file}``, ``{mcp_config}``, ``{base_url}``,
+    ``{model}`` replaced; it also gets ``OPENENV_MCP_URL``, ``OPENAI_BASE_URL``, ``OPENAI_MODEL`` (and
+    ``OPENAI_API_KEY`` when given) in its environment. Its output is the transcript."""
+
+    FIELDS = ("mcp_url", "prompt_file", "mcp_config", "base_url", "model")
+
+    def __init__(self, command: str, base_url: str, model: str, api_key: str | None) -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ConfigError("--harness-cmd is empty; give a command, e.g. 'my-agent --mcp {mcp_url} "
+                              "--task {prompt_file}'")
+        if not any("{mcp_url}" in a or "{mcp_config}" in a for a in self.argv):
+            raise ConfigError("--harness-cmd must pass the episode's MCP address: put {mcp_url} or {mcp_config} "
+                              "in it")
+        self.base_url, self.model, self.api_key = base_url, model, api_key
+
+    async def __call__(self, mcp_url: str, prompt: str, system: str, recorder: Recorder) -> Run:
+        with tempfile.TemporaryDirectory(prefix="openenv-mcp-harness-") as folder:
+            prompt_file = Path(folder) / "prompt.md"
+            prompt_file.write_text(prompt)
+            config = Path(folder) / "mcp.json"
+            config.write_text(json.dumps({"mcpServers": {"environment": {"type": "http", "url": mcp_url}}}))
+            values = {"mcp_url": mcp_url, "prompt_file": str(prompt_file), "mcp_config": str(config),
+                      "base_url": self.base_url, "model": self.model}
+            argv = [_fill(a, values) for a in self.argv]
+            env = {**os.environ, "OPENENV_MCP_URL": mcp_url, "OPENAI_BASE_URL": self.base_url,
+                   "OPENAI_MODEL": self.model}
+            if self.api_key:
+                env["OPENAI_API_KEY"] = self.api_key
+            try:
+                proc = await anyio.open_process(argv, env=env, cwd=folder, start_new_session=True,
+                                                stdin=subprocess.DEVNULL)
+            except OSError as e:
+                raise ConfigError(f"--harness-cmd could not start {argv[0]!r}: {e}") from e
+            out, err = bytearray(), bytearray()
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_drain, proc.stdout, out)
+                    tg.start_soon(_drain, proc.stderr, err)
+                    code = await proc.wait()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    _kill_group(proc.pid)
+                    await proc.aclose()
+        transcript = {"argv": argv, "exit_code": code, "stdout": _tail(out), "stderr": _tail(err)}
+        if code != 0:
+            raise HarnessFailed(f"the harness command exited with status {code}: {_tail(err, 500).strip()}",
+                                transcript)
+        return Run(transcript, "harness_stopped")
+
+
+class HarnessFailed(Exception):
+    def __init__(self, message: str, transcript: Any = None) -> None:
+        super().__init__(message)
+        self.transcript = transcript
+
+
+def _fill(arg: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        arg = arg.replace("{" + key + "}", value)
+    return arg
+
+
+async def _drain(stream: Any, into: bytearray, limit: int = 1_000_000) -> None:
+    async for chunk in stream:
+        if len(into) < limit:
+            into.extend(chunk[: limit - len(into)])
+
+
+def _tail(data: bytearray, limit: int = 64_000) -> str:
+    text = data.decode("utf-8", "replace")
+    return text if len(text) <= limit else f"[... {len(text) - limit} characters cut ...]" + text[-limit:]
+
+
+def _kill_group(pid: int) -> None:
+    import signal
+
+    try:
+        os.killpg(pid, signal.SIGKILL)  # the harness's whole process group (it ran in its own session)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def make_harness(name: str | None, command: str | None, *, base_url: str, model: str, api_key: str | None,
+                 max_steps: int, timeout: float) -> tuple[Harness, dict[str, Any]]:
+    """(the harness, ``{"name", "version"}``) for ``--harness NAME`` or ``--harness-cmd CMD``."""
+    if (name is None) == (command is None):
+        raise ConfigError("give exactly one of --harness NAME or --harness-cmd 'CMD ... {mcp_url} ...'")
+    if command is not None:
+        return CommandHarness(command, base_url, model, api_key), {"name": "command", "version": None,
+                                                                    "command": command}
+    if name not in HARNESSES:
+        raise ConfigError(f"unknown harness {name!r}; known: {', '.join(HARNESSES)} (or --harness-cmd)")
+    try:
+        release = version(HARNESSES[name])
+        build = openai_agents if name == "openai-agents" else pydantic_ai
+        harness = build(base_url, model, api_key, max_steps, timeout)
+    except (PackageNotFoundError, ImportError) as e:
+        raise ConfigError(f"harness {name!r} needs {HARNESSES[name]!r}: pip install 'openenv-mcp[harness]' "
+                          f"({e})") from e
+    return harness, {"name": name, "version": release}
+
+
+# -- the rollout ------------------------------------------------------------------------------
+@asynccontextmanager
+async def control_plane(env: str, token: str | None) -> AsyncIterator[str]:
+    """The URL of a control plane serving ``env``: the URL itself, or a server started here."""
+    from ..client.registry import _is_url, load_environment
+
+    if _is_url(env):
+        yield env
+        return
+    import uvicorn
+
+    from ..serve.app import create_app
+
+    environment = load_environment(env)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(environment, max_episodes=None), log_level="warning",
+                                           ws_per_message_deflate=False, lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: server.serve(sockets=[sock]))
+        try:
+            with anyio.fail_after(30):
+                while not server.started:
+                    await anyio.sleep(0.01)
+            yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        finally:
+            server.should_exit = True
+
+
+async def play(url: str, harness: Harness, info: dict[str, Any], *, index: int, seed: int | None,
+               task_id: str | None, system_prompt: str, model: str | None, timeout: float,
+               token: str | None = None) -> HarnessTrajectory:
+    """One episode: create it, let the harness play it over its MCP address, read the reward, close it."""
+    from ..client.remote import RemoteAsyncEnv
+
+    started_at = datetime.now(timezone.utc).isoformat()
+    t0 = time.perf_counter()
+    env = RemoteAsyncEnv(url, token=token)
+    recorder = Recorder()
+    try:
+        obs = await env.reset(seed=seed, task_id=task_id)
+        reset_s = time.perf_counter() - t0
+        task = obs.task
+        traj = HarnessTrajectory(episode=index, env=env.name, seed=seed, task_id=task.id if task else None,
+                                 prompt=task.prompt if task else "", episode_id=env.episode_id, model=model,
+                                 harness=info)
+        t1 = time.perf_counter()
+        try:
+            with anyio.fail_after(timeout):
+                run = await harness(env.mcp_url or "", traj.prompt, system_prompt, recorder)
+            traj.transcript, traj.stop_reason = run.transcript, run.stop_reason
+        except TimeoutError:
+            traj.stop_reason, traj.error = "harness_timeout", f"the harness ran past {timeout:g} s and was stopped"
+        except Exception as e:  # noqa: BLE001 - a harness crash is data, not the end of the rollout
+            traj.stop_reason, traj.error = "harness_error", f"{type(e).__name__}: {e}"[:4000]
+            traj.transcript = getattr(e, "transcript", None)
+        harness_s = time.perf_counter() - t1
+        state = await env.state()
+        traj.reward, traj.done, traj.truncated = state.cumulative_reward, state.done, state.truncated
+        traj.step_count = state.step_count
+        if traj.stop_reason == "harness_stopped" and (state.done or state.truncated):
+            traj.stop_reason = "done" if state.done else "truncated"
+        traj.messages, traj.tools, traj.usage, traj.turns = recorder.conversation()
+        traj.steps = steps_from(traj.messages)
+        traj.timings = {"started_at": started_at, "total_s": round(time.perf_counter() - t0, 4),
+                        "reset_s": round(reset_s, 4), "harness_s": round(harness_s, 4)}
+        return traj
+    finally:
+        with anyio.CancelScope(shield=True):
+            await recorder.aclose()
+            await env.close()  # the episode is closed whatever the harness did
+
+
+async def harness_rollout(env: str, harness: Harness, info: dict[str, Any], *, episodes: int = 1,
+                          concurrency: int = 1, seed: int = 0, task_id: str | None = None,
+                          system_prompt: str = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
+                          timeout: float = 600.0, token: str | None = None,
+                          on_episode: Callable[[HarnessTrajectory], None] | None = None) -> list[HarnessTrajectory]:
+    """Play ``episodes`` episodes of ``env`` (name, env file or control-plane URL) with ``harness``."""
+    out: list[HarnessTrajectory] = []
+    limiter = anyio.Semaphore(max(concurrency, 1))
+    async with control_plane(env, token) as url:
+
+        async def one(i: int) -> None:
+            async with limiter:
+                traj = await play(url, harness, info, index=i, seed=seed + i, task_id=task_id,
+                                  system_prompt=system_prompt, model=model, timeout=timeout, token=token)
+            out.append(traj)
+            if on_episode is not None:
+                on_episode(traj)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(episodes):
+                tg.start_soon(one, i)
+    return out
+
+
+def run_harness_command(args: Any, console: Any, err_console: Any) -> int:
+    """``openenv-mcp rollout ENV --harness NAME | --harness-cmd CMD``: JSONL as episodes finish, then a summary."""
+    from rich.table import Table
+
+    from . import summarize
+
+    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
+    out = Path(args.out)
+    if out.parent and not out.parent.exists():
+        raise ConfigError(f"cannot write {str(out)!r}: folder {str(out.parent)!r} does not exist")
+    harness, info = make_harness(args.harness, args.harness_cmd, base_url=args.base_url, model=args.model,
+                                 api_key=api_key, max_steps=args.max_steps, timeout=args.timeout)
+
+    async def main() -> list[HarnessTrajectory]:
+        with out.open("w") as fh:
+            def write(traj: HarnessTrajectory) -> None:
+                fh.write(json.dumps(traj.to_json(), ensure_ascii=False) + "\n")
+                fh.flush()
+                err_console.print(f"episode {traj.episode} ({traj.task_id}): reward {traj.reward:.2f}, "
+                                  f"{traj.stop_reason}" + (f" - {traj.error}" if traj.error else ""))
+
+            return await harness_rollout(args.env, harness, info, episodes=args.episodes,
+                                         concurrency=args.concurrency, seed=args.seed, task_id=args.task,
+                                         system_prompt=args.system or DEFAULT_SYSTEM_PROMPT, model=args.model,
+                                         timeout=args.harness_timeout, on_episode=write)
+
+    trajectories = anyio.run(main)
+    stats = summarize(trajectories)  # type: ignore[arg-type]
+    name = info["name"] + (f" {info['version']}" if info.get("version") else "")
+    table = Table(title=f"rollout: {args.env} · {name} · {args.model} · {len(trajectories)} episodes")
+    for col in ("reward mean", "reward std", "success rate", "mean steps", "harness failures"):
+        table.add_column(col, justify="right")
+    failures = sum(1 for t in trajectories if t.error)
+    table.add_row(f"{stats['reward_mean']:.3f}", f"{stats['reward_std']:.3f}", f"{stats['success_rate']:.0%}",
+                  f"{stats['mean_steps']:.1f}", str(failures))
+    console.print(table)
+    console.print(f"wrote {len(trajectories)} trajectories to {out}")
+    return 0
