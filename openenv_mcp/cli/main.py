@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .conformance import add_parser as add_conformance  # openenv-mcp conformance TARGET ...
 
     add_conformance(sub)
+    from .validate import add_parser as add_validate  # openenv-mcp validate ENV ...
+
+    add_validate(sub)
     return parser
 
 
