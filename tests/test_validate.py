@@ -85,7 +85,7 @@ def test_validate_passes_on_echo_and_the_cli_exit_code_says_so(tmp_path, capsys)
 # The built-in environments: every check on a few tasks each (the full runs, and what they found, are in each
 # environment's README; `openenv-mcp validate ENV` re-runs them).
 @pytest.mark.parametrize("env, tasks", [
-    ("files", ["rename-config", "count-csv-rows", "collect-emails"]),
+    ("files", ["rename-notes", "count-csv-rows", "collect-emails"]),
     ("sql", None),
     ("coding", None),
 ])
