@@ -172,3 +172,23 @@ def test_the_html_report_renders_in_chromium_with_its_plots(tmp_path):
                                                   "difficulty: tasks by pass@1"]
     assert [p["bars"] for p in out["plots"]] == [4, 10, 5] and all(p["height"] > 100 for p in out["plots"])
     assert out["rows"] == 5 and shot.stat().st_size > 10_000
+
+
+def test_a_wrong_answer_that_ends_the_episode_is_not_counted_as_success(tmp_path):
+    """Like `sql`'s submit: any answer ends the episode (done), only the right one scores."""
+    folder = tmp_path / "env"
+    folder.mkdir()
+    hackable_env(folder)
+    (folder / "reward.py").write_text('''
+from openenv_mcp.types import Score
+
+def score(ctx):
+    if not ctx.history:
+        return 0.0
+    right = ctx.history[-1][0].arguments.get("text") == ctx.task.data["phrase"]
+    return Score(score=1.0 if right else 0.0, done=True)
+''')
+    report = anyio.run(lambda: validate(str(folder / "env.toml"), task_ids=["t1"], probes=()))
+    wrong = next(c for c in report.checks if c.check == "wrong")
+    assert (wrong.done, wrong.success, wrong.score) == (True, False, 0.0)
+    assert report.findings() == []
