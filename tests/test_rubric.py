@@ -346,3 +346,31 @@ python = "crit:short"
     line = traj.to_json()
     assert [s["criteria"] for s in line["steps"]] == [{"said_it": 0.0, "short": 0.0}, {"said_it": 1.0, "short": 1.0}]
     assert line["reward"] == 1.0
+
+
+def test_a_criterion_with_on_tools_rescores_only_after_those_tools_and_keeps_its_last_score(tmp_path):
+    (tmp_path / "count.py").write_text("CALLS = []\ndef said(ctx):\n    CALLS.append(ctx.step)\n"
+                                       "    return 1.0 if any(a.arguments.get('text') == 'hello' for a, _ in ctx.history) else 0.0\n")
+    path = write_env(tmp_path, """
+[[reward.criteria]]
+name = "said"
+python = "count:said"
+on_tools = ["echo"]
+[[reward.criteria]]
+name = "short"
+python = "crit:short"
+on_tools = ["no_such_tool"]
+""")
+    with openenv_mcp.make(str(path)) as env:
+        env.reset(task_id="t1")
+        obs = say(env, "x")  # short would say 1, but it is never re-scored
+        assert obs.info["criteria"] == {"said": 0.0, "short": 0.0}
+        obs = env.step({"type": "call_tool", "name": "no_such_tool", "arguments": {}})  # an error result
+        assert obs.info["criteria"] == {"said": 0.0, "short": 1.0}  # short re-scored (no text: short)
+        obs = say(env, "hello")
+        assert obs.info["criteria"] == {"said": 1.0, "short": 1.0}
+        env.reset(task_id="t1")  # a new episode does not inherit the last one's kept scores
+        assert say(env, "y").info["criteria"] == {"said": 0.0, "short": 0.0}
+    import sys
+    calls = next(m for k, m in sys.modules.items() if k.endswith(".count")).CALLS
+    assert calls == [1, 3, 1]  # only after echo calls (never at reset: no tool was called)
