@@ -192,3 +192,14 @@ def score(ctx):
     wrong = next(c for c in report.checks if c.check == "wrong")
     assert (wrong.done, wrong.success, wrong.score) == (True, False, 0.0)
     assert report.findings() == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--base-url", "http://127.0.0.1:9/v1"], "error: give both --base-url and --model for rollouts (or neither)"),
+    (["--probes", "bogus"], "error: unknown probe(s) ['bogus']; known: nothing, random, degenerate, replay"),
+    (["--task", "nope"], "error: unknown task id(s) ['nope']; known: echo-00, echo-01, echo-02, echo-03, echo-04, "
+                         "echo-05, echo-06, echo-07..."),
+])
+def test_validate_refuses_bad_options_with_a_clear_message(argv, message, capsys):
+    assert main(["validate", "echo", *argv]) == 2
+    assert " ".join(capsys.readouterr().err.split()) == message
