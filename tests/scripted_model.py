@@ -10,7 +10,12 @@ a list of ``(function_name, raw_arguments_text)`` calls. Past the plan's end
 the model answers "Done." without tool calls.
 
 Options: ``api_key`` (401 for any other bearer), ``flaky`` (the first request
-of every turn of every conversation is answered 503 once, with Retry-After: 0).
+of every turn of every conversation is answered 503 once, with Retry-After: 0),
+``variants`` (``{prompt: [plan, plan, ...]}``: successive conversations on one
+prompt take the plans in turn, so a group of rollouts of one task can differ;
+the variant rides in the tool-call ids) and ``judge`` (a function from a request
+without tools, an LLM-judge prompt, to the reply text; ``judge_prompts`` records
+each prompt).
 
 Like vLLM, it answers ``logprobs: true`` with ``choices[i].logprobs.content`` (one entry
 per "token": a character of the message's JSON text, logprob ``-0.1 * position``),
@@ -58,10 +63,15 @@ class ScriptedModel:
     """The server; use as a context manager. ``url`` is the API root (``.../v1``)."""
 
     def __init__(self, plans: dict[str, Plan], *, api_key: str | None = None, flaky: bool = False,
-                 stop_after: int | None = None) -> None:
+                 stop_after: int | None = None,
+                 variants: dict[str, list[Plan]] | None = None, judge: Any = None) -> None:
         self.plans = plans
         self.stop_after = stop_after
         self.served = 0
+        self.variants = variants or {}
+        self._next_variant: dict[str, int] = {}
+        self.judge = judge
+        self.judge_prompts: list[str] = []
         self.api_key = api_key
         self.flaky = flaky
         self.requests: list[dict[str, Any]] = []
@@ -101,6 +111,18 @@ class ScriptedModel:
                                                 "code": "invalid_api_key"}})
         body = await request.json()
         messages = body["messages"]
+        if self.judge is not None and not body.get("tools"):
+            prompt = messages[-1]["content"]
+            with self._lock:
+                self.requests.append(body)
+                self.judge_prompts.append(prompt)
+            reply = self.judge(prompt)
+            if isinstance(reply, int):  # an HTTP status: the judge endpoint fails
+                return self._answer(reply, {"error": {"message": f"judge failure {reply}"}})
+            return self._answer(200, {"id": "judge", "object": "chat.completion", "created": 0, "model": body["model"],
+                                      "choices": [{"index": 0, "finish_reason": "stop",
+                                                   "message": {"role": "assistant", "content": reply}}],
+                                      "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
         prompt = next(m["content"] for m in messages if m["role"] == "user")
         turn = sum(1 for m in messages if m["role"] == "assistant")
         with self._lock:
@@ -120,6 +142,16 @@ class ScriptedModel:
         if flake:
             return self._answer(503, {"error": {"message": "overloaded, try again"}}, {"Retry-After": "0"})
         plan = self.plans.get(prompt)
+        variant = None
+        if prompt in self.variants:
+            if turn == 0:
+                with self._lock:
+                    variant = self._next_variant.get(prompt, 0) % len(self.variants[prompt])
+                    self._next_variant[prompt] = self._next_variant.get(prompt, 0) + 1
+            else:
+                first = next(m for m in messages if m["role"] == "assistant")
+                variant = int(first["tool_calls"][0]["id"].split("_")[1][1:])
+            plan = self.variants[prompt][variant]
         offered = {t["function"]["name"] for t in body.get("tools", [])}
         message: dict[str, Any] = {"role": "assistant", "content": None}
         if plan is None:
@@ -133,7 +165,7 @@ class ScriptedModel:
                 message["content"] = f"The tools {missing} are not offered; offered: {sorted(offered)}"
             else:
                 message["tool_calls"] = [
-                    {"id": f"call_{turn}_{i}", "type": "function", "function": {"name": name, "arguments": raw}}
+                    {"id": f"call_{turn}_{i}" if variant is None else f"call_v{variant}_{turn}_{i}", "type": "function", "function": {"name": name, "arguments": raw}}
                     for i, (name, raw) in enumerate(calls)
                 ]
         finish = "tool_calls" if message.get("tool_calls") else "stop"

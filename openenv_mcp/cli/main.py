@@ -278,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_conformance(sub)
     add_mcp_config(sub)
+    from .validate import add_parser as add_validate  # openenv-mcp validate ENV ...
+
+    add_validate(sub)
     return parser
 
 

@@ -62,6 +62,10 @@ class Environment:
         reward = spec.reward
         if isinstance(reward, str):
             reward = load_object(reward, spec.base_dir)
+        elif isinstance(reward, dict) and "criteria" in reward:  # [reward] + [[reward.criteria]]: a rubric
+            from .rubric import Rubric
+
+            reward = Rubric(reward, [s.name for s in spec.tool_servers], spec.name, spec.base_dir)
         elif isinstance(reward, dict):  # reward = { command = [...] }: run inside a boundary
             from .rewards import CommandReward
 

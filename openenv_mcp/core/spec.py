@@ -203,7 +203,7 @@ def load_env_file(path: str | Path) -> EnvSpec:
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{path}: invalid TOML: {e}") from e
     env = dict(raw.get("env", {}))
-    unknown = set(raw) - {"env", "tool_servers", "tasks"}
+    unknown = set(raw) - {"env", "tool_servers", "tasks", "reward"}
     if unknown:
         raise ConfigError(f"{path}: unknown top-level table(s) {sorted(unknown)}; expected [env] and [[tool_servers]]")
     if "tasks" in raw:
@@ -211,6 +211,10 @@ def load_env_file(path: str | Path) -> EnvSpec:
             raise ConfigError(f"{path}: tasks are given twice, as [env] tasks and as a top-level tasks table; "
                               "keep one")
         env["tasks"] = raw["tasks"]
+    if "reward" in raw:  # a [reward] table (a rubric: [[reward.criteria]])
+        if "reward" in env:
+            raise ConfigError(f"{path}: the reward is given twice: in [env] and as a [reward] table")
+        env["reward"] = raw["reward"]
     env["tool_servers"] = raw.get("tool_servers", [])
     env["base_dir"] = path.parent.resolve()
     try:

@@ -590,6 +590,9 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
                         o = await env.step(CallTool(name=back.get(fname, fname), arguments=arguments))
                         result = o.result or _error_result("the environment returned no result")
                         step.update(reward=o.reward, done=o.done, truncated=o.truncated)
+                        for key in ("criteria", "reward_error"):  # a rubric's per-criterion scores
+                            if key in o.info:
+                                step[key] = o.info[key]
                         traj.reward += o.reward
                         traj.done, traj.truncated = o.done, o.truncated
                         if o.done:

@@ -1,0 +1,135 @@
+"""Scripted checks of an environment: reference and wrong solutions, reward-hacking probes.
+
+Every check is one episode played by a scripted policy through the same
+``reset()``/``step()`` path a trainer uses. A probe *scores* when the
+episode's score rises above zero at any step; the step that first made it
+rise is recorded, so a finding names the exact call that earned reward.
+
+Probes (each on every task):
+
+* ``nothing``: reset and stop; the initial score must be 0;
+* ``random``: seeded random calls with schema-valid arguments;
+* ``degenerate``: each tool called with degenerate arguments (``{}``, empty
+  strings, zeros, empty lists, wildcards);
+* ``replay``: the answer (last call) of every earlier task's reference
+  trajectory, submitted to this task (an answer that scores on another task is
+  a hack, or a duplicate task).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.types import Tool
+
+from ..conformance.argsgen import generate_calls
+from ..errors import OpenEnvError
+from ..types import CallTool
+
+__all__ = ["PROBES", "CheckResult", "degenerate_calls", "play_script"]
+
+PROBES = ("nothing", "random", "degenerate", "replay")
+
+
+@dataclass
+class CheckResult:
+    """One scripted episode."""
+
+    task_id: str
+    check: str
+    """``reference``, ``wrong`` or a probe name."""
+    score: float = 0.0
+    """The highest score the episode reached."""
+    final_score: float = 0.0
+    done: bool = False
+    success: bool = False
+    """The score reached the environment's ``success_score``."""
+    steps: int = 0
+    scoring_call: dict[str, Any] | None = None
+    """The call at which the score first rose above zero (``None``: it never did)."""
+    reward_errors: list[str] = field(default_factory=list)
+    error: str | None = None
+    """The episode could not be played (reset failed, no solution...)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "check": self.check, "score": self.score, "final_score": self.final_score,
+                "done": self.done, "success": self.success, "steps": self.steps, "scoring_call": self.scoring_call,
+                "reward_errors": self.reward_errors, "error": self.error}
+
+
+def _degenerate_values(schema: Any) -> list[Any]:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if isinstance(schema, dict) and schema.get("enum"):
+        return [schema["enum"][0]]
+    return {"string": ["", "*", ".", "/"], "integer": [0, -1], "number": [0, -1], "boolean": [True, False],
+            "array": [[]], "object": [{}]}.get(kind or "", ["", 0])
+
+
+def degenerate_calls(tools: list[Tool]) -> list[CallTool]:
+    """Each tool with ``{}`` and with every property set to each degenerate value of its type."""
+    calls: list[CallTool] = []
+    for tool in sorted(tools, key=lambda t: t.name):
+        calls.append(CallTool(name=tool.name, arguments={}))
+        props = (tool.input_schema or {}).get("properties") or {}
+        if not props:
+            continue
+        options = {name: _degenerate_values(schema) for name, schema in props.items()}
+        for i in range(max(len(v) for v in options.values())):
+            calls.append(CallTool(name=tool.name, arguments={k: v[min(i, len(v) - 1)] for k, v in options.items()}))
+    return calls
+
+
+def random_calls(tools: list[Tool], seed: int, count: int) -> list[CallTool]:
+    return generate_calls(tools, seed, count) if tools else []
+
+
+async def play_script(make_env: Any, task_id: str, check: str, actions: list[CallTool] | None,
+                      seed: int = 0, success_score: float = 1.0) -> CheckResult:
+    """Play ``actions`` on ``task_id`` (``None``: reset only) and record the score's course."""
+    out = CheckResult(task_id=task_id, check=check)
+    env = make_env()
+    try:
+        obs = await env.reset(seed=seed, task_id=task_id)
+        score = float(obs.info.get("score", 0.0))
+        out.score = out.final_score = score
+        if score > 0:
+            out.scoring_call = {"step": 0, "name": None, "arguments": None}
+        for action in actions or []:
+            o = await env.step(action)
+            out.steps += 1
+            if "reward_error" in o.info:
+                out.reward_errors.append(o.info["reward_error"])
+            score = float(o.info.get("score", score))
+            if score > out.score:
+                out.score = score
+            if score > 0 and out.scoring_call is None:
+                out.scoring_call = {"step": out.steps, "name": action.name, "arguments": action.arguments}
+            out.final_score, out.done = score, o.done
+            if o.done or o.truncated:
+                break
+        out.success = out.score >= success_score
+    except OpenEnvError as e:
+        out.error = f"{type(e).__name__}: {e}"
+    finally:
+        await env.close()
+    return out
+
+
+def probe_actions(probe: str, tools: list[Tool], task_index: int, earlier: list[list[CallTool]],
+                  max_steps: int | None) -> list[CallTool] | None:
+    """The actions of ``probe`` on the ``task_index``-th task (``earlier``: reference trajectories of the
+    tasks before it)."""
+    budget = max_steps or 30
+    if probe == "nothing":
+        return None
+    if probe == "random":
+        return random_calls(tools, 1000 + task_index, min(budget, max(10, len(tools) * 2)))
+    if probe == "degenerate":
+        return degenerate_calls(tools)
+    if probe == "replay":  # the answer (last call) of every earlier task's reference, newest within budget
+        answers = [trajectory[-1] for trajectory in earlier if trajectory]
+        return answers[-budget:]
+    raise ValueError(f"unknown probe {probe!r}")
