@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         UnknownEnvironment,
         UnknownEpisode,
     )
-    from .types import CallTool, ListTools, Observation, Score, State, Task
+    from .types import CallTool, ListTools, Observation, RunCode, Score, State, Task
 
 __version__ = "0.1.0"
 
@@ -52,6 +52,7 @@ _LAZY = {
     "CallTool": "types",
     "ListTools": "types",
     "Observation": "types",
+    "RunCode": "types",
     "Score": "types",
     "State": "types",
     "Task": "types",
@@ -72,6 +73,7 @@ __all__ = [
     "Observation",
     "OpenEnvError",
     "ResetNeeded",
+    "RunCode",
     "Score",
     "State",
     "Task",
