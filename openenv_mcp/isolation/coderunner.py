@@ -67,6 +67,8 @@ class _Channel:
 
 
 CHANNEL: _Channel | None = None
+OWNER = os.getpid()
+"""The interpreter's own process: the only one that may use the channel."""
 
 
 def _annotation(schema: Any) -> Any:
@@ -99,6 +101,8 @@ def python_name(name: str) -> str:
 def call(name: str, arguments: dict[str, Any] | None = None) -> Any:
     """Call the tool ``name`` with ``arguments``; what every generated function does."""
     assert CHANNEL is not None
+    if os.getpid() != OWNER:
+        raise RuntimeError("tools can only be called from the interpreter's own process, not a forked child")
     try:
         CHANNEL.send({"op": "call", "name": name, "arguments": dict(arguments or {})})
     except (TypeError, ValueError) as e:
@@ -185,6 +189,20 @@ def _take(fd: int, limit: int) -> str:
     return text
 
 
+def _reap() -> None:
+    """Kill every process the code started (nothing outlives a run): ``kill(-1)`` reaches exactly
+    this uid's processes in the sandbox's PID namespace, which are the interpreter's descendants."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [cut: {len(text)} characters, limit {limit}]"
 
@@ -211,11 +229,14 @@ def run(code: str, namespace: dict[str, Any], limit: int) -> dict[str, Any]:
         while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
             tb = tb.tb_next  # the runner's own frames are not the agent's business
         trace = _cut("".join(traceback.format_exception(type(e), e, tb)), limit)
+    if os.getpid() != OWNER:  # a forked child that ran off the end of the code: it never reports
+        os._exit(0)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed or broken stream is the code's doing
             pass
+    _reap()
     return {"op": "done", "stdout": _take(1, limit), "stderr": _take(2, limit), "value": value,
             "exception": exception, "traceback": trace}
 
@@ -224,7 +245,8 @@ run.count = 1  # type: ignore[attr-defined]
 
 
 def main() -> None:
-    global CHANNEL
+    global CHANNEL, OWNER
+    OWNER = os.getpid()
     if sys.path and os.path.dirname(os.path.abspath(__file__)) == os.path.abspath(sys.path[0] or "."):
         del sys.path[0]  # the package folder is not the agent's import path
     CHANNEL = _Channel()
