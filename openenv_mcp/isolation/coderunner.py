@@ -10,11 +10,11 @@ run.
 Channel (one JSON object per line):
 
 * host -> runner: ``{"op": "init", "tools": [...], "output_bytes": N}`` once;
-  ``{"op": "run", "code": "..."}``; ``{"op": "result", "is_error": b, "text": s,
+  ``{"op": "run", "id": ..., "code": "..."}``; ``{"op": "result", "is_error": b, "text": s,
   "structured": ...}`` answering a call.
-* runner -> host: ``{"op": "call", "name": ..., "arguments": {...}}`` (one at a
-  time: the runner waits for its result); ``{"op": "done", "stdout", "stderr",
-  "value", "exception", "traceback"}`` ending a run.
+* runner -> host: ``{"op": "call", "id", "name": ..., "arguments": {...}}`` (one
+  at a time: the runner waits for its result); ``{"op": "done", "id", "stdout",
+  "stderr", "value", "exception", "traceback"}`` ending a run. ``id`` is the run's.
 
 Inside, ``import tools`` gives one function per episode tool (see :func:`make_function`).
 Nothing the code does here is trusted by the host: the channel is the only way
@@ -67,6 +67,9 @@ class _Channel:
 
 
 CHANNEL: _Channel | None = None
+RUN_ID = ""
+"""The current run's id (from the host); every message of the run carries it, so a stale or
+stray line from an earlier run is recognised and dropped by the host."""
 OWNER = os.getpid()
 """The interpreter's own process: the only one that may use the channel."""
 
@@ -104,7 +107,7 @@ def call(name: str, arguments: dict[str, Any] | None = None) -> Any:
     if os.getpid() != OWNER:
         raise RuntimeError("tools can only be called from the interpreter's own process, not a forked child")
     try:
-        CHANNEL.send({"op": "call", "name": name, "arguments": dict(arguments or {})})
+        CHANNEL.send({"op": "call", "id": RUN_ID, "name": name, "arguments": dict(arguments or {})})
     except (TypeError, ValueError) as e:
         raise TypeError(f"arguments of {name}() must be JSON values: {e}") from None
     reply = CHANNEL.receive()
@@ -237,7 +240,7 @@ def run(code: str, namespace: dict[str, Any], limit: int) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - a closed or broken stream is the code's doing
             pass
     _reap()
-    return {"op": "done", "stdout": _take(1, limit), "stderr": _take(2, limit), "value": value,
+    return {"op": "done", "id": RUN_ID, "stdout": _take(1, limit), "stderr": _take(2, limit), "value": value,
             "exception": exception, "traceback": trace}
 
 
@@ -245,7 +248,7 @@ run.count = 1  # type: ignore[attr-defined]
 
 
 def main() -> None:
-    global CHANNEL, OWNER
+    global CHANNEL, OWNER, RUN_ID
     OWNER = os.getpid()
     if sys.path and os.path.dirname(os.path.abspath(__file__)) == os.path.abspath(sys.path[0] or "."):
         del sys.path[0]  # the package folder is not the agent's import path
@@ -268,6 +271,7 @@ def main() -> None:
     while True:
         message = CHANNEL.receive()
         if message.get("op") == "run":
+            RUN_ID = str(message.get("id", ""))
             CHANNEL.send(run(str(message.get("code", "")), namespace, limit))
 
 

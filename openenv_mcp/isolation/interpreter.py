@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -171,9 +172,12 @@ class CodeInterpreter:
             with anyio.fail_after(timeout):
                 if self.process is None:
                     await self._start()
-                await self._send({"op": "run", "code": code})
+                run_id = uuid.uuid4().hex
+                await self._send({"op": "run", "id": run_id, "code": code})
                 while True:
                     message = await self._receive()
+                    if message.get("id") != run_id:
+                        continue  # a stale or stray line (e.g. one the code wrote onto the channel earlier)
                     if message.get("op") == "done":
                         return self._outcome(message, note)
                     if message.get("op") != "call":
