@@ -150,3 +150,36 @@ async def test_run_code_over_the_control_plane_batch_and_mcp_from_the_official_c
             assert "[value]\n7" in result.content[0].text
         state = (await ask(op="state", episode_id=eid))["state"]
         assert state["step_count"] == 3  # two runs without calls, one run with one call
+
+
+@needs_bwrap
+def test_rollout_codeact_solves_a_files_task_through_the_model_server(tmp_path):
+    import subprocess
+    import sys
+
+    from scripted_model import ScriptedModel
+    from servers import ROOT
+
+    environment = load_environment("files")
+    task = environment.tasks.tasks[0]
+    actions = environment.trajectory(task, "reference")
+    code = "from tools import *\n" + "\n".join(
+        f"{a.name}({', '.join(f'{k}={v!r}' for k, v in a.arguments.items())})" for a in actions)
+    plans = {task.prompt: ["I will look first.\n```python\nprint(len(fs_list(path='.')))\n```",
+                           f"Now the fix:\n```python\n{code}\n```"]}
+    out = tmp_path / "t.jsonl"
+    with ScriptedModel(plans) as server:
+        proc = subprocess.run([sys.executable, "-m", "openenv_mcp.cli", "rollout", "files", "--base-url", server.url,
+                               "--model", "m", "--episodes", "1", "--task", task.id, "--action-style", "codeact",
+                               "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        system = server.requests[0]["messages"][0]["content"]
+        assert "tools" not in server.requests[0]
+    assert system.startswith("You are an agent working in an environment by writing Python.")
+    assert "def fs_read(path: str" in system
+    traj = json.loads(out.read_text())
+    assert (traj["stop_reason"], traj["reward"], traj["success"]) == ("done", 1.0, True), traj
+    assert [s["code"] for s in traj["steps"]] == ["print(len(fs_list(path='.')))\n", code + "\n"]
+    assert [c["name"] for c in traj["steps"][1]["calls"]] == [a.name for a in actions]
+    assert traj["steps"][0]["calls"][0]["result"]["isError"] is False
+    assert traj["messages"][3]["role"] == "user" and traj["messages"][3]["content"].startswith("[stdout]\n")

@@ -191,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
     p.add_argument("--max-retries", type=int, default=5, help="retries of 429/5xx/connection errors")
     p.add_argument("--out", default="trajectories.jsonl", help="JSONL file, one episode per line")
+    p.add_argument("--action-style", choices=("tools", "codeact"), default="tools",
+                   help="tools: function calling; codeact: the model writes Python code blocks (docs/codeact.md)")
     p.set_defaults(func=_cmd_rollout)
 
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")

@@ -16,7 +16,8 @@ Channel (one JSON object per line):
   at a time: the runner waits for its result); ``{"op": "done", "id", "stdout",
   "stderr", "value", "exception", "traceback"}`` ending a run. ``id`` is the run's.
 
-Inside, ``import tools`` gives one function per episode tool (see :func:`make_function`).
+Inside, ``import tools`` gives one function per episode tool (see :func:`make_function`);
+they, ``ToolError`` and ``tools`` are also ready in the code's globals.
 Nothing the code does here is trusted by the host: the channel is the only way
 out, and the host dispatches each call to its own episode only.
 """
@@ -265,8 +266,9 @@ def main() -> None:
     sys.stderr = open(2, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
     init = CHANNEL.receive()
     limit = int(init.get("output_bytes") or 65536)
-    sys.modules["tools"] = tools_module(init.get("tools") or [])
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+    module = sys.modules["tools"] = tools_module(init.get("tools") or [])
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins, "tools": module}
+    namespace.update((name, getattr(module, name)) for name in module.__all__)  # as after `from tools import *`
     CHANNEL.send({"op": "ready"})
     while True:
         message = CHANNEL.receive()

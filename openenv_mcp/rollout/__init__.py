@@ -447,8 +447,9 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: int, env_name: str,
                        seed: int | None, task_id: str | None = None, max_steps: int = 30,
                        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                       close: bool = True) -> Trajectory:
-    """Play one episode: reset, then ask the policy and run its tool calls until the end."""
+                       close: bool = True, action_style: str = "tools") -> Trajectory:
+    """Play one episode: reset, then ask the policy and run its tool calls (or, with
+    ``action_style="codeact"``, its code blocks: see :mod:`.codeact`) until the end."""
     env = make_env()
     if inspect.isawaitable(env):
         env = await env
@@ -462,6 +463,11 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
         prompt = obs.task.prompt if obs.task is not None else ""
         tools, back = tools_to_functions(obs.tools or [])
         messages: list[dict[str, Any]] = []
+        if action_style == "codeact":
+            from .codeact import CODEACT_SYSTEM_PROMPT, stubs
+
+            base = CODEACT_SYSTEM_PROMPT if system_prompt in (None, DEFAULT_SYSTEM_PROMPT) else system_prompt + "\n\n"
+            system_prompt = base + stubs(obs.tools or [])
         if system_prompt:
             messages.append({"role": "system", "content": system_prompt})
         messages.append({"role": "user", "content": prompt})
@@ -469,6 +475,18 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
                           episode_id=state.episode_id, model=model, messages=messages, tools=tools, steps=[],
                           usage={})
         steps: list[dict[str, Any]] = traj.steps
+        if action_style == "codeact":
+            from .codeact import play_codeact_turns
+
+            async def ask(msgs: list[dict[str, Any]], offered: list[dict[str, Any]]) -> Turn:
+                nonlocal model_s
+                m0 = time.perf_counter()
+                try:
+                    return await _ask(policy, msgs, offered)
+                finally:
+                    model_s += time.perf_counter() - m0
+
+            env_s += await play_codeact_turns(env, ask, traj, messages, max_steps)
         while traj.stop_reason == "running":
             if len(steps) >= max_steps:
                 traj.stop_reason = "max_steps"
@@ -538,7 +556,7 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
 async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: int = 1, max_steps: int = 30,
                   seed: int | None = 0, task_id: str | None = None,
                   system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                  on_episode: Callable[[Trajectory], Any] | None = None,
+                  on_episode: Callable[[Trajectory], Any] | None = None, action_style: str = "tools",
                   **env_options: Any) -> list[Trajectory]:
     """Play ``episodes`` episodes of ``env`` with ``policy``, at most ``concurrency`` at a time.
 
@@ -557,6 +575,8 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
         system_prompt: the system message (``None`` for none).
         model: recorded in each trajectory.
         on_episode: called with each finished trajectory (in finishing order).
+        action_style: ``tools`` (function calling) or ``codeact`` (the model writes Python; each
+            code block is one ``RunCode``; see :mod:`openenv_mcp.rollout.codeact`).
         env_options: passed to ``make_async`` (``mode``, ``call_timeout``...).
 
     Returns the trajectories sorted by episode index. A :class:`PolicyError`
@@ -564,6 +584,8 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
     """
     if episodes < 1 or concurrency < 1 or max_steps < 1:
         raise ConfigError("episodes, concurrency and max_steps must be at least 1")
+    if action_style not in ("tools", "codeact"):
+        raise ConfigError(f"action_style must be 'tools' or 'codeact', not {action_style!r}")
     make_env, name, reusable = _env_factory(env, env_options)
     if not reusable and concurrency > 1:
         raise ConfigError("one env instance plays one episode at a time: pass an environment name, URL or "
@@ -578,7 +600,7 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
             traj = await play_episode(make_env, policy, index=i, env_name=name,
                                       seed=None if seed is None else seed + i, task_id=task_id,
                                       max_steps=max_steps, system_prompt=system_prompt, model=model,
-                                      close=reusable)
+                                      close=reusable, action_style=action_style)
             results.append(traj)
             if on_episode is not None:
                 out = on_episode(traj)
@@ -637,7 +659,7 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
                 return await rollout(args.env, policy, episodes=args.episodes, concurrency=args.concurrency,
                                      max_steps=args.max_steps, seed=args.seed, task_id=args.task,
                                      system_prompt=args.system or DEFAULT_SYSTEM_PROMPT, model=args.model,
-                                     on_episode=write)
+                                     on_episode=write, action_style=getattr(args, "action_style", "tools"))
             finally:
                 retries = policy.retries
                 await policy.aclose()
