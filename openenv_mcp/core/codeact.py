@@ -17,11 +17,15 @@ The rules (see ``docs/codeact.md``):
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent, Tool
 
-__all__ = ["ENDED", "RUN_CODE", "RUN_CODE_TOOL", "code_result", "reply_for", "result_text"]
+if TYPE_CHECKING:
+    from .spec import EnvSpec
+
+__all__ = ["ENDED", "RUN_CODE", "RUN_CODE_TOOL", "code_result", "grader_files", "reply_for", "result_text"]
 
 RUN_CODE = "run_code"
 """The MCP tool name of CodeAct (reserved when an environment sets ``codeact = true``)."""
@@ -67,3 +71,19 @@ def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]]) -> CallToo
     structured = {**outcome, "calls": calls}
     return CallToolResult(content=[TextContent(type="text", text="\n".join(parts))],
                           structured_content=structured, is_error=bool(outcome.get("exception")))
+
+
+def grader_files(spec: EnvSpec) -> list[Path]:
+    """The env's files a grader reads (tasks, solutions, reward module): masked from code when the
+    whole env folder cannot be (see :mod:`openenv_mcp.isolation.interpreter`)."""
+    out = []
+    if isinstance(spec.tasks, str):
+        out.append(spec.path(spec.tasks))
+    for ref in (spec.solutions, spec.reward if isinstance(spec.reward, str) else None):
+        if ref:
+            module = ref.split(":", 1)[0]
+            if module.endswith((".json", ".py")):
+                out.append(spec.path(module))
+            else:
+                out += [spec.path(module.replace(".", "/") + ".py"), spec.path(module.replace(".", "/"))]
+    return out

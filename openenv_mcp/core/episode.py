@@ -24,7 +24,7 @@ from ..isolation import Connection
 from ..isolation.inprocess import error_result
 from ..isolation.interpreter import CodeInterpreter
 from ..types import CallTool, ListTools, Observation, RunCode, Score, State, Task
-from .codeact import ENDED, RUN_CODE, RUN_CODE_TOOL, code_result, reply_for
+from .codeact import ENDED, RUN_CODE, RUN_CODE_TOOL, code_result, grader_files, reply_for
 from .validation import validator_for
 from .warm import prepare
 from .workspace import Workspace
@@ -254,7 +254,8 @@ class Episode:
 
         if self.interpreter is None:
             self.interpreter = CodeInterpreter(self.id, self.tools, self.env.spec.base_dir,
-                                               limits=self.env.spec.code_limits, workdir=self.env.workdir)
+                                               limits=self.env.spec.code_limits, workdir=self.env.workdir,
+                                               grader_files=grader_files(self.env.spec))
         outcome = await self.interpreter.run(code, dispatch)
         if not calls:  # a run with no tool call still spends one step of the budget
             self.step_count += 1

@@ -38,6 +38,7 @@ from ..errors import BoundaryError
 from .base import ServerContext
 from .process import UIDS, StdioProcess, chown_tree
 from .sandbox import SandboxConnection
+from .sandbox import package_dirs as sandbox_package_dirs
 
 __all__ = ["CODE_LIMIT", "CodeInterpreter", "RunOutcome"]
 
@@ -59,26 +60,36 @@ def default_limits() -> Limits:
     return Limits(call_timeout=60.0, memory_mb=512, cpu_seconds=600, processes=64, output_bytes=65536)
 
 
-def _masked(env_dir: Path, workdir: Path | None) -> list[str]:
-    out = [str(env_dir)]
+def _masked(env_dir: Path, workdir: Path | None, grader_files: list[Path]) -> list[str]:
+    """What the code must not see: the env folder (or, when it holds the interpreter itself, e.g. a
+    checkout with its virtualenv, the env's grader files), the bundled environments, the workspaces."""
+    needed = [os.path.realpath(p) for p in (sys.prefix, os.path.dirname(sys.executable), RUNNER)]
+    needed += sandbox_package_dirs()
+
+    def holds_needed(path: str) -> bool:
+        real = os.path.realpath(path).rstrip("/") + "/"
+        return any((n.rstrip("/") + "/").startswith(real) for n in needed)
+
+    out = [str(env_dir)] if not holds_needed(str(env_dir)) else [str(p) for p in grader_files]
     spec = importlib.util.find_spec("openenv_mcp.envs")
     out += [os.path.realpath(p) for p in (spec.submodule_search_locations or [])] if spec else []
     if workdir is not None:
         out.append(str(workdir))
-    return [p for p in dict.fromkeys(out) if os.path.exists(p)]
+    return [p for p in dict.fromkeys(out) if os.path.exists(p) and not holds_needed(p)]
 
 
 class CodeInterpreter:
     """One episode's persistent interpreter (started on first :meth:`run`)."""
 
     def __init__(self, episode_id: str, tools: list[Tool], env_dir: Path, *, limits: Limits | None = None,
-                 workdir: Path | None = None) -> None:
+                 workdir: Path | None = None, grader_files: list[Path] | None = None) -> None:
         self.episode_id = episode_id
         self.tools = [t.model_dump(mode="json", by_alias=True, include={"name", "description", "input_schema"})
                       for t in tools]
         self.env_dir = Path(env_dir)
         self.limits = limits or default_limits()
         self.workdir = workdir
+        self.grader_files = grader_files or []
         self.process: StdioProcess | None = None
         self.conn: SandboxConnection | None = None
         self.scratch: Path | None = None
@@ -94,7 +105,7 @@ class CodeInterpreter:
     async def _start(self) -> StdioProcess:
         self.scratch = Path(tempfile.mkdtemp(prefix="openenv-mcp-code-", dir=self.workdir))
         spec = ToolServerSpec(name="codeact", command=[sys.executable, RUNNER], isolation="sandbox",
-                              limits=self.limits, hide=_masked(self.env_dir, self.workdir))
+                              limits=self.limits, hide=_masked(self.env_dir, self.workdir, self.grader_files))
         ctx = ServerContext(f"{self.episode_id}/codeact", self.scratch)
         self.conn = conn = SandboxConnection(spec, ctx, self.env_dir)
         if conn.uid is not None:
