@@ -9,8 +9,18 @@ TORCH_PIP ?= torch==2.13.0
 
 .PHONY: demo test bench conformance install clean
 
+# A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
+# "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
+VENV_OK := $(shell $(BIN)/python -c 'import sys; print(int(sys.version_info >= (3, 11)))' 2>/dev/null)
+ifneq ($(VENV_OK),1)
+  $(shell rm -f $(STAMP))
+endif
+
 $(STAMP): pyproject.toml
-	$(PY) -m venv $(VENV)
+	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+	  echo "openenv-mcp needs Python >= 3.11, and PY=$(PY) is $$($(PY) --version 2>/dev/null || echo "not found"):" \
+	       "rerun with PY=python3.11 (or newer), e.g. make PY=python3.12 $(MAKECMDGOALS)" >&2; exit 1; }
+	@[ "$(VENV_OK)" = 1 ] || $(PY) -m venv --clear $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIP)
 	$(BIN)/pip install -q -e '.[dev]'
@@ -30,7 +40,7 @@ bench: $(STAMP)
 # Official MCP conformance suite (Node 22 tooling into .cache/node-tools/) against a served env.
 CONFORMANCE_ENV ?= echo
 conformance: $(STAMP)
-	bash .ci/node-tools.sh
+	bash conformance/node-tools.sh .cache/node-tools
 	$(BIN)/python -m openenv_mcp.conformance.official_suite $(CONFORMANCE_ENV)
 
 clean:

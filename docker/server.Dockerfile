@@ -16,13 +16,14 @@ RUN python3 -m venv /opt/venv 2>/dev/null || { \
         && python3 -m venv /opt/venv; }
 WORKDIR /app
 # Dependencies only (read from the real pyproject.toml), cached until pyproject changes.
-COPY pyproject.toml README.md /app/
+COPY pyproject.toml README.md LICENSE /app/
 RUN python3 -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 print('\n'.join(p['dependencies'] + p['optional-dependencies']['docker']))" > /tmp/requirements.txt \
     && pip install -q --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.txt
 COPY openenv_mcp /app/openenv_mcp
 COPY tool_servers /app/tool_servers
 COPY envs /app/envs
+COPY conformance /app/conformance
 RUN pip install -q --no-cache-dir --no-deps . && rm -rf build *.egg-info
 USER 65534:65534
 ENV OPENENV_MCP_WORKDIR=/tmp

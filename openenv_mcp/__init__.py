@@ -28,8 +28,6 @@ if TYPE_CHECKING:
     )
     from .types import CallTool, ListTools, Observation, RunCode, Score, State, Task
 
-__version__ = "0.1.0"
-
 _LAZY = {
     "AsyncEnv": "client.env",
     "Env": "client.env",
@@ -88,6 +86,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # one version string: the distribution's metadata (pyproject.toml)
+        from importlib.metadata import version
+
+        globals()[name] = version("openenv-mcp")
+        return globals()[name]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'openenv_mcp' has no attribute {name!r}")

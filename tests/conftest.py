@@ -37,6 +37,22 @@ def docker_problem(cli: str = "docker") -> str | None:
     return None
 
 
+def need_boundaries(spec) -> None:
+    """:func:`need` what an environment's tool servers run behind (bubblewrap, Docker), named in the reason."""
+    from openenv_mcp.errors import BoundaryError
+    from openenv_mcp.isolation.sandbox import bwrap_path
+
+    kinds = {s.isolation for s in spec.tool_servers}
+    if "sandbox" in kinds:
+        try:
+            bwrap_path()
+        except BoundaryError as e:
+            need(False, f"environment {spec.name!r} runs tool servers in the sandbox: {e}")
+    if "docker" in kinds:
+        problem = docker_problem()
+        need(problem is None, f"environment {spec.name!r} runs tool servers in Docker: {problem}")
+
+
 def need_docker(*images: str, cli: str = "docker") -> None:
     """:func:`need` a Docker engine, then build ``images`` (``docker/build.sh`` names; layers cached)."""
     problem = docker_problem(cli)

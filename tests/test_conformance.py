@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import need_boundaries
 
 from openenv_mcp.cli import main
 from openenv_mcp.conformance import RULES, ConformanceError, assert_conformant_async, check_env_async
@@ -35,6 +36,7 @@ broken_subjects = load_module("broken_subjects", FIXTURES)
 @pytest.mark.parametrize("name", [spec.name for spec in list_envs()])
 async def test_every_builtin_environment_passes(name, request, monkeypatch):
     spec = next(s for s in list_envs() if s.name == name)
+    need_boundaries(spec)
     if any("DATABASE_URL" in (s.prod or {}).get("pass_env", []) for s in spec.tool_servers):
         # the production variant (env.prod_identity) talks to a real PostgreSQL server
         monkeypatch.setenv("DATABASE_URL", request.getfixturevalue("postgres_server").url)

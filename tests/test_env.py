@@ -66,7 +66,7 @@ def test_errors_share_one_root():
 
 
 def test_unknown_environment_names_the_builtins():
-    with pytest.raises(UnknownEnvironment, match="unknown environment 'nope'; built-in: .*echo"):
+    with pytest.raises(UnknownEnvironment, match="unknown environment 'nope'; registered: .*echo"):
         openenv_mcp.make("nope")
 
 

@@ -493,3 +493,28 @@ async def test_the_files_environment_in_docker_gives_the_in_process_results(imag
         expected = await trace(inprocess, task)
         assert expected[-1][1:] != (0.0, False)
         assert await trace(docker, task) == expected, task.id
+
+
+def test_a_closed_episodes_container_is_removed_even_when_the_engine_is_slow(image, tmp_path, monkeypatch):
+    import docker.models.containers
+    import requests
+
+    real_remove = docker.models.containers.Container.remove
+    failures = {"left": 3}
+
+    def slow_engine(self, **kwargs):  # the engine times out on the first removals, as a busy one does
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise requests.exceptions.ReadTimeout("UnixHTTPConnectionPool: Read timed out. (read timeout=60)")
+        return real_remove(self, **kwargs)
+
+    monkeypatch.setattr(docker.models.containers.Container, "remove", slow_engine)
+    env, marker = docker_env(tmp_path)
+    with env:
+        env.reset(seed=0)
+        episode = episode_id(env)
+        assert call(env, "counter") == ("1", False)
+        assert len(containers(episode)) == 1
+    assert containers(episode) == []
+    assert failures["left"] == 0
+    assert_clean(marker)

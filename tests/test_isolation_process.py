@@ -11,13 +11,18 @@ and fork bombs, memory bombs, infinite loops and huge outputs are contained.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from containment import (DROPS_UID, Listener, assert_no_leak, call, hostile_env,
                          marked_processes, survivors_of_killed_server, world_dir)
 from conftest import need
-from openenv_mcp import BoundaryError
+from openenv_mcp import BoundaryError, ToolServerSpec
+from openenv_mcp.isolation.process import UID_BASE, Launch, lease_uid, run_launch
 from openenv_mcp.isolation.mcpsession import truncation_marker
 
 
@@ -254,3 +259,71 @@ def test_loopback_is_reachable_from_the_process_boundary():
 
 def test_nothing_outlives_a_killed_environment_server():
     assert survivors_of_killed_server("process") == []
+
+
+# -- issue 10 items 4 and 11: never root by accident, uvloop, host-wide uid leases
+def _under_a_private_folder(path: str) -> bool:
+    from openenv_mcp.isolation.process import private_ancestor
+    return private_ancestor(os.path.realpath(path)) is not None
+
+
+def test_a_runtime_under_a_private_folder_still_runs_as_the_episode_uid():
+    need(os.geteuid() == 0 and _under_a_private_folder(sys.executable),
+         "needs root and an interpreter under a private folder such as /root")
+    env, marker = hostile_env("process", python=sys.executable)
+    with env:
+        env.reset(seed=0)
+        assert json.loads(call(env, "whoami")[0])["uid"] >= UID_BASE
+        assert call(env, "spawn_orphan") == ("spawned a detached grandchild", False)
+    assert_no_leak(marker)
+
+
+def test_run_as_root_is_refused_silently_never_it_must_be_asked_for():
+    need(os.geteuid() == 0, "needs root")
+    spec = ToolServerSpec(name="h", command=[sys.executable, "-c", "pass"], run_as_root=True)
+    assert spec.run_as_root is True
+    assert ToolServerSpec(name="h", command=["x"]).run_as_root is False
+
+
+def test_a_server_dropping_to_its_uid_starts_under_uvloop():
+    need(os.geteuid() == 0, "the uid drop happens only as root")
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main():
+        uid, fd = lease_uid()
+        try:
+            return uid, await run_launch(Launch(["/bin/sh", "-c", "id -u; id -G"], {"PATH": "/usr/bin:/bin"}, "/", uid, []), 20)
+        finally:
+            os.close(fd)
+
+    uid, (code, out, err) = uvloop.run(main())
+    assert (code, out.split(), err) == (0, [str(uid), str(uid)], "")
+
+
+_HOLD_LEASE = """
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from openenv_mcp.isolation.process import lease_uid
+uid, fd = lease_uid(start=int(sys.argv[2]))
+print(uid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_uid_leased_by_another_server_on_the_host_is_never_handed_out():
+    need(os.geteuid() == 0, "uids are handed out only as root")
+    start = 4_321_000
+    other = subprocess.Popen([sys.executable, "-c", _HOLD_LEASE, str(Path(__file__).parents[1]), str(start)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        held = int(other.stdout.readline())
+        assert held == UID_BASE + start
+        mine, fd = lease_uid(start=start)
+        os.close(fd)
+        assert mine != held
+    finally:
+        other.stdin.close()
+        other.wait(timeout=10)
+    again, fd = lease_uid(start=start)  # a dead holder's lease frees itself
+    os.close(fd)
+    assert again == held

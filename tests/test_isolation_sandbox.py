@@ -56,7 +56,8 @@ def test_host_secret_outside_the_workspace_is_invisible():
         env.reset(seed=0)
         assert call(env, "read_file", path=str(secret)) == (
             f"FileNotFoundError: [Errno 2] No such file or directory: '{secret}'", True)
-        assert call(env, "list_dir", path="/root") == ("[]", False)
+        assert call(env, "list_dir", path="/root") == (
+            "FileNotFoundError: [Errno 2] No such file or directory: '/root'", True)
         assert call(env, "counter") == ("1", False)
     assert_no_leak(marker)
 
@@ -196,3 +197,34 @@ def test_a_checkout_under_tmp_with_its_interpreter_inside_runs_in_the_sandbox():
         assert_no_leak(marker)
     finally:
         shutil.rmtree(checkout, ignore_errors=True)
+
+
+def test_a_folder_outside_the_system_ones_is_there_only_when_the_env_file_binds_it(tmp_path):
+    import uuid as _uuid
+
+    from openenv_mcp import EnvSpec, ToolServerSpec
+    import openenv_mcp
+
+    from containment import FIXTURE, PYTHON
+
+    folder = Path("/opt") / f"openenv-mcp-test-{_uuid.uuid4().hex}"
+    folder.mkdir()
+    try:
+        (folder / "data.txt").write_text("shared data")
+        (folder / "data.txt").chmod(0o644)
+        for ro_bind in ([], [str(folder)]):
+            server = ToolServerSpec(name="h", namespace="", command=[PYTHON, str(FIXTURE)], isolation="sandbox",
+                                    ro_bind=ro_bind)
+            spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=tmp_path)
+            with openenv_mcp.make(spec) as env:
+                env.reset(seed=0)
+                text, is_error = call(env, "read_file", path=str(folder / "data.txt"))
+                assert (text, is_error) == (("shared data", False) if ro_bind else (
+                    f"FileNotFoundError: [Errno 2] No such file or directory: '{folder / 'data.txt'}'", True))
+        with pytest.raises(Exception, match=r"bind path 'no-such-folder' does not exist"):
+            bad = ToolServerSpec(name="h", namespace="", command=[PYTHON, str(FIXTURE)], isolation="sandbox",
+                                 bind=["no-such-folder"])
+            with openenv_mcp.make(EnvSpec(name="x", max_steps=None, tool_servers=[bad], base_dir=tmp_path)) as env:
+                env.reset(seed=0)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

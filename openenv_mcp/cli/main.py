@@ -226,8 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_stdio)
 
     from .conformance import add_parser as add_conformance  # openenv-mcp conformance TARGET ...
+    from .mcp_config import add_parser as add_mcp_config  # openenv-mcp mcp-config ENV ...
 
     add_conformance(sub)
+    add_mcp_config(sub)
     return parser
 
 

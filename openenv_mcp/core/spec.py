@@ -87,6 +87,16 @@ class ToolServerSpec(_Spec):
     """Paths (relative to the env folder, or absolute) the server must never
     see, e.g. hidden tests: the ``sandbox`` boundary mounts an empty folder (or
     an empty file) over each. Other boundaries cannot hide host files."""
+    run_as_root: bool = False
+    """``process``/``sandbox`` as root: run the server as root instead of the episode's
+    unprivileged uid. Off by default; without it a server whose runtime an unprivileged uid
+    cannot reach is exposed through a mount namespace (bubblewrap), or refused."""
+    bind: list[str] = Field(default_factory=list)
+    """``sandbox``: extra host paths (absolute, or relative to the env folder) bound read-write
+    at the same place. Nothing outside the system folders and what the command needs is
+    visible otherwise."""
+    ro_bind: list[str] = Field(default_factory=list)
+    """``sandbox``: extra host paths bound read-only at the same place."""
     network: Literal["none", "host"] = "none"
     """Network policy for process-level boundaries: ``none`` cuts it (sandbox,
     docker); ``host`` allows it."""

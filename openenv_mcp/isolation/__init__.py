@@ -12,7 +12,20 @@ from ..errors import ConfigError
 from ..core.spec import ToolServerSpec
 from .base import Connection, ServerContext
 
-__all__ = ["Connection", "ServerContext", "connect"]
+__all__ = ["Connection", "ServerContext", "connect", "finish_removals"]
+
+
+def finish_removals(timeout: float = 60.0) -> None:
+    """Block until closed episodes' workspaces are deleted and their containers removed (at
+    shutdown: a server stopped by a signal may never run ``atexit``)."""
+    import sys
+
+    from ..core.workspace import drain_removals
+
+    drain_removals()
+    docker = sys.modules.get(f"{__name__}.docker")
+    if docker is not None:  # only when this process started containers
+        docker.wait_removed(timeout)
 
 
 def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> Connection:

@@ -93,14 +93,11 @@ class Connection(abc.ABC):
         """Render one prompt."""
         raise KeyError(name)
 
+    @abc.abstractmethod
     async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """Run ``argv`` next to the server, inside its boundary, in the workspace:
         ``(exit code, stdout, stderr)``, each output cut to 64 KiB. Used by
-        command rewards. This default runs it as a plain child process (right
-        for ``inprocess``); boundaries override it."""
-        from .process import run_plain
-
-        return await run_plain(argv, {**self.ctx.env, **env}, str(self.ctx.workspace), timeout)
+        command rewards. Each boundary implements it (``inprocess``: a plain child process)."""
 
     async def healthy(self) -> bool:
         """Whether the server still answers."""

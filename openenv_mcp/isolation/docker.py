@@ -22,7 +22,7 @@ with ``isolation = "docker"`` runs that command in :data:`DEFAULT_IMAGE`
 Images are never pulled implicitly; build them (``docker/*.Dockerfile``).
 
 Every container carries labels (``openenv-mcp.episode=<id>``,
-``openenv-mcp.server``, ``openenv-mcp.owner=<host>:<pid>``) so leaks can be
+``openenv-mcp.server``, ``openenv-mcp.owner=<host>:<pid>:<start time>``) so leaks can be
 listed (:func:`list_containers`); it is removed when its call times out or
 its server dies (synchronously, before a new one starts) and on close (in a
 background thread, off the reset path: :func:`wait_removed` waits for it, and
@@ -33,6 +33,7 @@ process died without cleaning up (run at the first start in each process).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -50,6 +51,7 @@ from mcp.shared.message import SessionMessage
 
 from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
+from ..core.workspace import process_start_time
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 
@@ -74,6 +76,9 @@ UNPRIVILEGED = (65534, 65534)
 
 _client: Any = None
 _reaped = False
+
+
+log = logging.getLogger("openenv_mcp.isolation")
 
 
 def docker_client() -> Any:
@@ -106,7 +111,8 @@ def list_containers(episode_id: str | None = None, all: bool = True) -> list[Any
 
 
 def _owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """``<host>:<pid>:<start time>``: the start time tells a dead server from a reused pid."""
+    return f"{socket.gethostname()}:{os.getpid()}:{process_start_time(os.getpid())}"
 
 
 def _alive(pid: int) -> bool:
@@ -119,14 +125,18 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _owner_alive(pid: int, start: str) -> bool:
+    """Whether the server that labelled a container still runs (a reused pid has another start time)."""
+    return _alive(pid) and (not start or start == process_start_time(pid))
+
+
 def reap() -> int:
     """Remove containers of this host whose owning process is gone; how many."""
     host = socket.gethostname()
     removed = 0
     for container in list_containers():
-        owner = container.labels.get(f"{LABEL}.owner", "")
-        name, _, pid = owner.rpartition(":")
-        if name == host and pid.isdigit() and not _alive(int(pid)):
+        name, pid, start = (container.labels.get(f"{LABEL}.owner", "").split(":") + ["", "", ""])[:3]
+        if name == host and pid.isdigit() and not _owner_alive(int(pid), start):
             with contextlib.suppress(Exception):
                 container.remove(force=True)
                 removed += 1
@@ -215,8 +225,8 @@ class Container:
                 self.exit = "was killed by SIGKILL" if code == 137 else f"exited with code {code}"
         if self.conn.closed:
             _remove_in_background(handle)  # the episode is over: keep its close off the reset path
-        else:
-            _remove(handle)  # a restart: the old server must be gone before the new one starts
+        elif not _remove(handle):  # a restart: the old server must be gone before the new one starts
+            _remove_in_background(handle)  # never left running: go on trying
 
     # -- the stdio transport as the SDK expects it
     @contextlib.asynccontextmanager
@@ -343,20 +353,33 @@ class Container:
                 await anyio.sleep(0.05)
 
 
-def _remove(handle: Any) -> None:
-    """Kill and remove a container (retrying while the engine is busy with it)."""
+REMOVE_WAIT = 30.0
+"""How long a restart waits for the old container to go (then the removal goes on in the background)."""
+BACKGROUND_REMOVE_WAIT = 600.0
+"""How long removals go on being retried in the background (a slow or restarting engine)."""
+
+
+def _remove(handle: Any, wait: float = REMOVE_WAIT) -> bool:
+    """Kill and remove a container, retried (backing off) on any engine error or timeout until it
+    is gone or ``wait`` seconds have passed; whether it is gone."""
     import docker.errors
 
-    for _ in range(5):
+    deadline = time.monotonic() + wait
+    delay = 0.1
+    while True:
         try:
             handle.remove(force=True)
-            return
+            return True
         except docker.errors.NotFound:
-            return
-        except docker.errors.APIError as e:
-            if "already in progress" in str(e):
-                return
-            time.sleep(0.2)
+            return True
+        except Exception as e:  # noqa: BLE001 - an API error, or a slow engine's timeout / dropped connection
+            problem = e
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            log.warning("container %s is not removed yet: %s", getattr(handle, "short_id", "?"), problem)
+            return False
+        time.sleep(min(delay, remaining))
+        delay = min(delay * 2, 2.0)
 
 
 _removals: set[threading.Thread] = set()
@@ -368,7 +391,9 @@ def _remove_in_background(handle: Any) -> None:
 
     def run() -> None:
         try:
-            _remove(handle)
+            if not _remove(handle, BACKGROUND_REMOVE_WAIT):
+                log.error("container %s could not be removed within %g s; it is removed at the next start "
+                          "(its server is dead then)", getattr(handle, "short_id", "?"), BACKGROUND_REMOVE_WAIT)
         finally:
             with _removals_lock:
                 _removals.discard(thread)

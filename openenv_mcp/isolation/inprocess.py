@@ -37,6 +37,7 @@ from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResul
 from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec, load_object
 from .base import Connection, ServerContext
+from .process import run_plain
 
 __all__ = ["InProcessConnection", "error_result"]
 
@@ -101,6 +102,10 @@ def _drive(inline: Any, tool: Any, arguments: dict[str, Any]) -> Any:
 
 class InProcessConnection(Connection):
     """A FastMCP server object (or a per-episode factory) run in-process."""
+
+    async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
+        """A command reward's command, as a plain child process in the workspace (the server is trusted)."""
+        return await run_plain(argv, {**self.ctx.env, **env}, str(self.ctx.workspace), timeout)
 
     def __init__(self, spec: ToolServerSpec, ctx: ServerContext, base_dir=None) -> None:
         super().__init__(spec, ctx)

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable
+from importlib.metadata import version
 from typing import Any
 
 import anyio
@@ -45,7 +46,7 @@ from .base import Connection
 
 __all__ = ["TRUNCATED_META", "McpConnection", "SessionHost", "cap_result", "truncation_marker"]
 
-CLIENT_INFO = Implementation(name="openenv-mcp", version="0.1.0")
+CLIENT_INFO = Implementation(name="openenv-mcp", version=version("openenv-mcp"))  # the one version: metadata
 
 TransportFactory = Callable[[], contextlib.AbstractAsyncContextManager[Any]]
 """Returns an async context manager yielding ``(read_stream, write_stream)``."""

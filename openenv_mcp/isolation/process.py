@@ -40,18 +40,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import itertools
+import fcntl
 import json
 import logging
 import os
 import re
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ from mcp.shared.message import SessionMessage
 
 from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
+from ..core.workspace import owner_tag, remove_tree
 from .base import ServerContext
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
 
@@ -76,8 +78,6 @@ UID_BASE = int(os.environ.get("OPENENV_MCP_UID_BASE", "1640000000"))
 
 STDERR_TAIL = 4096
 LINE_SLACK = 65536
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(None, use_errno=True)
 
 
 # -- uids ----------------------------------------------------------------------------
@@ -91,35 +91,85 @@ except OSError:
 """
 
 
-class _Uids:
-    """Unprivileged uids, one per episode (shared by that episode's servers).
+LEASE_DIRS = ("/run/openenv-mcp/uids", os.path.join(tempfile.gettempdir(), "openenv-mcp-uids"))
+"""Where uid leases live: one lock file per uid in use on this host, ``flock``-ed for the episode's life."""
+UID_SPAN = 10_000_000
 
-    Each uid in use has a *guard*: a tiny root process that waits on a pipe
-    from us and, when it closes (the episode ended, or the environment server
-    died, even by SIGKILL), kills every process of the uid. That is what
-    catches double-forked, ``setsid`` descendants that ``PR_SET_PDEATHSIG``
-    (which only reaches the direct child) would miss.
+
+def lease_dir() -> Path:
+    """The host-wide folder of uid leases (``/run/openenv-mcp/uids``, else under the temp folder)."""
+    for folder in LEASE_DIRS:
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+            if os.access(folder, os.W_OK):
+                return Path(folder)
+        except OSError:
+            continue
+    raise BoundaryError(f"no writable folder for uid leases (tried {', '.join(LEASE_DIRS)})")
+
+
+def lease_uid(start: int | None = None) -> tuple[int, int]:
+    """Take a uid no other episode on this host holds: ``(uid, fd)``, the ``fd`` holding its lease.
+
+    The lease is an exclusive ``flock`` on ``<lease_dir>/<uid>``: it lasts while the fd is open (in
+    this process or in the uid's guard), so a crashed server's leases free themselves."""
+    folder = lease_dir()
+    offset = secrets.randbelow(UID_SPAN) if start is None else start
+    for i in range(4096):
+        uid = UID_BASE + (offset + i) % UID_SPAN
+        fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino != os.stat(folder / str(uid), follow_symlinks=False).st_ino:
+                raise OSError("the lease file was swept while we locked it")
+        except OSError:
+            os.close(fd)
+            continue
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {_start_time(os.getpid())}\n".encode())
+        return uid, fd
+    raise BoundaryError(f"no free episode uid on this host (4096 leases in {folder} are held)")
+
+
+def _start_time(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "?"
+
+
+class _Uids:
+    """Unprivileged uids, one per episode (shared by that episode's servers), unique on the host.
+
+    Each uid is leased host-wide (:func:`lease_uid`), so two environment servers never
+    hand out the same one. Each uid in use has a *guard*: a tiny root process that
+    waits on a pipe from us and, when it closes (the episode ended, or the environment
+    server died, even by SIGKILL), kills every process of the uid. That is what catches
+    double-forked, ``setsid`` descendants that ``PR_SET_PDEATHSIG`` (which only reaches
+    the direct child) would miss. The guard holds the uid's lease too, so the uid is
+    not handed out again before its processes are gone.
     """
 
     def __init__(self) -> None:
         self._by_episode: dict[str, tuple[int, int]] = {}
         self._guards: dict[int, subprocess.Popen[bytes]] = {}
-        self._counter = itertools.count(os.getpid() % 1000 * 10000)
+        self._leases: dict[int, int] = {}
+        self._lock = threading.Lock()
 
     def acquire(self, episode: str) -> int | None:
         if os.geteuid() != 0:
             return None
-        uid, refs = self._by_episode.get(episode, (0, 0))
-        if not refs:
-            used = {u for u, _ in self._by_episode.values()}
-            uid = UID_BASE + next(self._counter) % 10_000_000
-            while uid in used:
-                uid = UID_BASE + next(self._counter) % 10_000_000
-            self._guards[uid] = subprocess.Popen(
-                [sys.executable, "-S", "-I", "-c", _GUARD.format(uid=uid)], stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env={})
-        self._by_episode[episode] = (uid, refs + 1)
-        return uid
+        with self._lock:
+            uid, refs = self._by_episode.get(episode, (0, 0))
+            if not refs:
+                uid, fd = lease_uid()
+                self._leases[uid] = fd
+                self._guards[uid] = subprocess.Popen(
+                    [sys.executable, "-S", "-I", "-c", _GUARD.format(uid=uid)], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env={},
+                    pass_fds=(fd,))
+            self._by_episode[episode] = (uid, refs + 1)
+            return uid
 
     def exclusive(self, episode: str) -> bool:
         """Whether one server alone runs as the episode's uid (then a restart may kill the uid)."""
@@ -127,21 +177,25 @@ class _Uids:
 
     def release(self, episode: str) -> None:
         """Drop one reference; the last one kills every process of the uid (via its guard)."""
-        uid, refs = self._by_episode.get(episode, (0, 0))
-        if refs <= 1:
+        with self._lock:
+            uid, refs = self._by_episode.get(episode, (0, 0))
+            if refs > 1:
+                self._by_episode[episode] = (uid, refs - 1)
+                return
             self._by_episode.pop(episode, None)
             guard = self._guards.pop(uid, None)
-            if guard is not None:
-                with contextlib.suppress(OSError):
-                    guard.stdin.close()  # type: ignore[union-attr]
-                try:
-                    guard.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    guard.kill()
-                    guard.wait()
-                    kill_uid(uid)
-        else:
-            self._by_episode[episode] = (uid, refs - 1)
+            fd = self._leases.pop(uid, None)
+        if guard is not None:
+            with contextlib.suppress(OSError):
+                guard.stdin.close()  # type: ignore[union-attr]
+            try:
+                guard.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                guard.kill()
+                guard.wait()
+                kill_uid(uid)
+        if fd is not None:
+            os.close(fd)  # the guard's copy closed when it exited: the uid is free again
 
 
 UIDS = _Uids()
@@ -202,25 +256,40 @@ def chown_tree(path: Path, uid: int) -> None:
 
 
 # -- launching -----------------------------------------------------------------------
+_LAUNCHER = """import ctypes, json, os, resource, sys
+cfg = json.loads(sys.argv[1])
+for which, soft, hard in cfg["rlimits"]:
+    resource.setrlimit(which, (soft, hard))
+if cfg["uid"] is not None:
+    os.setgroups([]); os.setgid(cfg["uid"]); os.setuid(cfg["uid"])
+    if os.getuid() != cfg["uid"] or os.geteuid() != cfg["uid"] or os.getgroups():
+        sys.stderr.write("could not drop to uid %d\\n" % cfg["uid"]); os._exit(126)
+ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)
+if cfg["parent"] and os.getppid() != cfg["parent"]:
+    os._exit(1)
+try:
+    os.execv(sys.argv[2], sys.argv[2:])
+except OSError as e:
+    sys.stderr.write("could not start %s: %s\\n" % (sys.argv[2], e.strerror)); os._exit(127)
+"""
+"""Run as root between spawn and the server: limits, drop to the uid (no groups), parent-death
+signal, then exec. A separate program rather than ``preexec_fn``/``user=`` (which uvloop rejects)."""
+
+
 class Launch:
     """Everything needed to spawn one server: argv, environment, cwd, uid, limits."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: str, uid: int | None,
-                 rlimits: list[tuple[int, tuple[int, int]]]) -> None:
+                 rlimits: list[tuple[int, tuple[int, int]]], wrap: list[str] | None = None) -> None:
         self.argv, self.env, self.cwd, self.uid, self.rlimits = argv, env, cwd, uid, rlimits
+        self.wrap = wrap or []
+        """A command the launcher runs inside (as root), e.g. a mount namespace exposing the runtime."""
 
-    def preexec(self):  # noqa: ANN201 - runs in the child between fork and exec
-        rlimits = self.rlimits
-        parent = os.getpid()
-
-        def child() -> None:
-            for which, value in rlimits:
-                resource.setrlimit(which, value)
-            _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            if os.getppid() != parent:  # the parent died before prctl
-                os._exit(1)
-
-        return child
+    def command(self) -> list[str]:
+        """The argv actually spawned: the launcher (limits, uid, parent-death signal), then ``argv``."""
+        config = {"rlimits": [[w, s, h] for w, (s, h) in self.rlimits], "uid": self.uid,
+                  "parent": 0 if self.wrap else os.getpid()}
+        return [*self.wrap, sys.executable, "-S", "-I", "-c", _LAUNCHER, json.dumps(config), *self.argv]
 
 
 def rlimits_for(spec: ToolServerSpec, limit_processes: bool) -> list[tuple[int, tuple[int, int]]]:
@@ -266,6 +335,80 @@ def reachable_by_others(path: str) -> bool:
         return False
 
 
+def command_paths(argv: list[str], base_dir: Path) -> list[str]:
+    """Host paths a command needs to run: its program and prefix, absolute paths in it, the
+    environment's folder and, for this interpreter, its prefixes, ``sys.path`` and this package."""
+    program = os.path.realpath(argv[0])
+    paths = [str(base_dir), program, argv[0], os.path.dirname(os.path.dirname(program))]
+    paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
+    if argv[0] == sys.executable or program == os.path.realpath(sys.executable):
+        paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]
+        paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
+    out: list[str] = []
+    for path in paths:
+        if path and os.path.exists(path) and path not in out:
+            out.append(path)
+    return out
+
+
+def package_dirs() -> list[str]:
+    """The folders the import system loads ``openenv_mcp`` and its tool servers and environments from.
+
+    Found through the import system, not assumed: in a wheel they are one folder in site-packages; in
+    an editable install ``openenv_mcp.tool_servers`` and ``openenv_mcp.envs`` map to the checkout's
+    top-level ``tool_servers/`` and ``envs/`` (the rest of the checkout is not needed, so not bound).
+    """
+    import importlib.util
+
+    out: list[str] = []
+    for name in ("openenv_mcp", "openenv_mcp.tool_servers", "openenv_mcp.envs"):
+        spec = importlib.util.find_spec(name)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            if os.path.realpath(folder) not in out:
+                out.append(os.path.realpath(folder))
+    return out
+
+
+def private_ancestor(path: str) -> str | None:
+    """The outermost folder above ``path`` that others cannot search (e.g. ``/root``), if any."""
+    for parent in reversed(Path(path).parents):
+        try:
+            if not parent.stat().st_mode & 0o001:
+                return str(parent)
+        except OSError:
+            return None
+    return None
+
+
+def outermost(paths: list[str]) -> list[str]:
+    """``paths`` without those inside another folder of the list (binding those again fails)."""
+    out: list[str] = []
+    for path in sorted(set(paths), key=lambda p: (p.count("/"), p)):
+        if not any(path.startswith(o.rstrip("/") + "/") for o in out if os.path.isdir(o)):
+            out.append(path)
+    return out
+
+
+def exposing_wrap(bwrap: str, read_only: list[str], writable: list[str]) -> list[str]:
+    """A bwrap mount namespace (as root) that is the host's tree except that each private folder
+    holding a needed path (``/root``...) becomes an empty searchable one with just those paths
+    bound back in: an unprivileged uid then reaches its runtime and nothing else there."""
+    masks = sorted({m for p in read_only + writable if (m := private_ancestor(p)) is not None})
+    args = [bwrap, "--dev-bind", "/", "/", "--die-with-parent"]
+    for mask in masks:
+        args += ["--perms", "0755", "--tmpfs", mask]
+    made: set[str] = set()
+    hidden = [p for p in read_only + writable if private_ancestor(p) is not None]
+    for path in outermost(hidden):
+        mask = private_ancestor(path)
+        for parent in reversed(Path(path).parents):
+            if mask is not None and str(parent).startswith(mask + "/") and str(parent) not in made:
+                made.add(str(parent))
+                args += ["--perms", "0755", "--dir", str(parent)]
+        args += ["--bind" if path in writable else "--ro-bind", path, path]
+    return args + ["--"]
+
+
 _warned: set[str] = set()
 
 
@@ -309,14 +452,13 @@ class StdioProcess:
     # -- lifecycle
     async def spawn(self) -> None:
         launch = self.launch
-        kwargs: dict[str, Any] = {}
-        if launch.uid is not None:
-            kwargs.update(user=launch.uid, group=launch.uid, extra_groups=[])
+        program = launch.argv[0]
+        if not os.access(program, os.X_OK) or os.path.isdir(program):
+            raise BoundaryError(f"tool server {self.name!r} could not start: {program} is not an executable file")
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *launch.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                *launch.command(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, env=launch.env, cwd=launch.cwd, start_new_session=True,
-                preexec_fn=launch.preexec(), **kwargs,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as e:
             raise BoundaryError(f"tool server {self.name!r} could not start: {describe(e)}") from e
@@ -588,15 +730,24 @@ class ProcessConnection(McpConnection):
         self.base_dir = Path(base_dir or Path.cwd()).resolve()
         self.executable = resolve_executable(spec.command[0], spec.name)
         self.uid: int | None = None
+        self.expose: str | None = None
+        """``bwrap``, when the runtime sits in a private folder and a mount namespace exposes it."""
         if os.geteuid() == 0:
-            if self.can_drop_to_uid():
-                self.uid = UIDS.acquire(ctx.episode_id)
-            else:
+            if spec.run_as_root:
                 warn_once(self.executable, (
-                    f"tool server {spec.name!r}: {self.executable} is not reachable by an unprivileged uid "
-                    "(a parent folder is private, e.g. /root), so the server runs as root and its process "
-                    "count is not limited; install its runtime in a world-readable place, or use the "
-                    "sandbox boundary (which makes it reachable), to fix this"))
+                    f"tool server {spec.name!r} runs as root (run_as_root = true): nothing holds its process "
+                    "count, and it can read, write and kill anything on the host"))
+            elif not self.can_drop_to_uid():
+                self.expose = shutil.which("bwrap")
+                if self.expose is None:
+                    raise ConfigError(
+                        f"tool server {spec.name!r}: {self.executable} is not reachable by an unprivileged uid (a "
+                        "parent folder is private, e.g. /root) and bubblewrap is not installed to expose it, so "
+                        "the server would run as root: install its runtime in a world-readable place, install "
+                        "bubblewrap (`apt-get install bubblewrap`), use isolation = \"sandbox\", or set "
+                        "run_as_root = true in the env file to accept that")
+            if not spec.run_as_root:
+                self.uid = UIDS.acquire(ctx.episode_id)
         self._private: Path | None = None
 
     def can_drop_to_uid(self) -> bool:
@@ -611,7 +762,7 @@ class ProcessConnection(McpConnection):
     def private_dir(self) -> Path:
         """A folder only this server may use (its ``HOME`` and ``TMPDIR``)."""
         if self._private is None:
-            self._private = Path(tempfile.mkdtemp(prefix="openenv-mcp-home-", dir=self.ctx.workspace.parent))
+            self._private = Path(tempfile.mkdtemp(prefix=f"openenv-mcp-home-{owner_tag()}-", dir=self.ctx.workspace.parent))
             if self.uid is not None:
                 os.chown(self._private, self.uid, self.uid)
         return self._private
@@ -627,8 +778,13 @@ class ProcessConnection(McpConnection):
     def launch(self, argv: list[str], executable: str | None = None) -> Launch:
         """Turn a command into a :class:`Launch` (the sandbox wraps it)."""
         executable = executable or self.executable
-        return Launch([executable, *argv[1:]], self.child_env(executable), str(self.ctx.workspace), self.uid,
-                      rlimits_for(self.spec, self.uid is not None))
+        full = [executable, *argv[1:]]
+        wrap = None
+        if self.expose is not None:
+            wrap = exposing_wrap(self.expose, command_paths(full, self.base_dir) + command_paths([sys.executable], self.base_dir),
+                                 [str(self.ctx.workspace), str(self.private_dir())])
+        return Launch(full, self.child_env(executable), str(self.ctx.workspace), self.uid,
+                      rlimits_for(self.spec, self.uid is not None), wrap)
 
     async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """Run ``argv`` as the server runs: same uid, limits and (sandbox) namespaces."""
@@ -666,5 +822,5 @@ class ProcessConnection(McpConnection):
                 UIDS.release(self.ctx.episode_id)  # the last server of the episode kills the whole uid
                 self.uid = None
             if self._private is not None:
-                shutil.rmtree(self._private, ignore_errors=True)
+                remove_tree(self._private)
                 self._private = None

@@ -27,26 +27,33 @@ Needs ``bwrap`` (``apt-get install bubblewrap``).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import sys
 from pathlib import Path
 
-from ..errors import BoundaryError
+from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
 from .base import ServerContext
-from .process import SYSTEM_PATH, Launch, ProcessConnection, rlimits_for
+from .process import SYSTEM_PATH, Launch, ProcessConnection, command_paths, outermost, rlimits_for
 
-__all__ = ["HIDDEN", "SANDBOX_WORKSPACE", "SandboxConnection", "bwrap_path"]
+__all__ = ["ETC_SECRETS", "HIDDEN", "SANDBOX_WORKSPACE", "SYSTEM", "SandboxConnection", "bwrap_path"]
 
 SANDBOX_WORKSPACE = "/workspace"
 """Where the episode's workspace appears inside the sandbox."""
 
-HIDDEN = ("tmp", "home", "root", "run", "mnt", "media", "srv", "boot", "lost+found", "workspace")
-"""Top-level folders replaced by empty ones inside the sandbox."""
+SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+"""The host's top-level folders a runtime needs, bound read-only. Nothing else of the host
+(``/opt``, ``/srv``, ``/var``, ``/home``, ``/root``, ``/mnt``, a checkout under ``/work``...) is
+there unless the command needs it (its program, runtime and imports, ``{env_dir}``) or the env
+file binds it (``bind``, ``ro_bind``)."""
 
-_SKIP = {"proc", "dev"}
+ETC_SECRETS = ("shadow", "shadow-", "gshadow", "gshadow-", "ssh", "ssl/private", "sudoers", "sudoers.d",
+               "docker", "containerd", "security/opasswd", "krb5.keytab", "credstore", "credstore.encrypted",
+               "ipsec.secrets", "wireguard", "openvpn", "NetworkManager/system-connections", "pip.conf", "npmrc")
+"""Paths under ``/etc`` masked inside the sandbox (password hashes, keys, registry tokens)."""
+
+HIDDEN = ("tmp", "run", "var/tmp")
+"""Folders that exist inside the sandbox, empty and private to it."""
 
 
 def bwrap_path() -> str:
@@ -60,25 +67,10 @@ def bwrap_path() -> str:
     return found
 
 
-def package_dirs() -> list[str]:
-    """The folders the import system loads ``openenv_mcp`` and its tool servers and environments from.
-
-    Found through the import system, not assumed: in a wheel they are one folder in site-packages; in
-    an editable install ``openenv_mcp.tool_servers`` and ``openenv_mcp.envs`` map to the checkout's
-    top-level ``tool_servers/`` and ``envs/``.
-    """
-    out: list[str] = []
-    for name in ("openenv_mcp", "openenv_mcp.tool_servers", "openenv_mcp.envs"):
-        spec = importlib.util.find_spec(name)
-        for folder in (spec.submodule_search_locations or []) if spec else []:
-            if os.path.realpath(folder) not in out:
-                out.append(os.path.realpath(folder))
-    return out
-
-
-def _hidden(path: str) -> bool:
+def _system(path: str) -> bool:
+    """Whether ``path`` lies in one of the :data:`SYSTEM` folders (there in every sandbox)."""
     parts = Path(path).parts
-    return len(parts) > 1 and (parts[1] in HIDDEN or parts[1:3] == ("var", "tmp"))
+    return len(parts) > 1 and parts[0] == "/" and parts[1] in SYSTEM
 
 
 def _reachable(path: str) -> bool:
@@ -120,26 +112,29 @@ class SandboxConnection(ProcessConnection):
         env.update(self.ctx.env)
         return env
 
+    def _env_paths(self, names: list[str]) -> list[str]:
+        out = []
+        for name in names:
+            path = name if os.path.isabs(name) else os.path.realpath(self.base_dir / name)
+            if not os.path.exists(path):
+                raise ConfigError(f"tool server {self.spec.name!r}: bind path {name!r} does not exist ({path})")
+            out.append(path)
+        return out
+
     def needed_paths(self, argv: list[str]) -> list[str]:
-        """Host paths the command needs, bound read-only at the same place."""
-        paths = [str(self.base_dir), os.path.realpath(argv[0]), argv[0]]
-        paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
-        if argv[0] == sys.executable:
-            paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]
-            paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
-        seen: list[str] = []
+        """Host paths the command needs (outside the system folders), bound read-only at the
+        same place: its program and runtime, what it imports, ``{env_dir}``, ``ro_bind``."""
+        paths = command_paths(argv, self.base_dir) + self._env_paths(self.spec.ro_bind)
+        seen = []
         for path in paths:
-            if _hidden(path) and path not in seen and os.path.exists(path):
+            if not _system(path) and path not in seen and os.path.exists(path):
                 # bwrap running as the server's uid cannot bind what that uid cannot reach
                 if self.uid is None or self.privileged or _reachable(path):
                     seen.append(path)
         # Bind only the outermost folders: a path inside another bound folder is already there,
         # and binding it again on top (a venv's python symlink under a checkout in /tmp, say)
         # makes bwrap fail to create the mount point.
-        outer: list[str] = []
-        for path in sorted(seen, key=lambda p: (p.count("/"), p)):
-            if not any(path == o or path.startswith(o.rstrip("/") + "/") for o in outer if os.path.isdir(o)):
-                outer.append(path)
+        outer = outermost(seen)
         return [p for p in seen if p in outer]
 
     def hidden_paths(self) -> list[str]:
@@ -165,27 +160,27 @@ class SandboxConnection(ProcessConnection):
                     "--hostname", "openenv-sandbox"]
             if self.spec.network == "host":
                 args.append("--share-net")
-        for name in sorted(os.listdir("/")):
+        for name in SYSTEM:
             path = "/" + name
-            if name in _SKIP or name in HIDDEN:
-                continue
             if os.path.islink(path):
                 args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
+        for name in ETC_SECRETS:
+            path = "/etc/" + name
+            if os.path.lexists(path) and not os.path.islink(path):
+                args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         args += ["--proc", "/proc", "--dev", "/dev"]
         for name in HIDDEN:
-            if name not in ("lost+found", "workspace") and os.path.isdir("/" + name):
-                args += ["--perms", "1777" if name == "tmp" else "0755", "--tmpfs", "/" + name]
-        if os.path.isdir("/var/tmp"):
-            args += ["--perms", "1777", "--tmpfs", "/var/tmp"]
+            args += ["--perms", "1777" if "tmp" in name else "0755", "--tmpfs", "/" + name]
         made: set[str] = set()
-        for path in self.needed_paths(argv):
-            for parent in reversed(Path(path).parents[:-2]):  # folders bwrap must create: searchable
-                if str(parent) not in made:
+        writable = self._env_paths(self.spec.bind)
+        for path in self.needed_paths(argv) + writable:
+            for parent in reversed(Path(path).parents[:-1]):  # folders bwrap must create: searchable
+                if str(parent) not in made and not _system(str(parent)):
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
-            args += ["--ro-bind", path, path]
+            args += ["--bind" if path in writable else "--ro-bind", path, path]
         for path in self.hidden_paths():
             args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]

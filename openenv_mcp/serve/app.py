@@ -26,6 +26,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -39,6 +41,7 @@ from ..core.environment import Environment
 from .manager import ADMIN_SCOPE_KEY, EpisodeManager, default_max_episodes
 from ..errors import ConfigError, RequestTooLarge
 from .health import health_report
+from ..isolation import finish_removals
 from .mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY, McpFace
 from .metrics import Metrics
 
@@ -342,6 +345,8 @@ def create_app(
             aclose = getattr(environment, "aclose", None)
             if aclose is not None:
                 await aclose()
+            # uvicorn re-raises SIGTERM after shutdown, so atexit never runs: finish removals here
+            await anyio.to_thread.run_sync(finish_removals)
 
     app = Starlette(
         routes=routes,

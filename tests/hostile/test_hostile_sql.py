@@ -21,6 +21,8 @@ import httpx
 
 from servers import ROOT, running_server
 
+from openenv_mcp.serve.manager import EPISODE_KEY_HEADER
+
 AGENT = textwrap.dedent('''
     import json, resource, sys
     from openenv_mcp.client.registry import make
@@ -44,6 +46,12 @@ AGENT = textwrap.dedent('''
 
 GIB = 1024 ** 3
 
+
+
+def create_episode(http: httpx.Client, task_id: str = "q01-customer-count") -> tuple[str, str]:
+    """A new episode over the HTTP control plane: its id and the trainer key that steps it."""
+    body = http.post("/episodes", json={"task_id": task_id}).json()
+    return body["episode_id"], body["episode_key"]
 
 def agent(calls: list[tuple[str, dict]], task_id: str = "q01-customer-count", memory_cap: int = 3 * GIB):
     """Run ``calls`` as an agent in a child process; returns (exit status, results, peak RSS in bytes)."""
@@ -187,13 +195,13 @@ def test_table_swapped_for_a_filtering_view_cannot_forge_a_maintenance_reward():
 def test_runaway_recursive_cte_times_out_while_health_and_other_episodes_answer():
     runaway = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) AS n FROM c"
     with running_server("sql") as url, httpx.Client(base_url=url, timeout=60) as http:
-        slow_ep = http.post("/episodes", json={"task_id": "q01-customer-count"}).json()["episode_id"]
-        other_ep = http.post("/episodes", json={"task_id": "q01-customer-count"}).json()["episode_id"]
+        slow_ep, slow_ep_key = create_episode(http)
+        other_ep, other_ep_key = create_episode(http)
         slow: dict = {}
 
         def run_slow() -> None:
             action = {"type": "call_tool", "name": "query", "arguments": {"sql": runaway}}
-            slow["obs"] = http.post(f"/episodes/{slow_ep}/step", json={"action": action}).json()["observation"]
+            slow["obs"] = http.post(f"/episodes/{slow_ep}/step", headers={EPISODE_KEY_HEADER: slow_ep_key}, json={"action": action}).json()["observation"]
             slow["end"] = time.monotonic()
 
         thread = threading.Thread(target=run_slow)
@@ -207,7 +215,7 @@ def test_runaway_recursive_cte_times_out_while_health_and_other_episodes_answer(
             latencies.append(time.monotonic() - t0)
             action = {"type": "call_tool", "name": "query",
                       "arguments": {"sql": "SELECT COUNT(*) AS n FROM departments"}}
-            obs = http.post(f"/episodes/{other_ep}/step", json={"action": action}, timeout=5).json()["observation"]
+            obs = http.post(f"/episodes/{other_ep}/step", headers={EPISODE_KEY_HEADER: other_ep_key}, json={"action": action}, timeout=5).json()["observation"]
             assert obs["result"]["structuredContent"]["rows"] == [[6]]
             time.sleep(0.3)
         thread.join(60)
@@ -224,16 +232,16 @@ def test_runaway_recursive_cte_times_out_while_health_and_other_episodes_answer(
 def test_fts3_tokenizer_payload_through_a_served_episode_leaves_the_server_alive():
     payload = "SELECT fts3_tokenizer('evil', x'4141414141414141'); CREATE VIRTUAL TABLE ft USING fts3(a, tokenize=evil)"
     with running_server("sql") as url, httpx.Client(base_url=url, timeout=30) as http:
-        victim = http.post("/episodes", json={"task_id": "q01-customer-count"}).json()["episode_id"]
-        attacker = http.post("/episodes", json={"task_id": "q01-customer-count"}).json()["episode_id"]
+        victim, victim_key = create_episode(http)
+        attacker, attacker_key = create_episode(http)
         action = {"type": "call_tool", "name": "execute", "arguments": {"sql": payload}}
         try:
-            obs = http.post(f"/episodes/{attacker}/step", json={"action": action}).json()["observation"]
+            obs = http.post(f"/episodes/{attacker}/step", headers={EPISODE_KEY_HEADER: attacker_key}, json={"action": action}).json()["observation"]
         except httpx.TransportError as e:
             raise AssertionError(f"the server died under the payload: {e!r}") from None
         assert obs["result"]["isError"] and obs["result"]["structuredContent"]["error"]["kind"] == "not_allowed"
         probe = {"type": "call_tool", "name": "query", "arguments": {"sql": "SELECT COUNT(*) AS n FROM departments"}}
-        obs = http.post(f"/episodes/{victim}/step", json={"action": probe}).json()["observation"]
+        obs = http.post(f"/episodes/{victim}/step", headers={EPISODE_KEY_HEADER: victim_key}, json={"action": probe}).json()["observation"]
         assert obs["result"]["structuredContent"]["rows"] == [[6]]
         assert http.get("/health").status_code == 200
 

