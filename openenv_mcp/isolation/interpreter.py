@@ -37,8 +37,8 @@ from ..core.spec import Limits, ToolServerSpec
 from ..errors import BoundaryError
 from .base import ServerContext
 from .process import UIDS, StdioProcess, chown_tree
+from .process import package_dirs as sandbox_package_dirs
 from .sandbox import SandboxConnection
-from .sandbox import package_dirs as sandbox_package_dirs
 
 __all__ = ["CODE_LIMIT", "CodeInterpreter", "RunOutcome"]
 
@@ -107,7 +107,7 @@ class CodeInterpreter:
         spec = ToolServerSpec(name="codeact", command=[sys.executable, RUNNER], isolation="sandbox",
                               limits=self.limits, hide=_masked(self.env_dir, self.workdir, self.grader_files))
         ctx = ServerContext(f"{self.episode_id}/codeact", self.scratch)
-        self.conn = conn = SandboxConnection(spec, ctx, self.env_dir)
+        self.conn = conn = SandboxConnection(spec, ctx, self.scratch)  # the env folder is not bound
         if conn.uid is not None:
             chown_tree(self.scratch, conn.uid)
         process = StdioProcess("codeact", conn.launch(conn.command()), self.line_limit,

@@ -78,8 +78,8 @@ def test_code_cannot_read_the_grader_only_task_data_on_disk():
         paths = [str(FILES_DIR / "tasks.jsonl"), str(FILES_DIR / "solutions.py"), str(FILES_DIR / "reward.py")]
         folder = str(FILES_DIR)
         out, _ = run(env, f"import os\n[os.path.exists(p) for p in {paths!r}] + "
-                          f"[os.path.isdir({folder!r}) and os.listdir({folder!r})]")
-        assert out["exception"] is None and out["value"] == "[False, False, False, False]", out
+                          f"[not (os.path.isdir({folder!r}) and os.listdir({folder!r}))]")
+        assert out["exception"] is None and out["value"] == "[False, False, False, True]", out
         assert '"goals"' not in json.dumps(out)
 
 
