@@ -183,3 +183,17 @@ def test_rollout_codeact_solves_a_files_task_through_the_model_server(tmp_path):
     assert [c["name"] for c in traj["steps"][1]["calls"]] == [a.name for a in actions]
     assert traj["steps"][0]["calls"][0]["result"]["isError"] is False
     assert traj["messages"][3]["role"] == "user" and traj["messages"][3]["content"].startswith("[stdout]\n")
+
+
+@needs_bwrap
+def test_run_code_through_the_remote_client_of_a_served_environment():
+    from servers import running_server
+
+    with running_server("files") as url, openenv_mcp.make(url) as env:
+        env.reset(seed=0)
+        obs = env.step(RunCode(code="n = len(str(fs_list(path='.')))\nn > 0"))
+        run = obs.result.structured_content
+        assert run["value"] == "True" and run["calls"][0]["name"] == "fs_list", run
+        obs = env.step({"type": "run_code", "code": "n * 0"})
+        assert obs.result.structured_content["value"] == "0"
+        assert env.state().step_count == 2
