@@ -197,3 +197,22 @@ def test_run_code_through_the_remote_client_of_a_served_environment():
         obs = env.step({"type": "run_code", "code": "n * 0"})
         assert obs.result.structured_content["value"] == "0"
         assert env.state().step_count == 2
+
+
+@needs_bwrap
+def test_trl_factory_with_codeact_offers_one_run_code_method_that_solves_a_task():
+    from openenv_mcp.integrations.trl import environment_factory
+
+    environment = load_environment("files")
+    task = environment.tasks.tasks[0]
+    code = "\n".join(f"tools.call({a.name!r}, {a.arguments!r})" for a in environment.trajectory(task, "reference"))
+    with environment_factory("files", action_style="codeact") as factory:
+        methods = [n for n, _ in inspect.getmembers(factory.tool_class, inspect.isfunction) if not n.startswith("_")]
+        assert methods == ["get_reward", "reset", "run_code"]
+        assert "fs_read(path: str" in factory.tool_class.run_code.__doc__
+        instance = factory()
+        instance.reset(task_id=task.id)
+        assert "[value]\n42" in instance.run_code(code="6 * 7")
+        text = instance.run_code(code=code)
+        assert text.endswith(f"[{len(environment.trajectory(task, 'reference'))} tool calls]"), text
+        assert instance.get_reward() == 1.0
