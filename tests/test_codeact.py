@@ -216,3 +216,16 @@ def test_trl_factory_with_codeact_offers_one_run_code_method_that_solves_a_task(
         text = instance.run_code(code=code)
         assert text.endswith(f"[{len(environment.trajectory(task, 'reference'))} tool calls]"), text
         assert instance.get_reward() == 1.0
+
+
+def test_run_code_without_bubblewrap_says_how_to_install_it(monkeypatch):
+    import openenv_mcp.isolation.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name, *a, **k: None)
+    with files() as env:
+        env.reset(seed=0)
+        obs, out = run(env, "1")
+    assert out["exception"] == ("InterpreterError: the code interpreter could not start: isolation 'sandbox' needs "
+                                "bubblewrap, and 'bwrap' is not installed: run `apt-get install bubblewrap` "
+                                "(Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"), out
+    assert obs.result.is_error and out["calls"] == []

@@ -78,6 +78,10 @@ def _masked(env_dir: Path, workdir: Path | None, grader_files: list[Path]) -> li
     return [p for p in dict.fromkeys(out) if os.path.exists(p) and not holds_needed(p)]
 
 
+class _StartFailed(BoundaryError):
+    """The interpreter could not be started (bubblewrap missing, bad launch...)."""
+
+
 class CodeInterpreter:
     """One episode's persistent interpreter (started on first :meth:`run`)."""
 
@@ -118,7 +122,7 @@ class CodeInterpreter:
             await self._send({"op": "init", "tools": self.tools, "output_bytes": self.limits.output_bytes})
             reply = await self._receive()
         if reply.get("op") != "ready":
-            raise BoundaryError(f"the code interpreter did not start: {reply!r:.200}")
+            raise BoundaryError(f"it answered {reply!r:.200} instead of ready")
         return process
 
     async def _stop(self) -> None:
@@ -182,7 +186,10 @@ class CodeInterpreter:
         try:
             with anyio.fail_after(timeout):
                 if self.process is None:
-                    await self._start()
+                    try:
+                        await self._start()
+                    except BoundaryError as e:
+                        raise _StartFailed(str(e)) from None
                 run_id = uuid.uuid4().hex
                 await self._send({"op": "run", "id": run_id, "code": code})
                 while True:
@@ -203,8 +210,8 @@ class CodeInterpreter:
             problem = (f"TimeoutError: the code ran longer than {timeout:g} s and was stopped; "
                        "the interpreter was restarted (variables are gone)")
         except (BoundaryError, OSError, ConnectionError) as e:
-            problem = (f"InterpreterDied: {e}; the interpreter was restarted (variables are gone)"
-                       if not isinstance(e, BoundaryError) or "did not start" not in str(e) else str(e))
+            problem = (f"InterpreterError: the code interpreter could not start: {e}" if isinstance(e, _StartFailed)
+                       else f"InterpreterDied: {e}; the interpreter was restarted (variables are gone)")
             tail = await self._stderr_tail()
             if tail:
                 problem += f"\n{tail}"
