@@ -25,12 +25,15 @@ from mcp.types import CallToolResult, TextContent, Tool
 if TYPE_CHECKING:
     from .spec import EnvSpec
 
-__all__ = ["ENDED", "RUN_CODE", "RUN_CODE_TOOL", "code_result", "grader_files", "reply_for", "result_text"]
+__all__ = ["ENDED", "MAX_RECORDED_CALLS", "RUN_CODE", "RUN_CODE_TOOL", "code_result", "grader_files", "reply_for", "result_text"]
 
 RUN_CODE = "run_code"
 """The MCP tool name of CodeAct (reserved when an environment sets ``codeact = true``)."""
 
 ENDED = "This episode has ended; no further tool calls are accepted."
+
+MAX_RECORDED_CALLS = 1000
+"""Inner calls listed in one run's observation; past it only ``calls_omitted`` counts them."""
 
 RUN_CODE_TOOL = Tool(
     name=RUN_CODE,
@@ -57,7 +60,7 @@ def reply_for(result: CallToolResult) -> dict[str, Any]:
             "structured": None if result.is_error else result.structured_content}
 
 
-def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]]) -> CallToolResult:
+def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]], made: int | None = None) -> CallToolResult:
     """The MCP result of one run: readable text, and everything in ``structuredContent``."""
     parts = []
     for key in ("stdout", "stderr"):
@@ -67,8 +70,11 @@ def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]]) -> CallToo
         parts.append(f"[value]\n{outcome['value']}")
     if outcome.get("exception"):
         parts.append(f"[exception]\n{(outcome.get('traceback') or outcome['exception']).rstrip()}")
-    parts.append(f"[{len(calls)} tool call{'s' if len(calls) != 1 else ''}]")
+    made = len(calls) if made is None else made
+    parts.append(f"[{made} tool call{'s' if made != 1 else ''}]")
     structured = {**outcome, "calls": calls}
+    if made > len(calls):
+        structured["calls_omitted"] = made - len(calls)
     return CallToolResult(content=[TextContent(type="text", text="\n".join(parts))],
                           structured_content=structured, is_error=bool(outcome.get("exception")))
 

@@ -24,7 +24,7 @@ from ..isolation import Connection
 from ..isolation.inprocess import error_result
 from ..isolation.interpreter import CodeInterpreter
 from ..types import CallTool, ListTools, Observation, RunCode, Score, State, Task
-from .codeact import ENDED, RUN_CODE, RUN_CODE_TOOL, code_result, grader_files, reply_for
+from .codeact import ENDED, MAX_RECORDED_CALLS, RUN_CODE, RUN_CODE_TOOL, code_result, grader_files, reply_for
 from .validation import validator_for
 from .warm import prepare
 from .workspace import Workspace
@@ -234,33 +234,37 @@ class Episode:
     async def _run_code(self, code: str) -> tuple[CallToolResult, float, dict[str, Any]]:
         """A :class:`RunCode` (lock held): each call from the code is a :meth:`_step` (see core/codeact.py)."""
         calls: list[dict[str, Any]] = []
-        reward, extra = 0.0, {}
+        reward, extra, made = 0.0, {}, 0
+
+        def record(name: str, arguments: dict[str, Any], result: CallToolResult, step_reward: float,
+                   started: float) -> dict[str, Any]:
+            nonlocal made
+            made += 1
+            if len(calls) < MAX_RECORDED_CALLS:  # a loop of calls must not grow the observation without bound
+                calls.append({"name": name, "arguments": arguments, "result": result.model_dump(
+                    mode="json", by_alias=True, exclude_none=True), "reward": step_reward,
+                    "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)})
+            return reply_for(result)
 
         async def dispatch(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
             nonlocal reward
-            if self.done or self.truncated or self.closed:
-                result = error_result(ENDED)
-                calls.append({"name": name, "arguments": arguments, "result": result.model_dump(
-                    mode="json", by_alias=True, exclude_none=True), "reward": 0.0})
-                return reply_for(result)
             started = time.perf_counter()
+            if self.done or self.truncated or self.closed:
+                return record(name, arguments, error_result(ENDED), 0.0, started)
             result, step_reward, step_extra = await self._step(CallTool.model_construct(name=name, arguments=arguments))
             reward += step_reward
             extra.update(step_extra)
-            calls.append({"name": name, "arguments": arguments, "result": result.model_dump(
-                mode="json", by_alias=True, exclude_none=True), "reward": step_reward,
-                "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)})
-            return reply_for(result)
+            return record(name, arguments, result, step_reward, started)
 
         if self.interpreter is None:
             self.interpreter = CodeInterpreter(self.id, self.tools, self.env.spec.base_dir,
                                                limits=self.env.spec.code_limits, workdir=self.env.workdir,
                                                grader_files=grader_files(self.env.spec))
         outcome = await self.interpreter.run(code, dispatch)
-        if not calls:  # a run with no tool call still spends one step of the budget
+        if not made:  # a run with no tool call still spends one step of the budget
             self.step_count += 1
             self._check_truncation()
-        return code_result(outcome, calls), reward, extra
+        return code_result(outcome, calls, made), reward, extra
 
     @property
     def mcp_tools(self) -> list[Tool]:

@@ -187,3 +187,16 @@ def test_code_cannot_forge_a_result_by_writing_to_the_channel():
         assert obs.reward == 0.0 and obs.done is False
         assert env.state().cumulative_reward == 0.0
         still_answers(env)
+
+
+def test_a_loop_of_calls_after_the_end_does_not_grow_the_observation_without_bound():
+    with files_env() as env:
+        env.reset(seed=0)
+        code = ("n = 0\nwhile n < 1500:\n    try:\n        fs_list(path='.')\n    except ToolError:\n"
+                "        pass\n    n += 1\nn")
+        obs = env.step(RunCode(code=code))
+        out = obs.result.structured_content
+        assert out["value"] == "1500" and len(out["calls"]) == 1000 and out["calls_omitted"] == 500, \
+            {k: out[k] for k in out if k != "calls"}
+        assert obs.result.content[0].text.endswith("[1500 tool calls]")
+        assert env.state().step_count == 20 and obs.truncated  # files: max_steps 20
