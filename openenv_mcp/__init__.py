@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         UnknownEnvironment,
         UnknownEpisode,
     )
-    from .types import CallTool, ListTools, Observation, Score, State, Task
+    from .types import CallTool, ListTools, Observation, RunCode, Score, State, Task
 
 _LAZY = {
     "AsyncEnv": "client.env",
@@ -50,6 +50,7 @@ _LAZY = {
     "CallTool": "types",
     "ListTools": "types",
     "Observation": "types",
+    "RunCode": "types",
     "Score": "types",
     "State": "types",
     "Task": "types",
@@ -70,6 +71,7 @@ __all__ = [
     "Observation",
     "OpenEnvError",
     "ResetNeeded",
+    "RunCode",
     "Score",
     "State",
     "Task",

@@ -5,7 +5,7 @@ This one module is the wire contract shared by every face of an environment
 documented here; the JSON form of each model is what travels on the wire.
 
 * An **action** is what a trainer (or an agent, through MCP) does in one step:
-  :class:`ListTools` or :class:`CallTool`.
+  :class:`ListTools`, :class:`CallTool` or :class:`RunCode`.
 * An **observation** is what comes back: the MCP tool list or the MCP
   ``CallToolResult`` of the step, plus task, reward and episode-end flags.
   ``Observation.model_dump(mode="json", by_alias=True)`` uses the MCP wire
@@ -34,6 +34,7 @@ __all__ = [
     "CallTool",
     "ListTools",
     "Observation",
+    "RunCode",
     "Score",
     "State",
     "Task",
@@ -68,13 +69,29 @@ class CallTool(_Model):
     """The tool's arguments; validated against the tool's ``inputSchema``."""
 
 
-Action = Annotated[Union[ListTools, CallTool], Field(discriminator="type")]
-"""Any action: :class:`ListTools` or :class:`CallTool`."""
+class RunCode(_Model):
+    """Run Python code in the episode's sandboxed interpreter (CodeAct; see ``docs/codeact.md``).
+
+    Inside, every tool is a function (``from tools import fs_read``); each call
+    goes through the same dispatch as :class:`CallTool` and counts as one step
+    (a run that calls no tool counts as one step). The observation's ``result``
+    has ``structuredContent`` = ``{stdout, stderr, value, exception, traceback,
+    calls}`` and its ``reward`` is the sum of the inner calls' rewards.
+    """
+
+    type: Literal["run_code"] = "run_code"
+    """Discriminator on the wire."""
+    code: str = Field(max_length=1_000_000)
+    """Python source; the value of a final expression is reported."""
+
+
+Action = Annotated[Union[ListTools, CallTool, RunCode], Field(discriminator="type")]
+"""Any action: :class:`ListTools`, :class:`CallTool` or :class:`RunCode`."""
 
 _ACTION = TypeAdapter(Action)
 
 
-def action_from_json(data: dict[str, Any] | str | bytes) -> ListTools | CallTool:
+def action_from_json(data: dict[str, Any] | str | bytes) -> ListTools | CallTool | RunCode:
     """Parse an action from its JSON form (a dict or a JSON text)."""
     if isinstance(data, (str, bytes)):
         return _ACTION.validate_json(data)

@@ -6,7 +6,7 @@ user message (the task prompt) picks a *plan*, the number of assistant turns
 so far picks the plan's next turn, and the request's ``tools`` list must offer
 every function the turn calls (otherwise it answers in text, which ends the
 episode and makes the test fail visibly). A plan is a list of turns; a turn is
-a list of ``(function_name, raw_arguments_text)`` calls. Past the plan's end
+a list of ``(function_name, raw_arguments_text)`` calls, or a text answer. Past the plan's end
 the model answers "Done." without tool calls.
 
 Options: ``api_key`` (401 for any other bearer), ``flaky`` (the first request
@@ -38,7 +38,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-Plan = list[list[tuple[str, str]]]
+Plan = list[list[tuple[str, str]] | str]
+"""A turn is a list of calls, or a text answer (e.g. a CodeAct turn: prose with a code block)."""
 
 
 def call(name: str, arguments: Any) -> tuple[str, str]:
@@ -158,6 +159,8 @@ class ScriptedModel:
             message["content"] = f"I have no plan for: {prompt}"
         elif turn >= len(plan):
             message["content"] = "Done."
+        elif isinstance(plan[turn], str):
+            message["content"] = plan[turn]
         else:
             calls = plan[turn]
             missing = [name for name, _ in calls if name not in offered and not name.startswith("no_such")]

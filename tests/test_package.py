@@ -11,7 +11,7 @@ import openenv_mcp
 
 PUBLIC = [
     "AsyncEnv", "BoundaryError", "CallTool", "ConfigError", "Env", "EnvSpec", "Environment", "EpisodeEnded",
-    "EpisodeLimit", "Limits", "ListTools", "Observation", "OpenEnvError", "ResetNeeded", "Score", "State", "Task",
+    "EpisodeLimit", "Limits", "ListTools", "Observation", "OpenEnvError", "ResetNeeded", "RunCode", "Score", "State", "Task",
     "ToolNameError", "ToolServerSpec", "UnknownEnvironment", "UnknownEpisode", "list_envs", "make", "make_async",
 ]
 HEAVY = ("fastmcp", "uvicorn", "starlette", "docker", "mcp", "jsonschema", "rich", "httpx", "websockets")

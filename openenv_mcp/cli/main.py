@@ -239,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="play with any command; {mcp_url} {prompt_file} {mcp_config} {base_url} {model} are filled in")
     p.add_argument("--harness-timeout", type=float, default=600.0,
                    help="seconds one harness run may take before it is stopped (default 600)")
+    p.add_argument("--action-style", choices=("tools", "codeact"), default="tools",
+                   help="tools: function calling; codeact: the model writes Python code blocks (docs/codeact.md)")
     p.set_defaults(func=_cmd_rollout)
 
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")

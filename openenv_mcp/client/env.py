@@ -22,13 +22,13 @@ from anyio.from_thread import BlockingPortal
 from ..core.environment import Environment
 from ..core.episode import Episode
 from ..errors import ResetNeeded
-from ..types import CallTool, ListTools, Observation, State, action_from_json
+from ..types import CallTool, ListTools, Observation, RunCode, State, action_from_json
 
 __all__ = ["AsyncEnv", "Env"]
 
 
-def _coerce(action: Any) -> CallTool | ListTools:
-    if isinstance(action, (CallTool, ListTools)):
+def _coerce(action: Any) -> CallTool | ListTools | RunCode:
+    if isinstance(action, (CallTool, ListTools, RunCode)):
         return action
     return action_from_json(action)
 
@@ -60,7 +60,7 @@ class AsyncEnv:
         self._episode = await self.environment.new_episode(seed=seed, task_id=task_id)
         return self._episode.first_observation()
 
-    async def step(self, action: CallTool | ListTools | dict[str, Any]) -> Observation:
+    async def step(self, action: CallTool | ListTools | RunCode | dict[str, Any]) -> Observation:
         """Take one action; agent errors come back as ``result.isError``."""
         return await self.episode.act(_coerce(action))
 
@@ -130,7 +130,7 @@ class Env:
     def reset(self, seed: int | None = None, task_id: str | None = None) -> Observation:
         return self._run(self._async.reset, seed=seed, task_id=task_id)
 
-    def step(self, action: CallTool | ListTools | dict[str, Any]) -> Observation:
+    def step(self, action: CallTool | ListTools | RunCode | dict[str, Any]) -> Observation:
         return self._run(self._async.step, action)
 
     def state(self) -> State:

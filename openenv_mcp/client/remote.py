@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from .. import errors as _errors
 from .env import Env, _coerce, _Portal
 from ..errors import ConfigError, OpenEnvError, ResetNeeded
-from ..types import CallTool, ListTools, Observation, State
+from ..types import CallTool, ListTools, Observation, RunCode, State
 
 __all__ = ["AsyncVectorEnv", "RemoteAsyncEnv", "RemoteConnection", "VectorEnv", "ws_url"]
 
@@ -203,7 +203,7 @@ class RemoteAsyncEnv:
         self._name = result.get("env", self._name)
         return Observation.model_validate(result["observation"])
 
-    async def step(self, action: CallTool | ListTools | dict[str, Any]) -> Observation:
+    async def step(self, action: CallTool | ListTools | RunCode | dict[str, Any]) -> Observation:
         """Take one action; agent errors come back as ``result.isError``."""
         action = _coerce(action)
         result = await self.connection.request(
@@ -305,7 +305,7 @@ class AsyncVectorEnv:
         self.mcp_urls = [r.get("mcp_url", "") if not isinstance(r, Exception) else "" for r in results]
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 
-    async def step(self, actions: Sequence[CallTool | ListTools | dict[str, Any]], *,
+    async def step(self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *,
                    return_exceptions: bool = False) -> list[Observation]:
         """One action per episode, all in one batch message."""
         ids = self._ids()
@@ -359,7 +359,7 @@ class VectorEnv:
         task_ids = list(task_ids) if task_ids is not None else None
         return self._portal.call(lambda: self._async.reset(seeds, task_ids, return_exceptions=return_exceptions))
 
-    def step(self, actions: Sequence[CallTool | ListTools | dict[str, Any]], *,
+    def step(self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *,
              return_exceptions: bool = False) -> list[Observation]:
         return self._portal.call(lambda: self._async.step(actions, return_exceptions=return_exceptions))
 

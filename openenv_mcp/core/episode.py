@@ -22,7 +22,9 @@ from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResul
 from ..errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError
 from ..isolation import Connection
 from ..isolation.inprocess import error_result
-from ..types import CallTool, ListTools, Observation, Score, State, Task
+from ..isolation.interpreter import CodeInterpreter
+from ..types import CallTool, ListTools, Observation, RunCode, Score, State, Task
+from .codeact import ENDED, MAX_RECORDED_CALLS, RUN_CODE, RUN_CODE_TOOL, code_result, grader_files, reply_for
 from .validation import validator_for
 from .warm import prepare
 from .workspace import Workspace
@@ -93,6 +95,8 @@ class Episode:
         self._lock = anyio.Lock(fast_acquire=True)  # no checkpoint when uncontended (hot path)
         self.created = self.last_used = time.monotonic()
         self.closed = False
+        self.interpreter: CodeInterpreter | None = None
+        """The CodeAct interpreter, started by the first :class:`RunCode`."""
 
     # -- lifecycle ---------------------------------------------------------
     async def start(self) -> None:
@@ -115,14 +119,15 @@ class Episode:
     async def _compose(self) -> None:
         tools: list[Tool] = []
         routes: dict[str, tuple[Connection, str, Any]] = {}
+        reserved = RESERVED_TOOL_NAMES | ({RUN_CODE} if self.env.spec.codeact else set())
         for conn in self.connections:
             prefix = conn.spec.prefix
             for tool in await conn.list_tools():
                 name = f"{prefix}_{tool.name}" if prefix else tool.name
-                if name.lower() in RESERVED_TOOL_NAMES:
+                if name.lower() in reserved:
                     raise ToolNameError(
                         f"tool server {conn.spec.name!r} offers a tool named {tool.name!r}, which would be "
-                        f"exposed as {name!r}: control-plane names ({', '.join(sorted(RESERVED_TOOL_NAMES))}) "
+                        f"exposed as {name!r}: control-plane names ({', '.join(sorted(reserved))}) "
                         "can never be tools; give the server a namespace or rename the tool"
                     )
                 if name in routes:
@@ -143,6 +148,8 @@ class Episode:
         if self.closed:
             return
         self.closed = True
+        if self.interpreter is not None:
+            await self.interpreter.close()
         for conn in reversed(self.connections):
             try:
                 await conn.close()
@@ -152,7 +159,9 @@ class Episode:
 
     def tool_label(self, name: Any) -> str:
         """``name`` if this episode lists that tool, else ``(unknown)``: the bounded metrics label."""
-        return name if isinstance(name, str) and name in self._routes else "(unknown)"
+        if isinstance(name, str) and (name in self._routes or (name == RUN_CODE and self.env.spec.codeact)):
+            return name
+        return "(unknown)"
 
     # -- the one dispatch path ---------------------------------------------
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
@@ -174,7 +183,7 @@ class Episode:
         except BoundaryError as e:
             return error_result(f"Tool {name!r} failed: {e}")
 
-    async def act(self, action: CallTool | ListTools) -> Observation:
+    async def act(self, action: CallTool | ListTools | RunCode) -> Observation:
         """Take one action: the function both faces share."""
         if self.closed:
             raise EpisodeEnded(f"episode {self.id} is closed; call reset() to start a new one")
@@ -188,21 +197,10 @@ class Episode:
                 why = "done" if self.done else "truncated"
                 raise EpisodeEnded(f"episode {self.id} has ended ({why}); call reset() to start a new one")
             started = time.perf_counter()
-            result = await self.call_tool(action.name, action.arguments)
-            self.step_count += 1
-            self.history.append((action, result))
-            reward, extra = 0.0, {}
-            if self.env.mode == "sim":
-                if self.env.reward_fn is not None:
-                    try:
-                        score = await self._score(action, result, extra)
-                    except Exception as e:  # agent-made input must not break the episode (see _reward_failed)
-                        score = self._reward_failed(e, extra)
-                    reward, self.score = score - self.score, score
-                    self.cumulative_reward += reward
-                max_steps = self.env.max_steps
-                if max_steps is not None and self.step_count >= max_steps and not self.done:
-                    self.truncated = True
+            if isinstance(action, RunCode):
+                result, reward, extra = await self._run_code(action.code)
+            else:
+                result, reward, extra = await self._step(action)
             info = self._info()
             info["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
             info.update(extra)
@@ -210,6 +208,68 @@ class Episode:
                 tools=None, result=result, task=self.public_task, reward=reward,
                 done=self.done, truncated=self.truncated, info=info,
             )
+
+    async def _step(self, action: CallTool) -> tuple[CallToolResult, float, dict[str, Any]]:
+        """One tool call as one step: call, count, history, reward, ``max_steps`` (lock held)."""
+        result = await self.call_tool(action.name, action.arguments)
+        self.step_count += 1
+        self.history.append((action, result))
+        reward, extra = 0.0, {}
+        if self.env.mode == "sim":
+            if self.env.reward_fn is not None:
+                try:
+                    score = await self._score(action, result, extra)
+                except Exception as e:  # agent-made input must not break the episode (see _reward_failed)
+                    score = self._reward_failed(e, extra)
+                reward, self.score = score - self.score, score
+                self.cumulative_reward += reward
+            self._check_truncation()
+        return result, reward, extra
+
+    def _check_truncation(self) -> None:
+        max_steps = self.env.max_steps
+        if self.env.mode == "sim" and max_steps is not None and self.step_count >= max_steps and not self.done:
+            self.truncated = True
+
+    async def _run_code(self, code: str) -> tuple[CallToolResult, float, dict[str, Any]]:
+        """A :class:`RunCode` (lock held): each call from the code is a :meth:`_step` (see core/codeact.py)."""
+        calls: list[dict[str, Any]] = []
+        reward, extra, made = 0.0, {}, 0
+
+        def record(name: str, arguments: dict[str, Any], result: CallToolResult, step_reward: float,
+                   started: float) -> dict[str, Any]:
+            nonlocal made
+            made += 1
+            if len(calls) < MAX_RECORDED_CALLS:  # a loop of calls must not grow the observation without bound
+                calls.append({"name": name, "arguments": arguments, "result": result.model_dump(
+                    mode="json", by_alias=True, exclude_none=True), "reward": step_reward,
+                    "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)})
+            return reply_for(result)
+
+        async def dispatch(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            nonlocal reward
+            started = time.perf_counter()
+            if self.done or self.truncated or self.closed:
+                return record(name, arguments, error_result(ENDED), 0.0, started)
+            result, step_reward, step_extra = await self._step(CallTool.model_construct(name=name, arguments=arguments))
+            reward += step_reward
+            extra.update(step_extra)
+            return record(name, arguments, result, step_reward, started)
+
+        if self.interpreter is None:
+            self.interpreter = CodeInterpreter(self.id, self.tools, self.env.spec.base_dir,
+                                               limits=self.env.spec.code_limits, workdir=self.env.workdir,
+                                               grader_files=grader_files(self.env.spec))
+        outcome = await self.interpreter.run(code, dispatch)
+        if not made:  # a run with no tool call still spends one step of the budget
+            self.step_count += 1
+            self._check_truncation()
+        return code_result(outcome, calls, made), reward, extra
+
+    @property
+    def mcp_tools(self) -> list[Tool]:
+        """The tools the MCP face lists: the episode's, plus ``run_code`` when the env opts in."""
+        return [*self.tools, RUN_CODE_TOOL] if self.env.spec.codeact else self.tools
 
     async def _score(self, action: CallTool | None, result: CallToolResult | None,
                      extra: dict[str, Any] | None = None) -> float:

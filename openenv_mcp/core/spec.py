@@ -168,6 +168,10 @@ class EnvSpec(_Spec):
     folder, e.g. a database: ``--workspace`` is refused) or ``optional``."""
     success_score: float = 1.0
     """Score at which the episode is done."""
+    codeact: bool = False
+    """Expose a ``run_code`` tool on the MCP face (CodeAct; ``RunCode`` actions work either way)."""
+    code_limits: Limits | None = None
+    """Limits of the CodeAct interpreter (``call_timeout`` bounds one whole run); see docs/codeact.md."""
     warm_pool: int = 0
     """Worlds (workspace + started tool servers) kept ready in the background so
     that ``reset()`` only swaps one in; 0 starts every episode cold."""

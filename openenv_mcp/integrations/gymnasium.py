@@ -50,7 +50,7 @@ from gymnasium.vector.utils import shared_memory as _shm
 
 from ..errors import ConfigError, ResetNeeded
 from ..client.registry import list_envs, make
-from ..types import CallTool, ListTools, Observation, action_from_json
+from ..types import CallTool, ListTools, Observation, RunCode, action_from_json
 from .text import result_text, tools_text
 
 __all__ = ["GymEnv", "UnicodeText", "parse_action", "register_envs", "text_spaces"]
@@ -135,9 +135,10 @@ def cut(text: str, limit: int) -> str:
     return text[:max(0, limit - len(marker))] + marker
 
 
-def parse_action(action: Any) -> CallTool | ListTools:
-    """A :class:`CallTool` / :class:`ListTools` from an action; raises ``ValueError`` with what the agent reads."""
-    if isinstance(action, (CallTool, ListTools)):
+def parse_action(action: Any) -> CallTool | ListTools | RunCode:
+    """A :class:`CallTool` / :class:`ListTools` / :class:`RunCode` (``{"type": "run_code", "code": ...}``)
+    from an action; raises ``ValueError`` with what the agent reads."""
+    if isinstance(action, (CallTool, ListTools, RunCode)):
         return action
     data = action
     if isinstance(action, (str, bytes)):

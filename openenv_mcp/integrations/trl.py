@@ -56,7 +56,8 @@ from typing import Any
 
 from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..client.registry import make
-from ..types import CallTool, State
+from ..core.codeact import RUN_CODE, RUN_CODE_TOOL
+from ..types import CallTool, RunCode, State
 from .text import result_text
 from .toolschema import NO_DEFAULT, Unsupported, check_parameter_name, collapse, normal_form, python_type
 
@@ -218,8 +219,10 @@ class _EpisodeTools:
         return float(self._env.state().cumulative_reward)
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        codeact = self._factory.action_style == "codeact" and name == RUN_CODE
+        action = RunCode(code=arguments.get("code", "")) if codeact else CallTool(name=name, arguments=arguments)
         try:
-            observation = self._env.step(CallTool(name=name, arguments=arguments))
+            observation = self._env.step(action)
         except EpisodeEnded as e:
             return f"Error: {e}"
         assert observation.result is not None
@@ -233,9 +236,12 @@ class EnvironmentFactory:
     """The callable TRL's ``environment_factory`` takes; see the module documentation."""
 
     def __init__(self, env: Any, *, repeat: int = 1, seed: int | None = None, strict: bool = True,
-                 **make_kwargs: Any) -> None:
+                 action_style: str = "tools", **make_kwargs: Any) -> None:
         if repeat < 1:
             raise ConfigError(f"repeat must be at least 1, got {repeat}")
+        if action_style not in ("tools", "codeact"):
+            raise ConfigError(f"action_style must be 'tools' or 'codeact', not {action_style!r}")
+        self.action_style = action_style
         self.env, self.repeat, self.strict, self.make_kwargs = env, repeat, strict, make_kwargs
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -257,7 +263,10 @@ class EnvironmentFactory:
                 name = probe.name
             finally:
                 probe.close()
-            self._cls = tool_class(str(name), list(observation.tools or []), strict=self.strict)
+            tools = list(observation.tools or [])
+            if self.action_style == "codeact":  # one tool, run_code; its description lists the functions
+                tools = [codeact_tool(tools)]
+            self._cls = tool_class(str(name), tools, strict=self.strict)
         return self._cls
 
     def __call__(self) -> Any:
@@ -324,7 +333,7 @@ class EnvironmentFactory:
 
 
 def environment_factory(env: Any, *, repeat: int = 1, seed: int | None = None, strict: bool = True,
-                        **make_kwargs: Any) -> EnvironmentFactory:
+                        action_style: str = "tools", **make_kwargs: Any) -> EnvironmentFactory:
     """A factory for ``GRPOTrainer(environment_factory=...)``.
 
     Args:
@@ -333,6 +342,22 @@ def environment_factory(env: Any, *, repeat: int = 1, seed: int | None = None, s
         seed: seeds the draw of episode seeds (reproducible task order).
         strict: raise :class:`ToolSchemaError` for tools whose schema TRL cannot be given exactly
             (``False``: offer them with an approximate schema, with a warning).
+        action_style: ``tools`` (one method per tool) or ``codeact`` (one method, ``run_code(code)``, each
+            call a ``RunCode``; its description lists the tools as Python functions; see docs/codeact.md).
         **make_kwargs: passed to :func:`openenv_mcp.make` (``max_steps``, ``call_timeout``, ``workdir``, ``token``...).
     """
-    return EnvironmentFactory(env, repeat=repeat, seed=seed, strict=strict, **make_kwargs)
+    return EnvironmentFactory(env, repeat=repeat, seed=seed, strict=strict, action_style=action_style,
+                              **make_kwargs)
+
+
+def codeact_tool(tools: list[Any]) -> Any:
+    """The ``run_code`` tool offered to TRL: its description names every tool's Python signature."""
+    from ..isolation.coderunner import make_function
+
+    lines = []
+    for tool in tools:
+        fn = make_function(tool.model_dump(mode="json", by_alias=True, include={"name", "description", "input_schema"}))
+        summary = collapse((tool.description or "").strip().splitlines()[0] if tool.description else "")
+        lines.append(f"{fn.__name__}{fn.__signature__}" + (f": {summary}" if summary else ""))
+    description = RUN_CODE_TOOL.description + " The functions: " + "; ".join(lines) + "."
+    return RUN_CODE_TOOL.model_copy(update={"description": description})

@@ -526,8 +526,10 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
 async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: int, env_name: str,
                        seed: int | None, task_id: str | None = None, max_steps: int = 30,
                        system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                       close: bool = True, sample: int = 0, key: str | None = None) -> Trajectory:
-    """Play one episode: reset, then ask the policy and run its tool calls until the end."""
+                       close: bool = True, sample: int = 0, key: str | None = None,
+                       action_style: str = "tools") -> Trajectory:
+    """Play one episode: reset, then ask the policy and run its tool calls (or, with
+    ``action_style="codeact"``, its code blocks: see :mod:`.codeact`) until the end."""
     env = make_env()
     if inspect.isawaitable(env):
         env = await env
@@ -541,6 +543,11 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
         prompt = obs.task.prompt if obs.task is not None else ""
         tools, back = tools_to_functions(obs.tools or [])
         messages: list[dict[str, Any]] = []
+        if action_style == "codeact":
+            from .codeact import CODEACT_SYSTEM_PROMPT, stubs
+
+            base = CODEACT_SYSTEM_PROMPT if system_prompt in (None, DEFAULT_SYSTEM_PROMPT) else system_prompt + "\n\n"
+            system_prompt = base + stubs(obs.tools or [])
         if system_prompt:
             messages.append({"role": "system", "content": system_prompt})
         messages.append({"role": "user", "content": prompt})
@@ -548,6 +555,18 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
                           episode_id=state.episode_id, model=model, messages=messages, tools=tools, steps=[],
                           usage={}, key=key, sample=sample, completions=[])
         steps: list[dict[str, Any]] = traj.steps
+        if action_style == "codeact":
+            from .codeact import play_codeact_turns
+
+            async def ask(msgs: list[dict[str, Any]], offered: list[dict[str, Any]]) -> Turn:
+                nonlocal model_s
+                m0 = time.perf_counter()
+                try:
+                    return await _ask(policy, msgs, offered)
+                finally:
+                    model_s += time.perf_counter() - m0
+
+            env_s += await play_codeact_turns(env, ask, traj, messages, max_steps)
         while traj.stop_reason == "running":
             if len(steps) >= max_steps:
                 traj.stop_reason = "max_steps"
@@ -625,6 +644,7 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
                   system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
                   on_episode: Callable[[Trajectory], Any] | None = None, all_tasks: bool = False,
                   repeat: int = 1, n: int = 1, skip: Collection[str] = (),
+                  action_style: str = "tools",
                   **env_options: Any) -> list[Trajectory]:
     """Play ``episodes`` episodes of ``env`` with ``policy``, at most ``concurrency`` at a time.
 
@@ -651,6 +671,8 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
         system_prompt: the system message (``None`` for none).
         model: recorded in each trajectory.
         on_episode: called with each finished trajectory (in finishing order).
+        action_style: ``tools`` (function calling) or ``codeact`` (the model writes Python; each
+            code block is one ``RunCode``; see :mod:`openenv_mcp.rollout.codeact`).
         env_options: passed to ``make_async`` (``mode``, ``call_timeout``, ``tasks``,
             ``split``...).
 
@@ -659,6 +681,8 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
     """
     if episodes < 1 or concurrency < 1 or max_steps < 1 or n < 1 or repeat < 1:
         raise ConfigError("episodes, concurrency, max_steps, n and repeat must be at least 1")
+    if action_style not in ("tools", "codeact"):
+        raise ConfigError(f"action_style must be 'tools' or 'codeact', not {action_style!r}")
     make_env, name, reusable = _env_factory(env, env_options)
     if not reusable and concurrency > 1:
         raise ConfigError("one env instance plays one episode at a time: pass an environment name, URL or "
@@ -678,7 +702,8 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
             traj = await play_episode(make_env, member, index=index, env_name=name, seed=episode_seed,
                                       task_id=pinned, max_steps=max_steps, system_prompt=system_prompt,
                                       model=model, close=reusable, sample=sample,
-                                      key=None if episode_seed is None else episode_key(episode_seed, pinned, sample))
+                                      key=None if episode_seed is None else episode_key(episode_seed, pinned, sample),
+                                      action_style=action_style)
             results.append(traj)
             if on_episode is not None:
                 out = on_episode(traj)
@@ -784,7 +809,8 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
                                      max_steps=args.max_steps, seed=args.seed, task_id=args.task,
                                      system_prompt=args.system or DEFAULT_SYSTEM_PROMPT, model=args.model,
                                      on_episode=write, all_tasks=args.all_tasks, repeat=args.repeat, n=args.n,
-                                     skip=set(fh.finished), **options)
+                                     skip=set(fh.finished), action_style=getattr(args, "action_style", "tools"),
+                                     **options)
             finally:
                 retries = policy.retries
                 await policy.aclose()

@@ -31,7 +31,8 @@ from starlette.types import Receive, Scope, Send
 
 from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
-from ..types import CallTool, ListTools, action_from_json
+from ..core.codeact import RUN_CODE
+from ..types import CallTool, ListTools, RunCode, action_from_json
 
 if TYPE_CHECKING:
     from ..core.episode import Episode
@@ -106,11 +107,11 @@ def _episode_id(msg: dict[str, Any]) -> str:
     return value
 
 
-def _action(msg: dict[str, Any]) -> CallTool | ListTools:
+def _action(msg: dict[str, Any]) -> CallTool | ListTools | RunCode:
     action = msg.get("action")
     if not isinstance(action, dict):
         raise BadRequest('\'action\' (an object) is required, e.g. {"type": "call_tool", "name": "echo", '
-                         '"arguments": {"text": "hi"}} or {"type": "list_tools"}')
+                         '"arguments": {"text": "hi"}}, {"type": "run_code", "code": "..."} or {"type": "list_tools"}')
     try:
         return action_from_json(action)
     except ValidationError as e:
@@ -168,18 +169,22 @@ class ControlPlane:
         obs = await self.act(episode, action, "control")
         return f'{{"observation":{obs.model_dump_json(by_alias=True, exclude_none=True)}}}'
 
-    async def act(self, episode: Episode, action: CallTool | ListTools, face: str) -> Any:
-        """``episode.act(action)``, counted in the metrics."""
+    async def act(self, episode: Episode, action: CallTool | ListTools | RunCode, face: str) -> Any:
+        """``episode.act(action)``, counted in the metrics (a run as ``run_code``, and each of its calls)."""
         if isinstance(action, ListTools):
             return await episode.act(action)
+        label = RUN_CODE if isinstance(action, RunCode) else episode.tool_label(action.name)
         started = time.perf_counter()
         try:
             obs = await episode.act(action)
         except EpisodeEnded:
-            self.metrics.tool_call(episode.tool_label(action.name), "failed", time.perf_counter() - started, face)
+            self.metrics.tool_call(label, "failed", time.perf_counter() - started, face)
             raise
-        self.metrics.tool_call(episode.tool_label(action.name), "error" if obs.result.is_error else "ok",
-                               time.perf_counter() - started, face)
+        self.metrics.tool_call(label, "error" if obs.result.is_error else "ok", time.perf_counter() - started, face)
+        if isinstance(action, RunCode):
+            for call in obs.result.structured_content["calls"]:
+                self.metrics.tool_call(episode.tool_label(call["name"]), "error" if call["result"].get("isError")
+                                       else "ok", call.get("elapsed_ms", 0.0) / 1000, face)
         return obs
 
     def state(self, msg: dict[str, Any], caller: Caller) -> str:

@@ -134,7 +134,7 @@ class McpFace:
             return await call_next(ctx)
         episode, ephemeral = await self._resolve(ctx)
         if not self._schemas:
-            self._schemas.update((t.name, t.input_schema) for t in episode.tools)
+            self._schemas.update((t.name, t.input_schema) for t in episode.mcp_tools)
         token = _current.set(episode)
         try:
             if ctx.method != "tools/call":

@@ -30,7 +30,9 @@ from mcp.types import (
 from ..core.episode import Episode
 from ..errors import EpisodeEnded
 from ..isolation.inprocess import error_result
-from ..types import CallTool
+from ..core.codeact import RUN_CODE
+from ..isolation.interpreter import CODE_LIMIT
+from ..types import CallTool, RunCode
 
 __all__ = ["EPISODE_ENDED_MESSAGE", "TASK_PROMPT", "TASK_URI", "build_server", "episode_server"]
 
@@ -74,12 +76,22 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
 
     async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
         episode = await resolve(ctx)
-        return ListToolsResult(tools=episode.tools)
+        return ListToolsResult(tools=episode.mcp_tools)
 
     async def call_tool(ctx: Any, params: Any) -> CallToolResult:
         episode = await resolve(ctx)
+        arguments = params.arguments or {}
+        if params.name == RUN_CODE and episode.env.spec.codeact:
+            code = arguments.get("code")
+            if not isinstance(code, str) or set(arguments) != {"code"}:
+                return error_result("run_code takes one argument, 'code' (a string of Python source)")
+            if len(code) > CODE_LIMIT:
+                return error_result(f"run_code: the code is {len(code)} characters, over the {CODE_LIMIT} limit")
+            action: CallTool | RunCode = RunCode.model_construct(code=code)
+        else:
+            action = CallTool.model_construct(name=params.name, arguments=arguments)
         try:
-            obs = await episode.act(CallTool.model_construct(name=params.name, arguments=params.arguments or {}))
+            obs = await episode.act(action)
         except EpisodeEnded:
             return error_result(EPISODE_ENDED_MESSAGE)
         return obs.result

@@ -1,0 +1,95 @@
+"""CodeAct inside an episode: the ``run_code`` tool, and how a run becomes an MCP result.
+
+The rules (see ``docs/codeact.md``):
+
+* every tool call made from code goes through :meth:`Episode._step`, the very
+  function a :class:`~openenv_mcp.types.CallTool` step runs: validation,
+  routing, boundary, time limit, history, reward, ``max_steps``. Each inner
+  call is one step; a run that calls no tool counts as one step (so code alone
+  cannot run forever within a step budget);
+* once the episode is done or truncated, further calls from the same run fail
+  with :data:`ENDED` (a ``ToolError`` inside the code);
+* the observation of a run carries ``reward`` = the sum of its inner calls'
+  rewards (= the score change over the run) and a ``CallToolResult`` whose
+  ``structuredContent`` is ``{stdout, stderr, value, exception, traceback,
+  calls}``; ``isError`` is set when the code raised.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.types import CallToolResult, TextContent, Tool
+
+if TYPE_CHECKING:
+    from .spec import EnvSpec
+
+__all__ = ["ENDED", "MAX_RECORDED_CALLS", "RUN_CODE", "RUN_CODE_TOOL", "code_result", "grader_files", "reply_for", "result_text"]
+
+RUN_CODE = "run_code"
+"""The MCP tool name of CodeAct (reserved when an environment sets ``codeact = true``)."""
+
+ENDED = "This episode has ended; no further tool calls are accepted."
+
+MAX_RECORDED_CALLS = 1000
+"""Inner calls listed in one run's observation; past it only ``calls_omitted`` counts them."""
+
+RUN_CODE_TOOL = Tool(
+    name=RUN_CODE,
+    description=(
+        "Run Python code in this episode's persistent sandboxed interpreter. Every other tool is a "
+        "Python function there (`from tools import <name>`; `help(tools)` lists them): a call returns "
+        "the tool's structured result (or its text) and raises tools.ToolError on a tool error. "
+        "Variables persist between runs. The value of a final expression is reported, with stdout, "
+        "stderr and any exception."
+    ),
+    inputSchema={"type": "object", "properties": {"code": {"type": "string", "description": "Python source"}},
+                 "required": ["code"], "additionalProperties": False},
+)
+
+
+def result_text(result: CallToolResult) -> str:
+    """The text parts of a result, joined by newlines."""
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def reply_for(result: CallToolResult) -> dict[str, Any]:
+    """What the interpreter's ``tools`` function receives for one result."""
+    return {"is_error": bool(result.is_error), "text": result_text(result),
+            "structured": None if result.is_error else result.structured_content}
+
+
+def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]], made: int | None = None) -> CallToolResult:
+    """The MCP result of one run: readable text, and everything in ``structuredContent``."""
+    parts = []
+    for key in ("stdout", "stderr"):
+        if outcome.get(key):
+            parts.append(f"[{key}]\n{outcome[key].rstrip()}")
+    if outcome.get("value") is not None:
+        parts.append(f"[value]\n{outcome['value']}")
+    if outcome.get("exception"):
+        parts.append(f"[exception]\n{(outcome.get('traceback') or outcome['exception']).rstrip()}")
+    made = len(calls) if made is None else made
+    parts.append(f"[{made} tool call{'s' if made != 1 else ''}]")
+    structured = {**outcome, "calls": calls}
+    if made > len(calls):
+        structured["calls_omitted"] = made - len(calls)
+    return CallToolResult(content=[TextContent(type="text", text="\n".join(parts))],
+                          structured_content=structured, is_error=bool(outcome.get("exception")))
+
+
+def grader_files(spec: EnvSpec) -> list[Path]:
+    """The env's files a grader reads (tasks, solutions, reward module): masked from code when the
+    whole env folder cannot be (see :mod:`openenv_mcp.isolation.interpreter`)."""
+    out = []
+    if isinstance(spec.tasks, str):
+        out.append(spec.path(spec.tasks))
+    for ref in (spec.solutions, spec.reward if isinstance(spec.reward, str) else None):
+        if ref:
+            module = ref.split(":", 1)[0]
+            if module.endswith((".json", ".py")):
+                out.append(spec.path(module))
+            else:
+                out += [spec.path(module.replace(".", "/") + ".py"), spec.path(module.replace(".", "/"))]
+    return out
