@@ -219,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_conformance(sub)
     add_mcp_config(sub)
+    from . import build, discover, init, publish  # one module per command: init, build, publish, discover
+
+    for command in (init, build, publish, discover):
+        command.add_parser(sub)
     return parser
 
 
