@@ -23,7 +23,8 @@ def add_parser(sub: Any) -> None:
                      help="wrap this stdio MCP server (the rest of the line: program and arguments)")
     src.add_argument("--from-url", default=None, metavar="URL", help="wrap this streamable-HTTP MCP server")
     p.add_argument("--isolation", default=None, choices=["inprocess", "process", "sandbox", "docker"],
-                   help="boundary of the tool server (default: inprocess for the skeleton, process for a command)")
+                   help="boundary of the tool server (default: inprocess for the skeleton; sandbox for a wrapped "
+                        "command, which is untrusted: `process` fails conformance's containment rules)")
     p.add_argument("--description", default=None, help="one line shown by `openenv-mcp list`")
     p.add_argument("--dir", default=".", help="folder to create NAME in (default: the current folder)")
     p.set_defaults(func=run)

@@ -16,6 +16,8 @@ import json
 import random
 import re
 import shlex
+import sys
+import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -82,24 +84,40 @@ async def read_tools(from_command: list[str] | None = None, from_url: str | None
                     return tools
 
     where = shlex.join(from_command) if from_command else str(from_url)
+    errlog = tempfile.TemporaryFile(mode="w+")  # the server's stderr: quoted when it fails, else dropped
     try:
         with anyio.fail_after(timeout):
             if from_command:
                 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-                params = StdioServerParameters(command=from_command[0], args=from_command[1:])
-                async with stdio_client(params) as (read, write):
+                # `python` means the interpreter running openenv-mcp, as in env.toml's `command`
+                program = sys.executable if from_command[0] in ("python", "python3") else from_command[0]
+                params = StdioServerParameters(command=program, args=from_command[1:])
+                async with stdio_client(params, errlog=errlog) as (read, write):
                     return await listing(read, write)
             from mcp.client.streamable_http import streamable_http_client
 
             async with streamable_http_client(str(from_url)) as (read, write):
                 return await listing(read, write)
     except TimeoutError:
-        raise ConfigError(f"the MCP server {where!r} did not list its tools within {timeout:g} s") from None
+        raise ConfigError(f"the MCP server {where!r} did not list its tools within {timeout:g} s"
+                          f"{_stderr_tail(errlog)}") from None
     except Exception as e:  # OSError, an ExceptionGroup from the transport, an MCP error...
         while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
             e = e.exceptions[0]
-        raise ConfigError(f"cannot read the tools of the MCP server {where!r}: {type(e).__name__}: {e}") from None
+        raise ConfigError(f"cannot read the tools of the MCP server {where!r}: {type(e).__name__}: {e}"
+                          f"{_stderr_tail(errlog)}") from None
+    finally:
+        errlog.close()
+
+
+def _stderr_tail(errlog: Any, lines: int = 10) -> str:
+    try:
+        errlog.seek(0)
+        tail = errlog.read()[-4000:].strip().splitlines()[-lines:]
+    except (OSError, ValueError):
+        return ""
+    return ("; its stderr ends with:\n" + "\n".join(tail)) if tail else ""
 
 
 def _stub_arguments(tool: Any, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -114,9 +132,10 @@ def _stub_arguments(tool: Any, seed: int = 0) -> tuple[dict[str, Any], dict[str,
 def _tool_server_toml(s: Scaffold) -> str:
     if s.from_url:
         return f'url = {_toml_str(s.from_url)}\n'
-    if s.from_command:
+    if s.from_command:  # a wrapped third-party server is untrusted: sandboxed unless told otherwise
         lines = f"command = [{', '.join(_toml_str(a) for a in s.from_command)}]\n"
-        return lines + (f'isolation = "{s.isolation}"\n' if s.isolation else "")
+        return lines + f'isolation = "{s.isolation or "sandbox"}"\n'
+
     if s.isolation in (None, "inprocess"):
         return f'object = "{s.pkg}.server:server"\n'
     return f'command = ["python", "-m", "{s.pkg}.server"]\nisolation = "{s.isolation}"\n'
@@ -142,7 +161,7 @@ def _wrapped_tasks(s: Scaffold) -> tuple[str, str]:
         if i == 0:
             tasks.append(json.dumps(row))
         desc = " ".join((tool.description or "").split())[:100]
-        stubs.append(f"# - {tool.name}: {desc or '(no description)'}\n"
+        stubs.append(f"# - {tool.name}: {desc or '(no description)'}{' (the worked task)' if i == 0 else ''}\n"
                      f"#   input schema: {json.dumps(tool.input_schema, sort_keys=True)[:300]}\n"
                      f"#   {json.dumps(row)}\n")
     return "\n".join(tasks) + "\n", "".join(stubs)
