@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from ..errors import ConfigError, OpenEnvError
 
@@ -107,17 +108,29 @@ def build_wheel(root: Path, outdir: Path) -> Path:
 
 
 def local_source(dist: str = "openenv-mcp") -> Path | None:
-    """The folder ``dist`` was installed from, when it was installed from a local folder (else None)."""
+    """The local folder or wheel file ``dist`` was installed from (None when it came from an index)."""
     try:
         raw = metadata.distribution(dist).read_text("direct_url.json")
     except metadata.PackageNotFoundError:
         return None
-    if not raw:
+    url = json.loads(raw).get("url", "") if raw else ""
+    if not url.startswith("file://"):
         return None
-    url = json.loads(raw).get("url", "")
-    if url.startswith("file://") and Path(url[7:]).is_dir() and (Path(url[7:]) / "pyproject.toml").is_file():
-        return Path(url[7:])
-    return None
+    path = Path(unquote(url[len("file://"):]))
+    if path.is_dir() and (path / "pyproject.toml").is_file():
+        return path
+    return path if path.is_file() and path.suffix == ".whl" else None
+
+
+def _local_dependency_wheel(dist: Path) -> Path | None:
+    """Put the wheel of a locally installed openenv-mcp into ``dist`` (an index may not have it)."""
+    source = local_source()
+    if source is None:
+        return None
+    if source.is_file():
+        shutil.copy2(source, dist / source.name)
+        return dist / source.name
+    return build_wheel(source, dist)
 
 
 def build_image(project: Project, base_image: str, tag: str | None = None) -> str:
@@ -156,10 +169,10 @@ def run(args: argparse.Namespace) -> int:
     dist = project.root / "dist"
     with console.status(f"building the wheel of {project.name}"):
         wheel = build_wheel(project.root, dist)
-        source = local_source()
-        if source is not None and not args.no_image:  # the image cannot get this openenv-mcp from an index
-            build_wheel(source, dist)
+        local = None if args.no_image else _local_dependency_wheel(dist)  # the image's pip may not find it
     console.print(f"[green]wheel[/green] {wheel}")
+    if local is not None:
+        console.print(f"[green]wheel[/green] {local} (openenv-mcp as installed here, for the image)")
     lines = [f"  pip install {wheel}", f"  openenv-mcp serve {project.env_name}"]
     if not args.no_image:
         with console.status(f"building the image {args.tag or project.image} (BASE_IMAGE={args.base_image})"):
