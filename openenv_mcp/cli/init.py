@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
             s.tools = anyio.run(lambda: read_tools(s.from_command, s.from_url))
         console.print(f"{len(s.tools)} tools: {', '.join(t.name for t in s.tools)}")
     target = create(s, args.description)
-    shown_str = str(shown) if target.is_absolute() else f"./{target}"
-    console.print(f"[green]created[/green] {escape(shown_str)}/ (environment [bold]{s.name}[/bold], package {s.pkg})\n"
+    shown_str = str(target) if target.is_absolute() else f"./{target}"
+    console.print(f"[green]created[/green] {escape(shown_str)}/ "
+                  f"(environment [bold]{s.name}[/bold], package {s.pkg})\n"
                   "next:\n"
                   f"  pip install -e {escape(repr(shown_str + '[test]'))}    # registers it: openenv-mcp list\n"
                   f"  openenv-mcp conformance {s.name}\n"

@@ -1,9 +1,9 @@
 """The catalog of installed environments (``openenv-mcp discover``, the playground's landing page).
 
 Each entry: name, description, tools, task count, boundaries, and the last conformance verdict, cached
-by ``openenv-mcp conformance``/``publish``. One JSON file per environment under ``$OPENENV_MCP_CACHE`` (default ``$XDG_CACHE_HOME/openenv-mcp`` or
-``~/.cache/openenv-mcp``), ``conformance/NAME.json``. An entry holds a digest of the environment's
-files: a verdict for files that changed since is reported as stale, never as current.
+by ``openenv-mcp conformance``/``publish``. One JSON file per environment under ``$OPENENV_MCP_CACHE``
+(default ``$XDG_CACHE_HOME/openenv-mcp`` or ``~/.cache/openenv-mcp``), ``conformance/NAME.json``. An entry
+holds a digest of the environment's files: a verdict for files that changed since is reported as stale, never as current.
 """
 
 from __future__ import annotations

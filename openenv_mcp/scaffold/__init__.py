@@ -193,9 +193,8 @@ def create(s: Scaffold, description: str | None = None) -> Path:
                                   else f"The {s.name} environment: reverse a text with the reverse tool.")
     runs = ("in-process (trusted Python, the fastest)" if s.isolation in (None, "inprocess")
             else f"behind the {s.isolation} boundary (`python -m {s.pkg}.server` over stdio)")
-    layout = ("" if wrapped else f"| `{s.pkg}/server.py` | the tool server: a FastMCP server; add tools with `@server.tool` |\n")
-    if wrapped:
-        layout = f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n"
+    layout = (f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n" if wrapped else
+              f"| `{s.pkg}/server.py` | the tool server: a FastMCP server; add tools with `@server.tool` |\n")
     values = {"NAME": s.name, "PKG": s.pkg, "DESCRIPTION": description.replace('"', "'"), "RUNS": runs,
               "LAYOUT_ROWS": layout}
     kind = "wrap" if wrapped else "plain"
