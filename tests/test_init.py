@@ -97,3 +97,17 @@ def test_init_from_a_command_that_is_no_mcp_server_says_so(packages):
     assert proc.returncode == 2
     assert "cannot read the tools of the MCP server 'python -c" in " ".join(proc.stderr.split())
     assert not (venv.scratch / "broken-env").exists()
+
+
+def test_a_registered_name_is_found_next_to_a_folder_of_that_name(tmp_path, monkeypatch):
+    """`openenv-mcp init NAME` leaves ./NAME (no env.toml at its top) where the user then types
+    `openenv-mcp run NAME`: the name must still find the registered environment, not fail on the folder."""
+    from openenv_mcp.client.registry import find_env
+    from openenv_mcp.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "echo" / "echo").mkdir(parents=True)  # like ./my-env/my_env/
+    assert find_env("echo").name == "echo"
+    (tmp_path / "not-registered").mkdir()
+    with pytest.raises(ConfigError, match=re.escape("no environment file at 'not-registered/env.toml'")):
+        find_env("not-registered")
