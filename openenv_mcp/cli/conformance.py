@@ -64,7 +64,23 @@ def run(args: argparse.Namespace) -> int:
             official_not_applicable=args.official_not_applicable,
             **({"token": args.token} if args.token else {})))
     report.print(console)
+    if not args.only and not args.skip:  # a full run is the verdict `openenv-mcp discover` shows
+        _cache_verdict(args.target, report)
     if args.json:
         report.write_json(args.json)
         console.print(f"JSON report: {args.json}")
     return report.exit_code
+
+
+def _cache_verdict(target: str, report: Any) -> None:
+    from ..client.catalog import save_report
+    from ..client.registry import find_env
+
+    if "://" in target:
+        return  # a running server: no environment files to pin the verdict to
+    try:
+        save_report(find_env(target), report)
+    except (OSError, ValueError) as e:  # a read-only cache never fails the check itself
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[yellow]warning:[/yellow] the verdict was not cached: {e}")

@@ -283,6 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .validate import add_parser as add_validate  # openenv-mcp validate ENV ...
 
     add_validate(sub)
+
+    from . import build, discover, init, publish  # one module per command: init, build, publish, discover
+
+    for command in (init, build, publish, discover):
+        command.add_parser(sub)
     return parser
 
 

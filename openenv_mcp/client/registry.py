@@ -86,7 +86,13 @@ def find_env(target: str | Path | EnvSpec) -> EnvSpec:
     if isinstance(target, EnvSpec):
         return target
     path = Path(target)
-    if path.suffix == ".toml" or path.is_dir() or os.sep in str(target):
+    is_path = path.suffix == ".toml" or os.sep in str(target) or (path / "env.toml").is_file()
+    if not is_path and path.is_dir():
+        # a folder without env.toml is still a name when one is registered by it: e.g. the package folder
+        # `openenv-mcp init NAME` just created, next to which the user runs `openenv-mcp run NAME`
+        is_path = str(target) not in registered() and not any(
+            (root / str(target) / "env.toml").is_file() for root in env_dirs())
+    if is_path:
         if path.exists():
             return load_env_file(path)
         raise UnknownEnvironment(f"no environment file or folder at {str(target)!r}")

@@ -31,6 +31,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .landing import landing_routes
+
 __all__ = ["PUBLIC_PATHS", "STATIC_DIR", "is_public", "playground_routes"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -95,4 +97,5 @@ def playground_routes(environment: Any, mode: str | None = None, token: str | No
         Route("/", index, methods=["GET", "HEAD"], name="playground"),
         Route("/playground/info", playground_info, methods=["GET"], name="playground-info"),
         Mount("/static/playground", app=_Static(directory=STATIC_DIR), name="playground-static"),
+        *landing_routes(environment, SECURITY_HEADERS),  # /environments: every installed environment
     ]
