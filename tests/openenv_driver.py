@@ -3,7 +3,7 @@
     python openenv_driver.py generic URL SCRIPT_JSON   # GenericEnvClient over /ws
     python openenv_driver.py mcp URL SCRIPT_JSON       # MCPToolClient: /mcp sessions + /ws
 
-SCRIPT_JSON: ``{"seed": 3, "calls": [[tool, {arguments}], ...]}``. Prints one JSON document with what
+SCRIPT_JSON: ``{"reset": {"seed": 3}, "calls": [[tool, {arguments}], ...]}`` (reset: the reset keywords). Prints one JSON document with what
 the clients returned (the test asserts on it). No openenv-mcp import: this is OpenEnv's side only.
 """
 
@@ -28,7 +28,7 @@ def _result(r: Any) -> dict[str, Any]:
 def generic(url: str, script: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"steps": []}
     with GenericEnvClient(base_url=url).sync() as env:
-        out["reset"] = _result(env.reset(seed=script["seed"]))
+        out["reset"] = _result(env.reset(**script["reset"]))
         out["listed"] = _result(env.step(ListToolsAction()))  # OpenEnv's own action model, dumped
         for name, arguments in script["calls"]:
             out["steps"].append(_result(env.step({"type": "call_tool", "tool_name": name, "arguments": arguments})))
@@ -38,7 +38,7 @@ def generic(url: str, script: dict[str, Any]) -> dict[str, Any]:
             out["after_end"] = None
         except RuntimeError as e:  # OpenEnv raises on {"type": "error"}
             out["after_end"] = str(e)
-        out["reset_again"] = _result(env.reset(seed=script["seed"]))
+        out["reset_again"] = _result(env.reset(**script["reset"]))
         out["state_again"] = env.state()
     return out
 
@@ -47,7 +47,7 @@ def mcp(url: str, script: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"calls": []}
     with MCPToolClient(base_url=url).sync() as env:
         out["session_id_is_set"] = env._production_session_id is not None  # noqa: SLF001 (what it sent on /ws)
-        out["reset"] = _result(env.reset(seed=script["seed"]))
+        out["reset"] = _result(env.reset(**script["reset"]))
         tools = env.list_tools()
         out["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
         for name, arguments in script["calls"]:
