@@ -145,8 +145,10 @@ def test_mcp_tool_client_lists_our_tools_and_calls_them_on_its_session(openenv_p
 
 
 def validate(py: Path, url: str) -> dict:
+    """``openenv validate --url URL --json`` (the CLI imports all of OpenEnv: ~10 s of CPU per run)."""
     r = subprocess.run([str(py.parent / "openenv"), "validate", "--url", url, "--json"], capture_output=True,
-                       text=True, timeout=120)
+                       text=True, timeout=600)
+    assert r.stdout.startswith("{"), r.stderr[-3000:]
     return json.loads(r.stdout)
 
 
@@ -187,6 +189,15 @@ async def test_openenv_and_op_messages_share_one_socket_each_answered_in_its_own
                                                            "arguments": {"text": "the quick brown fox"}}}))
         step = json.loads(await ws.recv())
         assert (step["type"], step["data"]["reward"], step["data"]["done"]) == ("observation", 1.0, True)
+        await ws.send(json.dumps({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 9, "method": "tools/list"}}))
+        listed = json.loads(await ws.recv())
+        assert listed["type"] == "mcp" and [t["name"] for t in listed["data"]["result"]["tools"]] == ["echo"]
+        await ws.send(json.dumps({"type": "mcp", "data": {"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+                                                          "params": {"name": "echo", "arguments": {"text": "z"}}}}))
+        ended = json.loads(await ws.recv())["data"]  # the episode is done: what an MCP client is told
+        assert ended == {"jsonrpc": "2.0", "id": 10, "result": {"content": [{"type": "text", "text": (
+            "This episode has ended; no further tool calls are accepted.")}], "isError": True,
+            "resultType": "complete"}}
         await ws.send(json.dumps({"type": "jump", "data": {}}))
         assert json.loads(await ws.recv()) == {"type": "error", "data": {
             "message": "unknown message type 'jump'; OpenEnv messages are reset, step, state, close, mcp "
@@ -246,6 +257,10 @@ async def test_production_mode_has_no_reset_step_state_and_its_openapi_says_so()
         paths = (await http.get("/openapi.json")).json()["paths"]
         assert not {"/reset", "/step", "/state", "/episodes"} & set(paths)
         assert {"/health", "/metrics", "/metadata", "/schema", "/mcp", "/openapi.json"} <= set(paths)
+        created = (await http.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"})).json()
+        called = (await http.post("/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "session_id": created["result"]["session_id"], "name": "echo", "arguments": {"text": "p"}}})).json()
+        assert called["result"]["structuredContent"] == {"result": "p"}  # OpenEnv's /mcp sessions work in prod
 
 
 @pytest.mark.anyio

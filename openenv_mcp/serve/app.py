@@ -10,7 +10,10 @@ Routes (simulation mode; production mode keeps only the first three):
 * ``/ws``, ``POST /episodes``, ``GET /episodes``, ``POST /episodes/{id}/reset``,
   ``POST /episodes/{id}/step``, ``GET /episodes/{id}/state``,
   ``DELETE /episodes/{id}`` — the control plane, see :mod:`openenv_mcp.serve.control`;
-* ``/episodes/{id}/mcp`` — the MCP face bound to one episode.
+* ``/episodes/{id}/mcp`` — the MCP face bound to one episode;
+* OpenEnv's ``/metadata``, ``/schema``, ``/openapi.json`` and (simulation) ``/reset``, ``/step``,
+  ``/state``, its ``{"type": ...}`` messages on ``/ws`` and its session posts on ``/mcp``, see
+  :mod:`openenv_mcp.serve.openenv_compat`.
 
 Extra routes (e.g. the playground at ``/``) come in through ``extra_routes``.
 Every request first passes :class:`Edge`: Host/Origin validation against DNS
