@@ -3,8 +3,8 @@
     python openenv_driver.py generic URL SCRIPT_JSON   # GenericEnvClient over /ws
     python openenv_driver.py mcp URL SCRIPT_JSON       # MCPToolClient: /mcp sessions + /ws
 
-SCRIPT_JSON: ``{"reset": {"seed": 3}, "calls": [[tool, {arguments}], ...]}`` (reset: the reset keywords). Prints one JSON document with what
-the clients returned (the test asserts on it). No openenv-mcp import: this is OpenEnv's side only.
+SCRIPT_JSON: ``{"reset": {"seed": 3}, "calls": [[tool, {arguments}], ...]}`` (reset: the reset keywords).
+Prints one JSON document with what the clients returned (the test asserts on it). No openenv-mcp import: this is OpenEnv's side only.
 """
 
 from __future__ import annotations

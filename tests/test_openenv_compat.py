@@ -240,7 +240,8 @@ async def test_openenv_http_reset_step_state_answer_openenv_shapes_and_leave_no_
             "\"arguments\": {\"text\": \"hi\"}}}")}}
         assert len(app.state.manager) == 0
         meta = (await http.get("/metadata")).json()
-        assert meta["name"] == "echo" and meta["description"] == "Minimal: echo the task's phrase back with the one tool."
+        assert meta == {"name": "echo", "description": "Minimal: echo the task's phrase back with the one tool.",
+                        "readme_content": None, "version": None, "author": None, "documentation_url": None}
         schema = (await http.get("/schema")).json()
         assert {s["properties"]["type"]["const"] for s in schema["action"]["$defs"].values()} >= {"call_tool",
                                                                                                   "list_tools"}
