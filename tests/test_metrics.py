@@ -45,7 +45,7 @@ async def test_metrics_and_health_after_traffic_on_both_faces():
         async with Client(f"{url}/mcp", mode="legacy") as client:
             await client.call_tool("echo", {"text": "b"})
             health = (await http.get("/health")).json()
-            assert health["status"] == "ok" and health["env"] == "echo" and health["mode"] == "sim"
+            assert health["status"] == "healthy" and health["env"] == "echo" and health["mode"] == "sim"
             assert health["episodes"]["live"] == 2
             assert health["tool_servers"] == [{"name": "echo", "isolation": "inprocess", "checked": 2, "unhealthy": 0}]
         await http.post("/episodes", headers={"host": "evil.example.com"})

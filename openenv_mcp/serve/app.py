@@ -10,7 +10,10 @@ Routes (simulation mode; production mode keeps only the first three):
 * ``/ws``, ``POST /episodes``, ``GET /episodes``, ``POST /episodes/{id}/reset``,
   ``POST /episodes/{id}/step``, ``GET /episodes/{id}/state``,
   ``DELETE /episodes/{id}`` — the control plane, see :mod:`openenv_mcp.serve.control`;
-* ``/episodes/{id}/mcp`` — the MCP face bound to one episode.
+* ``/episodes/{id}/mcp`` — the MCP face bound to one episode;
+* OpenEnv's ``/metadata``, ``/schema``, ``/openapi.json`` and (simulation) ``/reset``, ``/step``,
+  ``/state``, its ``{"type": ...}`` messages on ``/ws`` and its session posts on ``/mcp``, see
+  :mod:`openenv_mcp.serve.openenv_compat`.
 
 Extra routes (e.g. the playground at ``/``) come in through ``extra_routes``.
 Every request first passes :class:`Edge`: Host/Origin validation against DNS
@@ -45,6 +48,7 @@ from .health import health_report
 from ..isolation import finish_removals
 from .mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY, McpFace
 from .metrics import Metrics
+from .openenv_compat import OpenEnvMcp, openenv_routes
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "create_app", "serve", "serve_stdio", "tune_gc"]
 
@@ -329,6 +333,8 @@ def create_app(
     control = ControlPlane(manager, metrics, max_request_bytes=max_request_bytes) if mode == "sim" else None
     if control is not None:
         routes += control.routes()
+    plane = control or ControlPlane(manager, metrics, max_request_bytes=max_request_bytes)  # no routes in prod
+    routes += openenv_routes(plane, environment, mode)  # OpenEnv's /reset /step /state /metadata /schema /openapi.json
     routes += list(extra_routes)
 
     hosts = [*LOOPBACK_HOSTS, *allowed_hosts]
@@ -352,7 +358,7 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(Edge, mcp=face, ws=control.websocket if control else None, metrics=metrics, allowed_hosts=hosts, allowed_origins=origins,
+        middleware=[Middleware(Edge, mcp=OpenEnvMcp(face, plane), ws=control.websocket if control else None, metrics=metrics, allowed_hosts=hosts, allowed_origins=origins,
                                token=token, admin_token=admin_token, capability=manager.capability_ok,
                                max_request_bytes=max_request_bytes,
                                public=_public_paths(public_paths), episode_mcp=mode == "sim")],

@@ -33,6 +33,7 @@ from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from ..core.codeact import RUN_CODE
 from ..types import CallTool, ListTools, RunCode, action_from_json
+from .openenv_compat import OpenEnvSocket, is_openenv_message
 
 if TYPE_CHECKING:
     from ..core.episode import Episode
@@ -158,10 +159,12 @@ class ControlPlane:
                                          owner=caller.owner, **_overrides(msg))
 
     async def reset(self, msg: dict[str, Any], caller: Caller, base: str) -> str:
+        return self._created(await self.reset_episode(msg, caller), base)
+
+    async def reset_episode(self, msg: dict[str, Any], caller: Caller) -> Episode:
         episode = self._episode(msg, caller)
-        episode = await self.manager.reset(episode.id, _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
-                                           **_overrides(msg))
-        return self._created(episode, base)
+        return await self.manager.reset(episode.id, _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
+                                        **_overrides(msg))
 
     async def step(self, msg: dict[str, Any], caller: Caller) -> str:
         episode = self._episode(msg, caller)
@@ -266,6 +269,9 @@ class ControlPlane:
         await send({"type": "websocket.accept"})
         owner = f"ws:{uuid.uuid4().hex}"
         caller = Caller(owner, None, bool(scope.get(ADMIN_SCOPE_KEY)))
+        openenv = OpenEnvSocket(self, caller, scope)  # OpenEnv's {"type": ...} messages on this connection
+        if not await openenv.start(send):
+            return
         host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
         base = f"{'https' if scope.get('scheme') == 'wss' else 'http'}://{host}"
         locks: dict[str, asyncio.Lock] = {}
@@ -275,6 +281,7 @@ class ControlPlane:
 
         async def handle(raw: str) -> None:
             rid: Any = None
+            parsed = False
             try:
                 if limit is not None and len(raw) > limit:
                     raise RequestTooLarge(f"message of {len(raw)} bytes exceeds the limit of {limit} bytes "
@@ -283,6 +290,14 @@ class ControlPlane:
                     msg = json.loads(raw)
                 except ValueError as e:
                     raise BadRequest(f"message is not valid JSON: {e}") from None
+                parsed = True
+                if is_openenv_message(msg):
+                    answer, close = await openenv.handle(msg)
+                    if answer is not None:
+                        await send({"type": "websocket.send", "text": answer})
+                    if close:
+                        await send({"type": "websocket.close", "code": 1000})
+                    return
                 if isinstance(msg, dict):
                     rid = msg.get("id")
                     key = msg.get("episode_id")
@@ -300,7 +315,8 @@ class ControlPlane:
                     text = await self.run(msg, caller, base)
                 out = f'{{"id":{_dumps(rid)},"ok":true,"result":{text}}}'
             except OpenEnvError as e:
-                out = f'{{"id":{_dumps(rid)},"ok":false,"error":{_dumps(error_body(e))}}}'
+                out = None if parsed else openenv.bad_json(e)  # unreadable: answer in the client's protocol
+                out = out or f'{{"id":{_dumps(rid)},"ok":false,"error":{_dumps(error_body(e))}}}'
             except Exception as e:  # a bug must not kill the connection; say what happened
                 out = (f'{{"id":{_dumps(rid)},"ok":false,"error":'
                        f'{_dumps({"code": "internal_error", "message": f"{type(e).__name__}: {e}"})}}}')

@@ -34,7 +34,8 @@ async def _healthy(conn: Any) -> bool:
 
 
 async def health_report(environment: Environment, manager: EpisodeManager, mode: str) -> dict[str, Any]:
-    """The ``/health`` document: ``status`` is ``ok``, or ``degraded`` when a sampled tool server is down."""
+    """The ``/health`` document: ``status`` is ``healthy`` (OpenEnv's word), or ``degraded`` when a
+    sampled tool server is down."""
     servers: dict[str, dict[str, Any]] = {
         s.name: {"name": s.name, "isolation": s.isolation, "checked": 0, "unhealthy": 0}
         for s in environment.servers
@@ -59,7 +60,7 @@ async def health_report(environment: Environment, manager: EpisodeManager, mode:
         entry["unhealthy"] += 0 if ok else 1
     degraded = any(s["unhealthy"] for s in servers.values())
     return {
-        "status": "degraded" if degraded else "ok",
+        "status": "degraded" if degraded else "healthy",
         "env": environment.name,
         "mode": mode,
         "episodes": {"live": len(manager), "max": manager.max_episodes, "idle_timeout": manager.idle_timeout},

@@ -229,7 +229,7 @@ async def test_an_agent_that_makes_the_reward_raise_does_not_break_the_episode_o
             assert later.status_code == 200 and "reward_error" in later.json()["observation"]["info"]
         state = (await http.get(f"/episodes/{eid}/state", headers=headers)).json()["state"]
         assert (state["step_count"], state["reward_errors"], state["cumulative_reward"]) == (3, 3, 0.0)
-        assert (await http.get("/health")).json()["status"] == "ok"
+        assert (await http.get("/health")).json()["status"] == "healthy"
 
 
 # -- item 14: /metrics bounded ----------------------------------------------------------------------
