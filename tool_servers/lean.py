@@ -73,7 +73,7 @@ async def _answer(message: dict[str, Any], info: dict[str, Any], tools: list[dic
         return {"result": {"tools": tools}}
     if method == "tools/call":
         name = params.get("name")
-        handler = handlers.get(name)
+        handler = handlers.get(name) if isinstance(name, str) else None
         if handler is None:
             return {"result": Reply(f"Unknown tool: {name!r}", is_error=True).wire()}
         try:

@@ -61,6 +61,7 @@ async def run_reference(target: str, episodes: int, seed: int | None, policy: st
                         break
                     obs = await episode.act(action)
                     if show_steps:
+                        assert obs.result is not None  # a CallTool step always carries its result
                         text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
                         flag = "[red]error[/red] " if obs.result.is_error else ""
                         console.print(f"[cyan]{action.name}[/cyan]({_args(action.arguments)})")
@@ -153,7 +154,7 @@ def _cmd_stdio(args: argparse.Namespace) -> int:
 
 # -- parser ---------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="openenv-mcp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="openenv-mcp", description=(__doc__ or "").partition("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list the environments found by name")

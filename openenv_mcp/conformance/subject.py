@@ -105,7 +105,11 @@ class Subject(abc.ABC):
 
     label = "?"
     capabilities: frozenset[str] = frozenset({"mcp"})
-    environment: Environment | None = None
+
+    @property
+    def environment(self) -> Environment | None:
+        """The environment, when the subject is an openenv-mcp environment loaded in this process."""
+        return None
 
     @abc.abstractmethod
     def mcp(self, mode: str = "auto", fresh: bool = False) -> AbstractAsyncContextManager[Client]:
@@ -133,13 +137,17 @@ class LocalSubject(Subject):
     """An openenv-mcp environment loaded in this process."""
 
     def __init__(self, environment: Environment, label: str | None = None) -> None:
-        self.environment = environment
+        self._environment = environment
         self.label = label or environment.name
         self._shared: Any = None
         caps = {"mcp", "episodes", "local"}
         if _serving() is not None:
             caps.add("http")
         self.capabilities = frozenset(caps)
+
+    @property
+    def environment(self) -> Environment:
+        return self._environment
 
     @asynccontextmanager
     async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:

@@ -86,7 +86,7 @@ class GymVectorEnv(VectorEnv):
 
     # -- the Gymnasium API ------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> Any:
-        super().reset(seed=seed)
+        super().reset(seed=seed if isinstance(seed, int) else None)  # seeds np_random from an int only
         n = self.num_envs
         if seed is None:
             seeds = [int(s) for s in self.np_random.integers(2**31, size=n)]

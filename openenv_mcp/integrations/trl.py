@@ -139,7 +139,7 @@ def tool_function(tool: Any, *, approximate: bool = False) -> Callable[..., str]
 
 def derived_normal_form(function: Callable[..., Any]) -> dict[str, Any]:
     """The normal form of the schema TRL derives from ``function`` (via transformers' ``get_json_schema``)."""
-    from transformers.utils import get_json_schema
+    from transformers.utils.chat_template_utils import get_json_schema
 
     spec = get_json_schema(function)["function"]
     defaults = {n: p.default for n, p in inspect.signature(function).parameters.items()

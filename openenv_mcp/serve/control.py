@@ -178,6 +178,7 @@ class ControlPlane:
         except EpisodeEnded:
             self.metrics.tool_call(episode.tool_label(action.name), "failed", time.perf_counter() - started, face)
             raise
+        assert obs.result is not None  # a CallTool step always carries its result
         self.metrics.tool_call(episode.tool_label(action.name), "error" if obs.result.is_error else "ok",
                                time.perf_counter() - started, face)
         return obs

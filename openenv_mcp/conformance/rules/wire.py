@@ -226,7 +226,7 @@ def _docker_containers(label: str) -> set[str] | None:
         import docker  # type: ignore[import-not-found]
 
         client = docker.from_env()
-        return {c.name for c in client.containers.list(all=True, filters={"label": label})}
+        return {c.name for c in client.containers.list(all=True, filters={"label": label}) if c.name}
     except Exception:
         return None
 
