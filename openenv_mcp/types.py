@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from mcp.types import CallToolResult, Tool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -68,7 +68,7 @@ class CallTool(_Model):
     """The tool's arguments; validated against the tool's ``inputSchema``."""
 
 
-Action = Annotated[Union[ListTools, CallTool], Field(discriminator="type")]
+Action = Annotated[ListTools | CallTool, Field(discriminator="type")]
 """Any action: :class:`ListTools` or :class:`CallTool`."""
 
 _ACTION = TypeAdapter(Action)

@@ -58,8 +58,9 @@ async def sandboxed_lean_server(module: str, tmp_path: Path) -> AsyncIterator[tu
     The env folder holds ``secret/answer.txt``, which the spec hides. Yields
     ``(connection, env_dir, workspace)``; the connection is closed however the test ends."""
     from conftest import need
-    from openenv_mcp.isolation import ServerContext, connect
+
     from openenv_mcp.core.spec import ToolServerSpec
+    from openenv_mcp.isolation import ServerContext, connect
 
     need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
     env_dir = tmp_path / "env"

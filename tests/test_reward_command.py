@@ -5,10 +5,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from conftest import need
+from containment import FIXTURE, PYTHON, world_dir
 
 import openenv_mcp
-from containment import FIXTURE, PYTHON, world_dir
-from conftest import need
 from openenv_mcp import OpenEnvError
 
 CHECK = """

@@ -15,9 +15,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from servers import ROOT, serving
 from websockets.asyncio.client import connect
 
-from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
 
 pytestmark = pytest.mark.anyio
 

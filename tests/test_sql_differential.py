@@ -16,12 +16,12 @@ import uuid
 import psycopg
 import pytest
 
-from openenv_mcp.core.environment import Environment
 from openenv_mcp.client.registry import load_environment
+from openenv_mcp.core.environment import Environment
 from openenv_mcp.core.spec import load_module
-from openenv_mcp.types import canonical_json
 from openenv_mcp.tool_servers.sql.normalize import comparable
 from openenv_mcp.tool_servers.sql.postgres import drop_database
+from openenv_mcp.types import canonical_json
 
 
 @pytest.fixture(scope="module")

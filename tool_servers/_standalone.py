@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any
 
 __all__ = ["add_timeout_flags", "parser", "root_dir", "serve", "serve_lean"]

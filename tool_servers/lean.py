@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 __all__ = ["HANDSHAKE_VERSIONS", "Reply", "ToolFailure", "serve"]
 

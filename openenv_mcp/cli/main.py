@@ -124,8 +124,8 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
 # -- serve / stdio ----------------------------------------------------------------
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from ..serve.playground import PUBLIC_PATHS, playground_routes
     from ..serve.app import serve
+    from ..serve.playground import PUBLIC_PATHS, playground_routes
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(f"[yellow]warning:[/yellow] serving on {args.host} without --token: "

@@ -24,9 +24,9 @@ from typing import Any, Literal, overload
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import errors as _errors
-from .env import Env, _coerce, _Portal
 from ..errors import ConfigError, OpenEnvError, ResetNeeded
 from ..types import CallTool, ListTools, Observation, State
+from .env import Env, _coerce, _Portal
 
 __all__ = ["AsyncVectorEnv", "RemoteAsyncEnv", "RemoteConnection", "VectorEnv", "ws_url"]
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .episode import Episode
 from ..errors import ConfigError
+from ..types import CallTool, Task, action_from_json
+from .episode import Episode
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
 from .tasks import TaskSet, load_tasks
-from ..types import CallTool, Task, action_from_json
 from .warm import WarmPool, World
 
 __all__ = ["Environment"]

@@ -48,8 +48,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import shared_memory as _shm
 
-from ..errors import ConfigError, ResetNeeded
 from ..client.registry import list_envs, make
+from ..errors import ConfigError, ResetNeeded
 from ..types import CallTool, ListTools, Observation, action_from_json
 from .text import result_text, tools_text
 

@@ -24,8 +24,8 @@ from anyio.from_thread import start_blocking_portal
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..errors import ConfigError
 from ..client.remote import AsyncVectorEnv
+from ..errors import ConfigError
 from ..types import ListTools, Observation
 from .gymnasium import cut, parse_action, text_spaces
 from .text import result_text, tools_text

@@ -54,8 +54,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..client.registry import make
+from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..types import CallTool, State
 from .text import result_text
 from .toolschema import NO_DEFAULT, Unsupported, check_parameter_name, collapse, normal_form, python_type

@@ -49,9 +49,9 @@ import mcp_types
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.shared.message import SessionMessage
 
-from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
 from ..core.workspace import process_start_time
+from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 

@@ -28,10 +28,11 @@ import random
 import re
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Union
+from typing import Any
 
 import anyio
 import httpx
@@ -95,7 +96,7 @@ class Turn:
     """The model server's ``finish_reason``."""
 
 
-Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Union[Turn, dict[str, Any], Awaitable[Any]]]
+Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Turn | dict[str, Any] | Awaitable[Any]]
 """``policy(messages, tools) -> Turn | dict`` (sync or async)."""
 
 
@@ -467,7 +468,7 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
     env = make_env()
     if inspect.isawaitable(env):
         env = await env
-    started_at = datetime.now(timezone.utc)
+    started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     model_s = env_s = 0.0
     try:

@@ -29,9 +29,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from ..types import CallTool, ListTools, action_from_json
+from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 
 if TYPE_CHECKING:
     from ..core.episode import Episode

@@ -30,9 +30,10 @@ import functools
 import os
 import re
 import stat
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import re2
 

@@ -26,8 +26,8 @@ import errno
 import os
 import posixpath
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["HAVE_OPENAT2", "Outside", "Root", "split"]
 

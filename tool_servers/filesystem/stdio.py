@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..lean import Reply, ToolFailure, serve
 from .core import INSTRUCTIONS, Refused, make_tools

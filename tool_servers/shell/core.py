@@ -119,7 +119,7 @@ async def run_command(command: str, cwd: Path, timeout: float, max_output_bytes:
                 proc.stdin.close()
         try:
             await asyncio.wait_for(protocol.exited.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
     finally:
         _kill_group(proc)  # the command's leftovers (background jobs) too
