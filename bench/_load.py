@@ -313,7 +313,7 @@ async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
 
     async def create(idx: list[int]) -> None:
         answer = await cp.request({"op": "batch", "items": [{"op": "create"} for _ in idx]})
-        for i, r in zip(idx, answer["results"]):
+        for i, r in zip(idx, answer["results"], strict=True):
             if r["ok"]:
                 ids[i] = r["result"]["episode_id"]
             else:
@@ -326,7 +326,7 @@ async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
         t = time.perf_counter()
         answer = await cp.request({"op": "batch", "items": items})
         took = time.perf_counter() - t
-        for i, r in zip(live, answer["results"]):
+        for i, r in zip(live, answer["results"], strict=True):
             if r["ok"] and not r["result"]["observation"]["result"].get("isError"):
                 calls.append(took)
             else:

@@ -327,7 +327,7 @@ class AsyncVectorEnv:
         if len(actions) != len(ids):
             raise ConfigError(f"give one action per episode ({len(ids)}), got {len(actions)}")
         items = [{"episode_id": e, "episode_key": self.episode_keys.get(e), "action": _coerce(a).model_dump(mode="json")}
-                 for e, a in zip(ids, actions)]
+                 for e, a in zip(ids, actions, strict=True)]
         results = await self._batch(items, return_exceptions)
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 

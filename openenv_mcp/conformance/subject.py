@@ -126,10 +126,10 @@ class Subject(abc.ABC):
     def http(self) -> AbstractAsyncContextManager[str]:
         """The URL of the subject's MCP face over real streamable HTTP."""
 
-    async def prepare(self) -> None:
+    async def prepare(self) -> None:  # noqa: B027  (an optional hook: nothing by default)
         """Learn what the target offers (called once before the rules run)."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027  (an optional hook: nothing by default)
         """Release what the subject holds."""
 
 

@@ -108,7 +108,7 @@ class GymVectorEnv(VectorEnv):
                     items.append({"op": "reset", "episode_id": ids[i], "seed": seeds[i],
                                   "task_id": leader.task.id if leader.task else None})
                     members.append(i)
-            for i, result in zip(members, self._batch(items)):
+            for i, result in zip(members, self._batch(items), strict=True):
                 observations[i] = Observation.model_validate(result["observation"])
         for i, obs in enumerate(observations):
             self._started(i, obs)
@@ -143,7 +143,7 @@ class GymVectorEnv(VectorEnv):
                 continue
             items.append({"episode_id": ids[i], "action": parsed.model_dump(mode="json")})
             where.append((i, "step", parsed))
-        for (i, kind, parsed), result in zip(where, self._batch(items) if items else []):
+        for (i, kind, parsed), result in zip(where, self._batch(items) if items else [], strict=True):
             obs = Observation.model_validate(result["observation"])
             info = {k: v for k, v in obs.info.items() if k not in ("episode_id", "elapsed_ms")}
             info["task_id"] = obs.task.id if obs.task else None

@@ -83,7 +83,7 @@ def cap_result(result: CallToolResult, limit: int) -> CallToolResult:
         return result
     budget = limit
     content: list[Any] = []
-    for item, size in zip(result.content, sizes):
+    for item, size in zip(result.content, sizes, strict=True):
         if budget <= 0:
             break
         text = getattr(item, "text", None)
