@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test bench conformance install clean
+.PHONY: demo test lint bench conformance install clean
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
@@ -31,8 +31,15 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/openenv-mcp demo
 
-test: $(STAMP)
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Lint, format, types (basedpyright: pyright without Node) and layering (import-linter contracts in pyproject).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/basedpyright
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

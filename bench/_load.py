@@ -167,7 +167,7 @@ class OpenEnvWs:
         self.ws = ws
 
     @classmethod
-    async def connect(cls, url: str) -> "OpenEnvWs":
+    async def connect(cls, url: str) -> OpenEnvWs:
         return cls(await websockets.connect(_ws_url(url), max_size=None, open_timeout=DEADLINE_S,
                                             ping_interval=None))
 
@@ -199,7 +199,7 @@ class ControlPlane:
         self.reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def connect(cls, url: str) -> "ControlPlane":
+    async def connect(cls, url: str) -> ControlPlane:
         return cls(await websockets.connect(_ws_url(url), max_size=None, open_timeout=DEADLINE_S,
                                             ping_interval=None))
 
@@ -229,7 +229,7 @@ class ControlPlane:
             raise RuntimeError(f"{msg.get('op')}: {answer.get('error')}")
         return answer["result"]
 
-    async def episode(self) -> "CpEpisode":
+    async def episode(self) -> CpEpisode:
         """``create``: a new episode, reset (its answer carries the first observation)."""
         answer = await self.request({"op": "create"})
         return CpEpisode(self, answer["episode_id"])
@@ -313,7 +313,7 @@ async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
 
     async def create(idx: list[int]) -> None:
         answer = await cp.request({"op": "batch", "items": [{"op": "create"} for _ in idx]})
-        for i, r in zip(idx, answer["results"]):
+        for i, r in zip(idx, answer["results"], strict=True):
             if r["ok"]:
                 ids[i] = r["result"]["episode_id"]
             else:
@@ -326,7 +326,7 @@ async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
         t = time.perf_counter()
         answer = await cp.request({"op": "batch", "items": items})
         took = time.perf_counter() - t
-        for i, r in zip(live, answer["results"]):
+        for i, r in zip(live, answer["results"], strict=True):
             if r["ok"] and not r["result"]["observation"]["result"].get("isError"):
                 calls.append(took)
             else:

@@ -83,7 +83,7 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         argv = [a.replace("{port}", str(self.port)) for a in self.argv]
         self.log = open(ROOT / ".cache" / f"bench-{self.name}.log", "w")
         self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,

@@ -26,9 +26,8 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from openenv_mcp import CallTool
-from openenv_mcp.core.environment import Environment
 from openenv_mcp.client.registry import load_environment
+from openenv_mcp.core.environment import Environment
 from openenv_mcp.core.spec import load_module
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,9 +23,9 @@ import anyio
 from rich.console import Console
 from rich.table import Table
 
-from openenv_mcp.isolation import ServerContext, connect
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.core.spec import ToolServerSpec
+from openenv_mcp.isolation import ServerContext, connect
 
 STARTS = 5
 CALLS = 100

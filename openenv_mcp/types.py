@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from mcp.types import CallToolResult, Tool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -85,7 +85,7 @@ class RunCode(_Model):
     """Python source; the value of a final expression is reported."""
 
 
-Action = Annotated[Union[ListTools, CallTool, RunCode], Field(discriminator="type")]
+Action = Annotated[ListTools | CallTool | RunCode, Field(discriminator="type")]
 """Any action: :class:`ListTools`, :class:`CallTool` or :class:`RunCode`."""
 
 _ACTION = TypeAdapter(Action)

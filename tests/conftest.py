@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-REQUIRE_ALL = os.environ.get("OPENENV_MCP_REQUIRE_ALL") == "1"
+from openenv_mcp.testing import REQUIRE_ALL, need
+
+__all__ = ["REQUIRE_ALL", "ROOT", "docker_problem", "need", "need_boundaries", "need_docker"]
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def need(condition: bool, reason: str) -> None:
-    """Skip (laptop) or fail (CI, OPENENV_MCP_REQUIRE_ALL=1) when an engine is missing."""
-    if condition:
-        return
-    if REQUIRE_ALL:
-        pytest.fail(f"required engine missing (OPENENV_MCP_REQUIRE_ALL=1): {reason}")
-    pytest.skip(reason)
 
 
 def docker_problem(cli: str = "docker") -> str | None:

@@ -6,8 +6,8 @@ import contextlib
 import os
 import shutil
 import socket
-import tempfile
 import sys
+import tempfile
 import threading
 import time
 import uuid

@@ -84,7 +84,7 @@ class TempPostgres:
         )
         if init.returncode != 0:
             raise RuntimeError(f"initdb failed: {init.stderr.strip()[-2000:]}")
-        for attempt in range(3):  # a free port may be taken before postgres binds it: retry on another
+        for _attempt in range(3):  # a free port may be taken before postgres binds it: retry on another
             try:
                 return self._serve(data, env, timeout)
             except _PortTaken:

@@ -18,7 +18,6 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-
 from conftest import need_docker
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,13 +17,13 @@ import pytest
 from conftest import need_boundaries
 
 from openenv_mcp.cli import main
+from openenv_mcp.client.registry import list_envs, load_environment
 from openenv_mcp.conformance import RULES, ConformanceError, assert_conformant_async, check_env_async
 from openenv_mcp.conformance.report import load_known_failures
 from openenv_mcp.conformance.runner import select_rules
 from openenv_mcp.conformance.subject import free_port
-from openenv_mcp.errors import ConfigError
-from openenv_mcp.client.registry import list_envs, load_environment
 from openenv_mcp.core.spec import load_module
+from openenv_mcp.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "conformance" / "fixtures"

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import need, need_docker
 
 from openenv_mcp.conformance import check_env_async
-from conftest import need, need_docker
 
 ENVS = Path(__file__).resolve().parent.parent / "conformance" / "fixtures" / "envs"
 HINT = (" (the process boundary is no filesystem or network wall: use isolation = \"sandbox\" or \"docker\", "

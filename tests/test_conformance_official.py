@@ -14,10 +14,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import need, need_docker
-from openenv_mcp.conformance import official_suite
-from openenv_mcp.conformance import check_env_async
+
+from openenv_mcp.conformance import check_env_async, official_suite
 from openenv_mcp.conformance.official import load_scenario_reasons
 from openenv_mcp.errors import ConfigError
 

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import need
 
 import openenv_mcp
-from conftest import need
 from openenv_mcp.cli import main
 from openenv_mcp.core.spec import load_env_file
 

@@ -7,11 +7,11 @@ import httpx
 import pytest
 from servers import serving
 
-from openenv_mcp.serve.manager import EpisodeManager
-from openenv_mcp.errors import EpisodeLimit, UnknownEpisode
-from openenv_mcp.serve.metrics import Metrics
 from openenv_mcp.client.registry import load_environment
+from openenv_mcp.errors import EpisodeLimit, UnknownEpisode
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.serve.manager import EpisodeManager
+from openenv_mcp.serve.metrics import Metrics
 
 pytestmark = pytest.mark.anyio
 

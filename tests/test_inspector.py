@@ -12,8 +12,8 @@ import sys
 
 import httpx
 import pytest
-
 from conftest import need
+
 from openenv_mcp.conformance import official_suite
 from openenv_mcp.conformance.official_suite import inspector, served_env
 

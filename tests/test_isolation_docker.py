@@ -19,10 +19,10 @@ from pathlib import Path
 
 import anyio
 import pytest
-
-import openenv_mcp
 from conftest import need, need_docker
 from containment import FIXTURE, IS_ROOT, Listener, assert_no_leak, call, marked_processes, world_dir
+
+import openenv_mcp
 from openenv_mcp import BoundaryError, CallTool, EnvSpec, ToolServerSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,7 +66,6 @@ def episode_id(env: openenv_mcp.Env) -> str:
 def owned() -> list:
     """Containers this test process started (any episode), running or not."""
     import docker
-
     from openenv_mcp.isolation.docker import _owner, wait_removed
 
     assert wait_removed(30)
@@ -320,7 +319,6 @@ def test_an_http_entrypoint_on_an_internal_network(image, tmp_path):
 
 def test_containers_of_a_dead_owner_are_reaped(image):
     import docker
-
     from openenv_mcp.isolation.docker import reap
 
     dead = subprocess.Popen(["true"])
@@ -470,8 +468,8 @@ def test_an_unreachable_engine_says_how_to_start_it(monkeypatch, tmp_path):
 
 @pytest.mark.anyio
 async def test_the_files_environment_in_docker_gives_the_in_process_results(image):
-    from openenv_mcp.core.environment import Environment
     from openenv_mcp.client.registry import load_environment
+    from openenv_mcp.core.environment import Environment
 
     inprocess = load_environment("files")
     spec = inprocess.spec.model_copy(update={"tool_servers": [ToolServerSpec(

@@ -17,13 +17,21 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from containment import (DROPS_UID, Listener, assert_no_leak, call, hostile_env,
-                         marked_processes, survivors_of_killed_server, world_dir)
 from conftest import need
+from containment import (
+    DROPS_UID,
+    Listener,
+    assert_no_leak,
+    call,
+    hostile_env,
+    marked_processes,
+    survivors_of_killed_server,
+    world_dir,
+)
+
 from openenv_mcp import BoundaryError, ToolServerSpec
-from openenv_mcp.isolation.process import UID_BASE, Launch, lease_uid, run_launch
 from openenv_mcp.isolation.mcpsession import truncation_marker
+from openenv_mcp.isolation.process import UID_BASE, Launch, lease_uid, run_launch
 
 
 def test_one_persistent_session_per_episode_and_fresh_state_after_reset():

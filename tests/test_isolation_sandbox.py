@@ -15,10 +15,19 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from containment import (DROPS_UID, IS_ROOT, Listener, assert_no_leak, call, hostile_env,
-                         marked_processes, survivors_of_killed_server, world_dir)
 from conftest import need
+from containment import (
+    DROPS_UID,
+    IS_ROOT,
+    Listener,
+    assert_no_leak,
+    call,
+    hostile_env,
+    marked_processes,
+    survivors_of_killed_server,
+    world_dir,
+)
+
 from openenv_mcp import BoundaryError
 
 
@@ -202,10 +211,10 @@ def test_a_checkout_under_tmp_with_its_interpreter_inside_runs_in_the_sandbox():
 def test_a_folder_outside_the_system_ones_is_there_only_when_the_env_file_binds_it(tmp_path):
     import uuid as _uuid
 
-    from openenv_mcp import EnvSpec, ToolServerSpec
-    import openenv_mcp
-
     from containment import FIXTURE, PYTHON
+
+    import openenv_mcp
+    from openenv_mcp import EnvSpec, ToolServerSpec
 
     folder = Path("/opt") / f"openenv-mcp-test-{_uuid.uuid4().hex}"
     folder.mkdir()

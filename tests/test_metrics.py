@@ -7,9 +7,9 @@ import pytest
 from mcp.client.client import Client
 from servers import serving
 
-from openenv_mcp.serve.metrics import Metrics
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.serve.metrics import Metrics
 
 pytestmark = pytest.mark.anyio
 

@@ -14,8 +14,8 @@ import time
 
 import httpx
 import pytest
-
 from conftest import need
+
 from openenv_mcp.conformance import official_suite
 from openenv_mcp.conformance.official_suite import ScenarioResult, served_env
 

@@ -12,8 +12,8 @@ import pytest
 from conftest import need_boundaries
 from mcp.client.client import Client
 
-from openenv_mcp.serve.mcp_server import episode_server
 from openenv_mcp.client.registry import list_envs, load_environment
+from openenv_mcp.serve.mcp_server import episode_server
 from openenv_mcp.types import canonical_json
 
 ENVS = [spec.name for spec in list_envs() if spec.solutions]

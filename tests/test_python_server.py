@@ -18,10 +18,10 @@ import pytest
 from fastmcp import Client as FastMCPClient
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
-
-from openenv_mcp.isolation import ServerContext
-from openenv_mcp.core.spec import ToolServerSpec
 from standalone import http_tool_server, sandboxed_lean_server
+
+from openenv_mcp.core.spec import ToolServerSpec
+from openenv_mcp.isolation import ServerContext
 from openenv_mcp.tool_servers.python import OUTPUT_SCHEMA, create_server
 from openenv_mcp.tool_servers.python.core import limits, tool_definitions
 

@@ -7,8 +7,8 @@ from servers import running_server
 
 import openenv_mcp
 from openenv_mcp import CallTool, ListTools, ResetNeeded
-from openenv_mcp.errors import BoundaryError, ConfigError, EpisodeEnded, UnknownEpisode
 from openenv_mcp.client.remote import AsyncVectorEnv, RemoteAsyncEnv, VectorEnv, ws_url
+from openenv_mcp.errors import BoundaryError, ConfigError, EpisodeEnded, UnknownEpisode
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,8 @@ import re
 import shutil
 
 import pytest
+from conftest import need
+from containment import FIXTURE, PYTHON, world_dir
 
 import openenv_mcp
 from containment import FIXTURE, PYTHON, world_dir

@@ -14,10 +14,11 @@ from mcp.client.client import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
 from servers import ROOT, serving
 from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
-from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
 
 pytestmark = pytest.mark.anyio
 
@@ -200,7 +201,7 @@ async def test_token_required_everywhere_but_health():
         assert wrong.status_code == 401
         good = await http.post("/episodes", headers={"authorization": "Bearer s3cret"}, json={})
         assert good.status_code == 201
-        with pytest.raises(Exception):
+        with pytest.raises(InvalidStatus):
             async with connect(url.replace("http", "ws") + "/ws"):
                 pass
         async with connect(url.replace("http", "ws") + "/ws", additional_headers={"authorization": "Bearer s3cret"}) as ws:
@@ -271,7 +272,7 @@ async def test_prod_mode_has_no_control_plane_and_no_reward():
                              ("GET", "/episodes/x/state"), ("DELETE", "/episodes/x"), ("POST", "/episodes/x/reset"),
                              ("POST", "/episodes/x/mcp"), ("GET", "/ws")]:
             assert (await http.request(method, path, json={})).status_code == 404, path
-        with pytest.raises(Exception):
+        with pytest.raises(InvalidStatus):
             async with connect(url.replace("http", "ws") + "/ws"):
                 pass
         assert (await http.get("/health")).json()["mode"] == "prod"

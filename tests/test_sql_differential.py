@@ -16,12 +16,12 @@ import uuid
 import psycopg
 import pytest
 
-from openenv_mcp.core.environment import Environment
 from openenv_mcp.client.registry import load_environment
+from openenv_mcp.core.environment import Environment
 from openenv_mcp.core.spec import load_module
-from openenv_mcp.types import canonical_json
 from openenv_mcp.tool_servers.sql.normalize import comparable
 from openenv_mcp.tool_servers.sql.postgres import drop_database
+from openenv_mcp.types import canonical_json
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ async def test_every_trajectory_gives_the_same_results_on_sqlite_and_postgres(po
             steps_a, end_a, state_a = await _run(sqlite_env, task, kind)
             steps_b, end_b, state_b = await _run(pg_env, task, kind)
             assert len(steps_a) == len(steps_b), f"{task.id}/{kind}: step counts differ"
-            for i, (a, b) in enumerate(zip(steps_a, steps_b)):
+            for i, (a, b) in enumerate(zip(steps_a, steps_b, strict=True)):
                 assert canonical_json(a) == canonical_json(b), f"{task.id}/{kind} step {i}: {a} != {b}"
             assert canonical_json(end_a) == canonical_json(end_b), f"{task.id}/{kind}: end states differ"
             assert state_a.model_dump(exclude={"episode_id"}) == state_b.model_dump(exclude={"episode_id"})

@@ -22,7 +22,7 @@ def test_the_fast_check_never_accepts_what_the_full_validator_refuses():
     keys = ["text", "n", "x", "flag", "any", "extra"]
     for chosen in itertools.chain.from_iterable(itertools.combinations(keys, r) for r in range(0, 3)):
         for values in itertools.product(VALUES, repeat=len(chosen)):
-            args = dict(zip(chosen, values))
+            args = dict(zip(chosen, values, strict=True))
             if fast(args):
                 assert full.is_valid(args), args
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 __all__ = ["NAMESPACES", "add_timeout_flags", "parser", "root_dir", "serve", "serve_lean"]
 
@@ -79,7 +80,7 @@ def serve(server: Any, args: argparse.Namespace, label: str) -> int:
     return 0
 
 
-def serve_lean(loop: Callable[..., Awaitable[None]], args: argparse.Namespace, *a: Any, **kw: Any) -> int:
+def serve_lean(loop: Callable[..., Coroutine[Any, Any, None]], args: argparse.Namespace, *a: Any, **kw: Any) -> int:
     """Run a dependency-free stdio loop (``--lean``); refuses HTTP with a clear error."""
     if args.transport != "stdio":
         print("error: --lean serves stdio only; drop --lean for --transport http", file=sys.stderr)

@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 __all__ = ["HANDSHAKE_VERSIONS", "Reply", "ToolFailure", "serve"]
 
@@ -73,7 +74,7 @@ async def _answer(message: dict[str, Any], info: dict[str, Any], tools: list[dic
         return {"result": {"tools": tools}}
     if method == "tools/call":
         name = params.get("name")
-        handler = handlers.get(name)
+        handler = handlers.get(name) if isinstance(name, str) else None
         if handler is None:
             return {"result": Reply(f"Unknown tool: {name!r}", is_error=True).wire()}
         try:

@@ -97,15 +97,15 @@ def same_value(a: Any, b: Any, *, lenient: bool) -> bool:
 
 def same_rows(got: list[list[Any]], expected: list[list[Any]], *, ordered: bool, lenient: bool) -> bool:
     """Row lists equal (as multisets unless ``ordered``)."""
-    if len(got) != len(expected) or any(len(g) != len(e) for g, e in zip(got, expected) if ordered):
+    if len(got) != len(expected) or any(len(g) != len(e) for g, e in zip(got, expected, strict=True) if ordered):
         return False
     if ordered:
-        return all(len(g) == len(e) and all(same_value(x, y, lenient=lenient) for x, y in zip(g, e))
-                   for g, e in zip(got, expected))
+        return all(len(g) == len(e) and all(same_value(x, y, lenient=lenient) for x, y in zip(g, e, strict=True))
+                   for g, e in zip(got, expected, strict=True))
     remaining = list(got)
     for row in expected:
         for i, cand in enumerate(remaining):
-            if len(cand) == len(row) and all(same_value(x, y, lenient=lenient) for x, y in zip(cand, row)):
+            if len(cand) == len(row) and all(same_value(x, y, lenient=lenient) for x, y in zip(cand, row, strict=True)):
                 del remaining[i]
                 break
         else:

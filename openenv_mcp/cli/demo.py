@@ -22,9 +22,9 @@ import httpx
 from rich.console import Console
 from rich.panel import Panel
 
-from ..serve.playground import PUBLIC_PATHS, playground_routes
 from ..client.registry import load_environment
 from ..serve.app import create_app
+from ..serve.playground import PUBLIC_PATHS, playground_routes
 
 __all__ = ["tour"]
 

@@ -64,6 +64,7 @@ async def run_reference(target: str, episodes: int, seed: int | None, policy: st
                         break
                     obs = await episode.act(action)
                     if show_steps:
+                        assert obs.result is not None  # a CallTool step always carries its result
                         text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
                         flag = "[red]error[/red] " if obs.result.is_error else ""
                         console.print(f"[cyan]{action.name}[/cyan]({_args(action.arguments)})")
@@ -127,8 +128,8 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
 # -- serve / stdio ----------------------------------------------------------------
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from ..serve.playground import PUBLIC_PATHS, playground_routes
     from ..serve.app import serve
+    from ..serve.playground import PUBLIC_PATHS, playground_routes
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
@@ -186,7 +187,7 @@ def add_task_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="openenv-mcp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="openenv-mcp", description=(__doc__ or "").partition("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list the environments found by name")

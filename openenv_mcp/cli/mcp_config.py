@@ -20,7 +20,7 @@ __all__ = ["add_parser", "entry", "run"]
 def add_parser(sub: Any) -> None:
     """Add the ``mcp-config`` subcommand to the CLI's subparsers."""
     p = sub.add_parser("mcp-config", help="print an mcpServers entry (absolute paths) that serves ENV over stdio",
-                       description=__doc__.splitlines()[0])
+                       description=(__doc__ or "").partition("\n")[0])
     p.add_argument("env", help="environment name, env.toml path or folder")
     p.add_argument("--mode", choices=["sim", "prod"], default="sim",
                    help="prod: the production variant of the tool servers (default sim)")

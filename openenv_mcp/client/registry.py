@@ -20,12 +20,15 @@ import os
 import warnings
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..core.environment import Environment
 from ..core.spec import EnvSpec, load_env_file
 from ..errors import ConfigError, UnknownEnvironment
 from .env import AsyncEnv, Env
+
+if TYPE_CHECKING:
+    from .remote import RemoteAsyncEnv
 
 __all__ = ["ENTRY_POINT_GROUP", "env_dirs", "find_env", "list_envs", "load_environment", "make", "make_async",
            "registered"]
@@ -114,11 +117,11 @@ def load_environment(target: str | Path | EnvSpec, **options: Any) -> Environmen
     return Environment(find_env(target), **options)
 
 
-def _is_url(target: Any) -> bool:
+def _is_url(target: Any) -> TypeGuard[str]:
     return isinstance(target, str) and target.split("://", 1)[0] in ("http", "https", "ws", "wss")
 
 
-def make_async(target: str | Path | EnvSpec, **options: Any) -> AsyncEnv:
+def make_async(target: str | Path | EnvSpec, **options: Any) -> AsyncEnv | RemoteAsyncEnv:
     """An :class:`AsyncEnv` for a built-in name, an env file/folder, or a server URL.
 
     Options: ``mode`` (``sim``/``prod``), ``call_timeout``, ``max_steps``, ``workdir``.

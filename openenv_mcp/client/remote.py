@@ -20,13 +20,13 @@ import asyncio
 import itertools
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import errors as _errors
-from .env import Env, _coerce, _Portal
 from ..errors import ConfigError, OpenEnvError, ResetNeeded
 from ..types import CallTool, ListTools, Observation, RunCode, State
+from .env import Env, _coerce, _Portal
 
 __all__ = ["AsyncVectorEnv", "RemoteAsyncEnv", "RemoteConnection", "VectorEnv", "ws_url"]
 
@@ -81,7 +81,8 @@ class RemoteConnection:
     def connected(self) -> bool:
         return self._ws is not None
 
-    async def connect(self) -> None:
+    async def connect(self) -> Any:
+        """Open the WebSocket (the control-plane connection, returned)."""
         from websockets.asyncio.client import connect
 
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
@@ -94,6 +95,7 @@ class RemoteConnection:
                 "(in sim mode), with the right --token and --allowed-host?") from None
         self._closed_error = None
         self._reader = asyncio.get_running_loop().create_task(self._read())
+        return self._ws
 
     async def _read(self) -> None:
         ws = self._ws
@@ -114,14 +116,13 @@ class RemoteConnection:
 
     async def request(self, msg: dict[str, Any]) -> Any:
         """Send one message; its ``result``, or the named error it answered with."""
-        if self._ws is None:
-            await self.connect()
+        ws = self._ws if self._ws is not None else await self.connect()
         rid = next(self._ids)
         msg["id"] = rid
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         try:
-            await self._ws.send(_dumps(msg))
+            await ws.send(_dumps(msg))
         except Exception as e:
             self._pending.pop(rid, None)
             raise _errors.BoundaryError(f"the control-plane connection to {self.url} failed: {e}") from None
@@ -278,8 +279,15 @@ class AsyncVectorEnv:
             raise ResetNeeded("call reset() before step() or state(): no episode is running")
         return self.episode_ids
 
+    @overload
     async def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-                    *, return_exceptions: bool = False) -> list[Observation]:
+                    *, return_exceptions: Literal[False] = False) -> list[Observation]: ...
+    @overload
+    async def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
+                    *, return_exceptions: bool) -> list[Observation | Exception]: ...
+
+    async def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
+                    *, return_exceptions: bool = False) -> list[Observation] | list[Observation | Exception]:
         """Reset every episode (creating them the first time); one seed / task id per episode."""
         seeds_l = list(seeds) if seeds is not None else [None] * self.num_envs
         tasks_l = list(task_ids) if task_ids is not None else [None] * self.num_envs
@@ -312,11 +320,16 @@ class AsyncVectorEnv:
         if len(actions) != len(ids):
             raise ConfigError(f"give one action per episode ({len(ids)}), got {len(actions)}")
         items = [{"episode_id": e, "episode_key": self.episode_keys.get(e), "action": _coerce(a).model_dump(mode="json")}
-                 for e, a in zip(ids, actions)]
+                 for e, a in zip(ids, actions, strict=True)]
         results = await self._batch(items, return_exceptions)
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 
-    async def state(self, *, return_exceptions: bool = False) -> list[State]:
+    @overload
+    async def state(self, *, return_exceptions: Literal[False] = False) -> list[State]: ...
+    @overload
+    async def state(self, *, return_exceptions: bool) -> list[State | Exception]: ...
+
+    async def state(self, *, return_exceptions: bool = False) -> list[State] | list[State | Exception]:
         results = await self._batch([{"op": "state", "episode_id": e, "episode_key": self.episode_keys.get(e)}
                                      for e in self._ids()], return_exceptions)
         return [r if isinstance(r, Exception) else State.model_validate(r["state"]) for r in results]
@@ -353,8 +366,15 @@ class VectorEnv:
     def unwrapped(self) -> AsyncVectorEnv:
         return self._async
 
+    @overload
     def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-              *, return_exceptions: bool = False) -> list[Observation]:
+              *, return_exceptions: Literal[False] = False) -> list[Observation]: ...
+    @overload
+    def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
+              *, return_exceptions: bool) -> list[Observation | Exception]: ...
+
+    def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
+              *, return_exceptions: bool = False) -> list[Observation] | list[Observation | Exception]:
         seeds = list(seeds) if seeds is not None else None
         task_ids = list(task_ids) if task_ids is not None else None
         return self._portal.call(lambda: self._async.reset(seeds, task_ids, return_exceptions=return_exceptions))
@@ -363,7 +383,12 @@ class VectorEnv:
              return_exceptions: bool = False) -> list[Observation]:
         return self._portal.call(lambda: self._async.step(actions, return_exceptions=return_exceptions))
 
-    def state(self, *, return_exceptions: bool = False) -> list[State]:
+    @overload
+    def state(self, *, return_exceptions: Literal[False] = False) -> list[State]: ...
+    @overload
+    def state(self, *, return_exceptions: bool) -> list[State | Exception]: ...
+
+    def state(self, *, return_exceptions: bool = False) -> list[State] | list[State | Exception]:
         return self._portal.call(lambda: self._async.state(return_exceptions=return_exceptions))
 
     def close(self) -> None:

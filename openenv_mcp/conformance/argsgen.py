@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 import jsonschema
+import jsonschema.validators
 from mcp.types import Tool
 
 from ..types import CallTool

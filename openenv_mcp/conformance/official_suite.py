@@ -18,18 +18,23 @@ when a check failed and ``error`` when the suite itself produced no checks (cras
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from openenv_mcp.conformance.data import HERE as DATA
 from openenv_mcp.errors import ConfigError
+
+# The data folder is the repository's conformance/, mapped into the package by pyproject's package-dir
+# (the type checker cannot follow that mapping, so the import is by name).
+DATA: Path = importlib.import_module("openenv_mcp.conformance.data").HERE
 
 ENV_VAR = "OPENENV_MCP_NODE_TOOLS"
 INSTALL_HINT = ("run `python -m openenv_mcp.conformance.official_suite --install` (or `make conformance` "

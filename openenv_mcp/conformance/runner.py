@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from ..errors import ConfigError
-from . import rules  # noqa: F401  (registers the rules, in run order)
+from . import rules as _rules  # noqa: F401  (registers the rules, in run order)
 from .base import RULES, Context, Failed, Rule, Skipped, leaf
 from .report import Report, Result, load_known_failures
 from .subject import Subject, make_subject

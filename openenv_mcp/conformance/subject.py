@@ -105,7 +105,11 @@ class Subject(abc.ABC):
 
     label = "?"
     capabilities: frozenset[str] = frozenset({"mcp"})
-    environment: Environment | None = None
+
+    @property
+    def environment(self) -> Environment | None:
+        """The environment, when the subject is an openenv-mcp environment loaded in this process."""
+        return None
 
     @abc.abstractmethod
     def mcp(self, mode: str = "auto", fresh: bool = False) -> AbstractAsyncContextManager[Client]:
@@ -122,10 +126,10 @@ class Subject(abc.ABC):
     def http(self) -> AbstractAsyncContextManager[str]:
         """The URL of the subject's MCP face over real streamable HTTP."""
 
-    async def prepare(self) -> None:
+    async def prepare(self) -> None:  # noqa: B027  (an optional hook: nothing by default)
         """Learn what the target offers (called once before the rules run)."""
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027  (an optional hook: nothing by default)
         """Release what the subject holds."""
 
 
@@ -133,13 +137,17 @@ class LocalSubject(Subject):
     """An openenv-mcp environment loaded in this process."""
 
     def __init__(self, environment: Environment, label: str | None = None) -> None:
-        self.environment = environment
+        self._environment = environment
         self.label = label or environment.name
         self._shared: Any = None
         caps = {"mcp", "episodes", "local"}
         if _serving() is not None:
             caps.add("http")
         self.capabilities = frozenset(caps)
+
+    @property
+    def environment(self) -> Environment:
+        return self._environment
 
     @asynccontextmanager
     async def mcp(self, mode: str = "auto", fresh: bool = False) -> AsyncIterator[Client]:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .episode import Episode
 from ..errors import ConfigError
+from ..types import CallTool, Task, action_from_json
+from .episode import Episode
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
 from .tasks import TaskSet, parse_tasks_value, resolve_tasks
 from ..types import CallTool, Task, action_from_json

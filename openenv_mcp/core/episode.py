@@ -275,7 +275,9 @@ class Episode:
                      extra: dict[str, Any] | None = None) -> float:
         ctx = RewardContext(task=self.task, step=self.step_count,
                             action=action, result=result, history=self.history, episode=self)
-        value = self.env.reward_fn(ctx)
+        reward_fn = self.env.reward_fn
+        assert reward_fn is not None, "only an environment with a reward function is scored"  # callers check
+        value = reward_fn(ctx)
         if inspect.isawaitable(value):
             value = await value
         done = None

@@ -116,7 +116,9 @@ class ToolServerSpec(_Spec):
                 f"(got {', '.join(kinds) or 'none'})"
             )
         if self.isolation is None:
-            self.isolation = {"object": "inprocess", "command": "process", "url": "remote", "image": "docker"}[kinds[0]]
+            default: dict[str, Isolation] = {"object": "inprocess", "command": "process", "url": "remote",
+                                             "image": "docker"}
+            self.isolation = default[kinds[0]]
         return self
 
     @property

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
 
 __all__ = ["ArgumentValidator", "validator_for"]
 

@@ -41,19 +41,22 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import shared_memory as _shm
 
-from ..errors import ConfigError, ResetNeeded
 from ..client.registry import list_envs, make
+from ..errors import ConfigError, ResetNeeded
 from ..types import CallTool, ListTools, Observation, RunCode, action_from_json
 from .text import result_text, tools_text
 
-__all__ = ["GymEnv", "UnicodeText", "parse_action", "register_envs", "text_spaces"]
+if TYPE_CHECKING:
+    from .gymnasium_vector import GymVectorEnv
+
+__all__ = ["GymEnv", "GymVectorEnv", "UnicodeText", "parse_action", "register_envs", "text_spaces"]
 
 MAX_TEXT = 100_000
 _OMIT = {"episode_id", "elapsed_ms"}
@@ -106,7 +109,8 @@ class TextView(Sequence):
         return f"TextView{tuple(self)!r}"
 
 
-@_shm.read_from_shared_memory.register(UnicodeText)
+# Gymnasium's annotation lists what its own spaces read (dict, tuple, array); a custom space returns its own.
+@_shm.read_from_shared_memory.register(UnicodeText)  # pyright: ignore[reportArgumentType]
 def _read(space: UnicodeText, memory: Any, n: int = 1) -> TextView:
     return TextView(memory, n, space.max_length)
 
@@ -272,6 +276,12 @@ def register_envs() -> list[str]:
 
 register_envs()
 
-from .gymnasium_vector import GymVectorEnv
 
-__all__ += ["GymVectorEnv"]
+def __getattr__(name: str) -> Any:
+    # GymVectorEnv lives in gymnasium_vector, which imports this module: loaded on first use, so either
+    # module can be imported first.
+    if name == "GymVectorEnv":
+        from .gymnasium_vector import GymVectorEnv
+
+        return GymVectorEnv
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,8 +24,8 @@ from anyio.from_thread import start_blocking_portal
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..errors import ConfigError
 from ..client.remote import AsyncVectorEnv
+from ..errors import ConfigError
 from ..types import ListTools, Observation
 from .gymnasium import cut, parse_action, text_spaces
 from .text import result_text, tools_text
@@ -86,7 +86,7 @@ class GymVectorEnv(VectorEnv):
 
     # -- the Gymnasium API ------------------------------------------------------------------------
     def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None) -> Any:
-        super().reset(seed=seed)
+        super().reset(seed=seed if isinstance(seed, int) else None)  # seeds np_random from an int only
         n = self.num_envs
         if seed is None:
             seeds = [int(s) for s in self.np_random.integers(2**31, size=n)]
@@ -108,7 +108,7 @@ class GymVectorEnv(VectorEnv):
                     items.append({"op": "reset", "episode_id": ids[i], "seed": seeds[i],
                                   "task_id": leader.task.id if leader.task else None})
                     members.append(i)
-            for i, result in zip(members, self._batch(items)):
+            for i, result in zip(members, self._batch(items), strict=True):
                 observations[i] = Observation.model_validate(result["observation"])
         for i, obs in enumerate(observations):
             self._started(i, obs)
@@ -143,7 +143,7 @@ class GymVectorEnv(VectorEnv):
                 continue
             items.append({"episode_id": ids[i], "action": parsed.model_dump(mode="json")})
             where.append((i, "step", parsed))
-        for (i, kind, parsed), result in zip(where, self._batch(items) if items else []):
+        for (i, kind, parsed), result in zip(where, self._batch(items) if items else [], strict=True):
             obs = Observation.model_validate(result["observation"])
             info = {k: v for k, v in obs.info.items() if k not in ("episode_id", "elapsed_ms")}
             info["task_id"] = obs.task.id if obs.task else None

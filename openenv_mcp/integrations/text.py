@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
 
 __all__ = ["result_text", "tools_text"]
 
@@ -21,9 +21,9 @@ def result_text(result: CallToolResult) -> str:
     """
     parts: list[str] = []
     for block in result.content:
-        if block.type == "text":
+        if isinstance(block, TextContent):
             parts.append(block.text)
-        elif block.type == "resource" and hasattr(block.resource, "text"):
+        elif isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
             parts.append(block.resource.text)
         else:
             mime = getattr(block, "mime_type", None) or getattr(getattr(block, "resource", None), "mime_type", None)

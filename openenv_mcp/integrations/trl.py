@@ -54,8 +54,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..client.registry import make
+from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..core.codeact import RUN_CODE, RUN_CODE_TOOL
 from ..types import CallTool, RunCode, State
 from .text import result_text
@@ -140,7 +140,7 @@ def tool_function(tool: Any, *, approximate: bool = False) -> Callable[..., str]
 
 def derived_normal_form(function: Callable[..., Any]) -> dict[str, Any]:
     """The normal form of the schema TRL derives from ``function`` (via transformers' ``get_json_schema``)."""
-    from transformers.utils import get_json_schema
+    from transformers.utils.chat_template_utils import get_json_schema
 
     spec = get_json_schema(function)["function"]
     defaults = {n: p.default for n, p in inspect.signature(function).parameters.items()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
 from ..core.spec import ToolServerSpec
+from ..errors import ConfigError
 from .base import Connection, ServerContext
 
 __all__ = ["Connection", "ServerContext", "connect", "finish_removals"]

@@ -80,7 +80,7 @@ class Connection(abc.ABC):
         :class:`BoundaryError`. The episode enforces the time limit by cancelling
         this call, then calls :meth:`interrupted`."""
 
-    async def interrupted(self) -> None:
+    async def interrupted(self) -> None:  # noqa: B027  (an optional hook: nothing by default)
         """A call was cancelled at its time limit: make the server usable again
         (e.g. kill and restart a process whose call cannot be cancelled)."""
 

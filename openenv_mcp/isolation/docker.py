@@ -49,9 +49,9 @@ import mcp_types
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.shared.message import SessionMessage
 
-from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
 from ..core.workspace import process_start_time
+from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 
@@ -488,6 +488,7 @@ class DockerConnection(McpConnection):
             raise BoundaryError(f"tool server {self.spec.name!r}: {{env_dir}} is mounted in the container only when "
                                 "the server's command uses it")
         host = await self._ensure()
+        assert isinstance(host, _DockerHost)  # the only kind _new_host makes
         handle = host.container.handle
         uid, gid = self.user()
         full = ["timeout", "-s", "KILL", f"{timeout:g}", *self.expand(argv)]

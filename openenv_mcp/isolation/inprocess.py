@@ -34,8 +34,8 @@ from fastmcp.exceptions import FastMCPError, NotFoundError
 from fastmcp.utilities.async_utils import is_coroutine_function
 from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
 
-from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec, load_object
+from ..errors import BoundaryError, ConfigError
 from .base import Connection, ServerContext
 from .process import run_plain
 

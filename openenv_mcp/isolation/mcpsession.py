@@ -27,7 +27,6 @@ from importlib.metadata import version
 from typing import Any
 
 import anyio
-from mcp_types import CONNECTION_CLOSED
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -40,6 +39,7 @@ from mcp.types import (
     TextContent,
     Tool,
 )
+from mcp_types import CONNECTION_CLOSED
 
 from ..errors import BoundaryError
 from .base import Connection
@@ -83,7 +83,7 @@ def cap_result(result: CallToolResult, limit: int) -> CallToolResult:
         return result
     budget = limit
     content: list[Any] = []
-    for item, size in zip(result.content, sizes):
+    for item, size in zip(result.content, sizes, strict=True):
         if budget <= 0:
             break
         text = getattr(item, "text", None)

@@ -62,9 +62,9 @@ import anyio.to_thread
 import mcp_types
 from mcp.shared.message import SessionMessage
 
-from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
 from ..core.workspace import owner_tag, remove_tree
+from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
 

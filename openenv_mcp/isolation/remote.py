@@ -22,8 +22,8 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
+from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 

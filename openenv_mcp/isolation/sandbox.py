@@ -31,8 +31,8 @@ import os
 import shutil
 from pathlib import Path
 
-from ..errors import BoundaryError, ConfigError
 from ..core.spec import ToolServerSpec
+from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
 from .process import SYSTEM_PATH, Launch, ProcessConnection, command_paths, outermost, rlimits_for
 

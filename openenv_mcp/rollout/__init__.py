@@ -28,13 +28,24 @@ import random
 import re
 import statistics
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Collection, Union
 
 import anyio
 import httpx
-from mcp.types import CallToolResult, TextContent, Tool
+from mcp.types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+    Tool,
+)
 
 from ..errors import ConfigError, OpenEnvError
 from ..types import CallTool, Observation
@@ -101,7 +112,7 @@ class Turn:
         return {"finish_reason": self.finish_reason, **out}
 
 
-Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Union[Turn, dict[str, Any], Awaitable[Any]]]
+Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], Turn | dict[str, Any] | Awaitable[Any]]
 """``policy(messages, tools) -> Turn | dict`` (sync or async)."""
 
 
@@ -145,18 +156,18 @@ def result_text(result: CallToolResult) -> str:
     """
     parts: list[str] = []
     for item in result.content:
-        kind = getattr(item, "type", "")
-        if kind == "text":
+        if isinstance(item, TextContent):
             parts.append(item.text)
-        elif kind in ("image", "audio"):
-            parts.append(f"[{kind}: {item.mime_type}, {len(item.data) * 3 // 4} bytes]")
-        elif kind == "resource":
+        elif isinstance(item, ImageContent | AudioContent):
+            parts.append(f"[{item.type}: {item.mime_type}, {len(item.data) * 3 // 4} bytes]")
+        elif isinstance(item, EmbeddedResource):
             res = item.resource
-            parts.append(getattr(res, "text", None) or f"[resource {res.uri}: {getattr(res, 'mime_type', '')}]")
-        elif kind == "resource_link":
+            text = res.text if isinstance(res, TextResourceContents) else None
+            parts.append(text or f"[resource {res.uri}: {res.mime_type or ''}]")
+        elif isinstance(item, ResourceLink):
             parts.append(f"[resource link {item.uri}]")
         else:
-            parts.append(f"[{kind}]")
+            parts.append(f"[{getattr(item, 'type', '')}]")
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     text = "\n".join(parts)
@@ -463,6 +474,7 @@ def _env_factory(env: Any, mode_options: dict[str, Any]) -> tuple[Callable[[], A
     """(a function making one async env, the env's name, whether it may be called many times)."""
     from ..client.env import AsyncEnv, Env
     from ..client.registry import _is_url, load_environment, make_async
+    from ..core.spec import EnvSpec
 
     if isinstance(env, Env):
         env = env.unwrapped
@@ -472,6 +484,9 @@ def _env_factory(env: Any, mode_options: dict[str, Any]) -> tuple[Callable[[], A
         return (lambda: env), getattr(env, "name", "env"), False
     if _is_url(env):
         return (lambda: make_async(env, **mode_options)), str(env), True
+    if not isinstance(env, str | Path | EnvSpec):
+        raise ConfigError(f"rollout needs an environment name, env-file path, EnvSpec, server URL, env object "
+                          f"or a function making one; got {type(env).__name__}")
     environment = load_environment(env, **mode_options)
 
     def make() -> AsyncEnv:
@@ -497,7 +512,8 @@ def _normalize_message(message: dict[str, Any], turn: int) -> tuple[dict[str, An
     calls: list[dict[str, Any]] = []
     for i, call in enumerate(message.get("tool_calls") or []):
         call = call if isinstance(call, dict) else {}
-        function = call.get("function") if isinstance(call.get("function"), dict) else {}
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):  # some servers send an object; keep the wire form a string
             arguments = json.dumps(arguments)
@@ -533,7 +549,7 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
     env = make_env()
     if inspect.isawaitable(env):
         env = await env
-    started_at = datetime.now(timezone.utc)
+    started_at = datetime.now(UTC)
     t0 = time.perf_counter()
     model_s = env_s = 0.0
     try:
@@ -551,6 +567,8 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
         if system_prompt:
             messages.append({"role": "system", "content": system_prompt})
         messages.append({"role": "user", "content": prompt})
+        steps: list[dict[str, Any]] = []
+        usage: dict[str, int] = {}
         traj = Trajectory(episode=index, env=env_name, seed=state.seed, task_id=state.task_id, prompt=prompt,
                           episode_id=state.episode_id, model=model, messages=messages, tools=tools, steps=[],
                           usage={}, key=key, sample=sample, completions=[])
@@ -577,7 +595,7 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
             traj.turns += 1
             for key, value in (turn.usage or {}).items():
                 if isinstance(value, int):
-                    traj.usage[key] = traj.usage.get(key, 0) + value
+                    usage[key] = usage.get(key, 0) + value
             message, calls = _normalize_message(turn.message, traj.turns)
             record = turn.record()
             if record is not None:  # token ids / logprobs for trainers, aligned with the assistant message
@@ -587,7 +605,8 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
                 traj.stop_reason = "no_tool_calls"
                 break
             for call in calls:
-                fname, raw = call["function"]["name"], call["function"]["arguments"]
+                fname: str = call["function"]["name"]
+                raw: str = call["function"]["arguments"]
                 step: dict[str, Any] = {"index": len(steps), "turn": traj.turns, "tool_call_id": call["id"],
                                         "name": back.get(fname, fname), "arguments": None,
                                         "raw_arguments": raw}
@@ -600,7 +619,7 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
                     arguments, problem = _parse_arguments(raw)
                     step["arguments"] = arguments
                     e0 = time.perf_counter()
-                    if problem is not None:
+                    if arguments is None:
                         # A malformed call: the model sees an error; the environment is not called.
                         result = _error_result(f"Invalid arguments for tool {fname!r}: {problem}")
                         step.update(malformed=problem, reward=0.0, done=False, truncated=False)
@@ -772,7 +791,6 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
 
         return run_harness_command(args, console, err_console)
     import os
-    from pathlib import Path
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table

@@ -40,12 +40,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .control import ControlPlane
 from ..core.environment import Environment
-from .manager import ADMIN_SCOPE_KEY, EpisodeManager, default_max_episodes
 from ..errors import ConfigError, RequestTooLarge
-from .health import health_report
 from ..isolation import finish_removals
+from .control import ControlPlane
+from .health import health_report
+from .manager import ADMIN_SCOPE_KEY, EpisodeManager, default_max_episodes
 from .mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY, McpFace
 from .metrics import Metrics
 from .openenv_compat import OpenEnvMcp, openenv_routes
@@ -417,8 +417,8 @@ async def serve_stdio(target: Any, *, mode: str = "sim", seed: int | None = None
     in production on the user's folder ``workspace`` (see ``docs/deploy.md``)."""
     from mcp.server.stdio import stdio_server
 
-    from .mcp_server import episode_server
     from ..client.registry import load_environment
+    from .mcp_server import episode_server
 
     environment = load_environment(target, mode=mode, workspace=workspace, read_only=read_only)
     episode = await environment.new_episode(seed=seed, task_id=task_id)

@@ -29,11 +29,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from ..core.codeact import RUN_CODE
 from ..types import CallTool, ListTools, RunCode, action_from_json
 from .openenv_compat import OpenEnvSocket, is_openenv_message
+from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 
 if TYPE_CHECKING:
     from ..core.episode import Episode

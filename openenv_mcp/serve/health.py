@@ -53,7 +53,7 @@ async def health_report(environment: Environment, manager: EpisodeManager, mode:
     async with anyio.create_task_group() as tg:
         for i in range(len(conns)):
             tg.start_soon(check, i)
-    for conn, ok in zip(conns, results):
+    for conn, ok in zip(conns, results, strict=True):
         entry = servers.setdefault(conn.spec.name, {"name": conn.spec.name, "isolation": conn.spec.isolation,
                                                     "checked": 0, "unhealthy": 0})
         entry["checked"] += 1

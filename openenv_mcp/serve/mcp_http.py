@@ -41,8 +41,8 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
-from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from ..errors import OpenEnvError
+from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from .mcp_server import build_server
 
 if TYPE_CHECKING:

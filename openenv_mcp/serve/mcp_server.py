@@ -94,6 +94,7 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
             obs = await episode.act(action)
         except EpisodeEnded:
             return error_result(EPISODE_ENDED_MESSAGE)
+        assert obs.result is not None  # a CallTool step always carries its result
         return obs.result
 
     async def list_resources(ctx: Any, params: Any) -> ListResourcesResult:

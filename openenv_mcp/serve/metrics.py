@@ -110,7 +110,7 @@ class Metrics:
         out += [f"# HELP {p}tool_call_duration_seconds Server-side duration of one step.",
                 f"# TYPE {p}tool_call_duration_seconds histogram"]
         running = 0
-        for bound, n in zip(BUCKETS, self._buckets):
+        for bound, n in zip(BUCKETS, self._buckets, strict=False):
             running += n
             out.append(f'{p}tool_call_duration_seconds_bucket{{le="{bound:g}"}} {running}')
         out.append(f'{p}tool_call_duration_seconds_bucket{{le="+Inf"}} {self._count}')

@@ -19,10 +19,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import need
+from containment import assert_no_leak, marked_processes
 
 import openenv_mcp
-from containment import assert_no_leak, marked_processes
-from conftest import need
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
 from openenv_mcp.isolation.process import private_ancestor
 

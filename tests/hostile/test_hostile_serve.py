@@ -19,11 +19,11 @@ from servers import running_server, serving
 from websockets.asyncio.client import connect
 
 from openenv_mcp import EnvSpec, ToolServerSpec
+from openenv_mcp.client.registry import load_environment
 from openenv_mcp.core.environment import Environment
+from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.manager import default_max_episodes
 from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
-from openenv_mcp.client.registry import load_environment
-from openenv_mcp.serve.app import create_app
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,6 @@ import threading
 import time
 
 import httpx
-
 from servers import ROOT, running_server
 
 from openenv_mcp.serve.manager import EPISODE_KEY_HEADER

@@ -127,3 +127,30 @@ def test_remote_vector_env_as_gymnasium_vector_env_with_groups() -> None:
             assert isinstance(rewards, np.ndarray)
         finally:
             venv.close()
+
+
+def test_remote_vector_env_reset_takes_one_seed_per_episode() -> None:
+    # Regression: a list of seeds (Gymnasium's vector convention) went on to VectorEnv.reset, which seeds
+    # np_random from an int only: "Seed must be a python integer".
+    expected = []
+    for seed in (5, 9):
+        with openenv_mcp.make("files") as env:
+            expected.append(env.reset(seed=seed).task.id)
+    with running_server("files") as url:
+        venv = GymVectorEnv(url, num_envs=2)
+        try:
+            _, info = venv.reset(seed=[5, 9])
+            assert list(info["task_id"]) == expected
+        finally:
+            venv.close()
+
+
+def test_gymnasium_vector_module_imports_first() -> None:
+    # Regression: gymnasium.py imported gymnasium_vector at its end and gymnasium_vector imports gymnasium,
+    # so importing gymnasium_vector first failed ("partially initialized module").
+    import subprocess
+    import sys
+
+    code = "import openenv_mcp.integrations.gymnasium_vector as m; print(m.GymVectorEnv.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "GymVectorEnv", out.stderr[-2000:]

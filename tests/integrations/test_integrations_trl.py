@@ -198,7 +198,7 @@ def _grpo(env_name: str, tmp_path: Path, task_id: str | None) -> None:
     logs = [row for row in trainer.state.log_history if f"rewards/{factory.tool_class.__name__}/mean" in row]
     assert len(logs) == 2 and trainer.state.global_step == 2
     key = f"rewards/{factory.tool_class.__name__}/mean"
-    for row, rewards in zip(logs, seen):
+    for row, rewards in zip(logs, seen, strict=False):
         assert math.isclose(row[key], sum(rewards) / len(rewards), abs_tol=1e-6)
         assert math.isclose(row["reward"], sum(rewards) / len(rewards), abs_tol=1e-6)
     assert sum(row["tools/call_frequency"] for row in logs) > 0  # the tools were really called

@@ -25,6 +25,7 @@ from mcp.types import (
     CallToolResult,
     EmbeddedResource,
     ImageContent,
+    SamplingMessage,
     TextContent,
     TextResourceContents,
 )
@@ -111,8 +112,9 @@ async def test_tool_with_progress(ctx: Context) -> str:
 @server.tool
 async def test_sampling(prompt: str, ctx: Context) -> str:
     """Asks the client's LLM (sampling/createMessage)."""
-    reply = await ctx.sample(prompt, max_tokens=100)
-    return f"LLM response: {getattr(reply, 'text', reply)}"
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
+    reply = await ctx.session.create_message([message], max_tokens=100)
+    return f"LLM response: {getattr(reply.content, 'text', reply.content)}"
 
 
 @server.tool

@@ -30,9 +30,10 @@ import functools
 import os
 import re
 import stat
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import re2
 
@@ -367,12 +368,14 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
                 sst = os.stat(src[-1], dir_fd=sdir, follow_symlinks=False)
             except FileNotFoundError:
                 raise Refused(f"Source {source!r} does not exist.") from None
+            ddir: int | None = None  # the destination's folder, once it exists
+            dst_st: os.stat_result | None = None
             try:
                 ddir = tree.parent(top, dst)
                 fds.callback(os.close, ddir)
-                dst_st: os.stat_result | None = os.stat(dst[-1], dir_fd=ddir, follow_symlinks=False)
+                dst_st = os.stat(dst[-1], dir_fd=ddir, follow_symlinks=False)
             except FileNotFoundError:
-                dst_st = None
+                pass
             if dst_st is not None:
                 if stat.S_ISDIR(dst_st.st_mode):
                     raise Refused(f"Destination {destination!r} is an existing folder; give the full new path, "
@@ -381,7 +384,7 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
                     raise Refused(f"Destination {destination!r} already exists; set overwrite to true to replace it.")
                 if stat.S_ISDIR(sst.st_mode):
                     raise Refused(f"Cannot replace file {destination!r} with folder {source!r}.")
-            else:
+            elif ddir is None:
                 try:
                     ddir = tree.parent(top, dst, create=True)
                 except Outside:

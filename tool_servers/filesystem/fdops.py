@@ -12,8 +12,8 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 __all__ = ["CHUNK", "Entry", "Scan", "Special", "count_tree", "lines", "open_regular", "read_at_most", "remove_tree",
            "walk", "write_whole"]

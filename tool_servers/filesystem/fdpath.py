@@ -26,8 +26,8 @@ import errno
 import os
 import posixpath
 import stat
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 __all__ = ["HAVE_OPENAT2", "Outside", "Root", "split"]
 
@@ -52,6 +52,7 @@ _libc.syscall.restype = ctypes.c_long
 def _openat2(dirfd: int, path: str, flags: int, mode: int = 0) -> int:
     how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
     raw = path.encode("utf-8", "surrogateescape")
+    err = errno.EAGAIN
     for _ in range(16):  # EAGAIN: a rename raced the walk; the kernel asks to try again
         fd = _libc.syscall(_SYS_OPENAT2, ctypes.c_int(dirfd), ctypes.c_char_p(raw), ctypes.byref(how),
                            ctypes.c_size_t(ctypes.sizeof(how)))
@@ -229,5 +230,5 @@ class Root:
         if owner == "root":
             st = os.stat(self.path)
             owner = None if (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid()) else (st.st_uid, st.st_gid)
-        if owner is not None:
+        if isinstance(owner, tuple):  # (uid, gid); __init__ admits only that, "root" (resolved above) or None
             os.fchown(fd, *owner)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..lean import Reply, ToolFailure, serve
 from .core import INSTRUCTIONS, Refused, make_tools
@@ -25,7 +26,7 @@ TOOLS_FILE = Path(__file__).with_name("tools.json")
 
 async def serve_lean(ctx: Any, **limits: int) -> None:
     """Serve the tools over stdio with :mod:`openenv_mcp.tool_servers.lean` (no MCP imports: starts in ~0.1 s)."""
-    tools = make_tools(ctx, **limits)
+    tools = make_tools(ctx, owner=None, **limits)
 
     def handler(fn: Callable[..., str]) -> Any:
         async def run(arguments: dict[str, Any]) -> Reply:

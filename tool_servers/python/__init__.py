@@ -6,9 +6,12 @@ in a folder; ``python -m openenv_mcp.tool_servers.python --root DIR`` runs it st
 start, used by environments).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import DEFAULT_LIMITS, OUTPUT_SCHEMA, Interpreter
+
+if TYPE_CHECKING:
+    from .server import create_server
 
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "Interpreter", "create_server"]
 

@@ -179,13 +179,13 @@ class Interpreter:
                 await proc.stdin.drain()
                 try:
                     line = await asyncio.wait_for(proc.stdout.readline(), timeout)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     timed_out = True
                     with contextlib.suppress(ProcessLookupError):
                         proc.send_signal(signal.SIGINT)
                     try:
                         line = await asyncio.wait_for(proc.stdout.readline(), INTERRUPT_GRACE)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         line = b""
             except (ConnectionError, OSError, ValueError):
                 line = b""

@@ -10,8 +10,20 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
-from .core import (CODE_HELP, DEFAULT_LIMITS, INSTRUCTIONS, OUTPUT_SCHEMA, RESTART_DESCRIPTION, RESTARTED,
-                   RUN_DESCRIPTION, Refused, call, limits, new_interpreter, timeout_help)
+from .core import (
+    CODE_HELP,
+    DEFAULT_LIMITS,
+    INSTRUCTIONS,
+    OUTPUT_SCHEMA,
+    RESTART_DESCRIPTION,
+    RESTARTED,
+    RUN_DESCRIPTION,
+    Refused,
+    call,
+    limits,
+    new_interpreter,
+    timeout_help,
+)
 
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "create_server"]
 

@@ -85,8 +85,9 @@ def execute(code: str, cell: int, cap: int, namespace: dict) -> dict:
     try:
         tree = ast.parse(code, name, "exec")
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        if tree.body and isinstance(tail := tree.body[-1], ast.Expr):
+            tree.body.pop()
+            last = ast.Expression(tail.value)
         exec(compile(tree, name, "exec"), namespace)
         if last is not None:
             value = eval(compile(last, name, "eval"), namespace)

@@ -6,9 +6,12 @@ HTTP); ``--lean`` serves stdio without importing MCP libraries (fast start, used
 by environments).
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core import DEFAULT_LIMITS, OUTPUT_SCHEMA, run_command
+
+if TYPE_CHECKING:
+    from .server import create_server
 
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "create_server", "run_command"]
 

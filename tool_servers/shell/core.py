@@ -106,11 +106,12 @@ async def run_command(command: str, cwd: Path, timeout: float, max_output_bytes:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
     proc = asyncio.subprocess.Process(transport, protocol, loop)
+    assert proc.stdout is not None and proc.stderr is not None  # both are pipes (above)
     out, err = _Capped(max_output_bytes), _Capped(max_output_bytes)
     readers = [asyncio.ensure_future(out.pump(proc.stdout)), asyncio.ensure_future(err.pump(proc.stderr))]
     timed_out = False
     try:
-        if stdin is not None:
+        if stdin is not None and proc.stdin is not None:  # a pipe when stdin is given (above)
             with contextlib.suppress(ConnectionError, OSError):
                 proc.stdin.write(stdin.encode())
                 await proc.stdin.drain()
@@ -118,7 +119,7 @@ async def run_command(command: str, cwd: Path, timeout: float, max_output_bytes:
                 proc.stdin.close()
         try:
             await asyncio.wait_for(protocol.exited.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
     finally:
         _kill_group(proc)  # the command's leftovers (background jobs) too

@@ -11,8 +11,20 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
-from .core import (COMMAND_HELP, DEFAULT_LIMITS, INSTRUCTIONS, OUTPUT_SCHEMA, RUN_DESCRIPTION, STDIN_HELP, Refused,
-                   call, limits, root_of, run_command, timeout_help)
+from .core import (
+    COMMAND_HELP,
+    DEFAULT_LIMITS,
+    INSTRUCTIONS,
+    OUTPUT_SCHEMA,
+    RUN_DESCRIPTION,
+    STDIN_HELP,
+    Refused,
+    call,
+    limits,
+    root_of,
+    run_command,
+    timeout_help,
+)
 
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "create_server", "run_command"]
 

@@ -12,7 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from .._standalone import parser as base_parser, serve
+from .._standalone import parser as base_parser
+from .._standalone import serve
 from .backend import DEFAULT_MAX_RESULT_BYTES
 from .server import DEFAULT_MAX_ROWS, build_server
 

@@ -151,7 +151,7 @@ class Backend(abc.ABC):
     async def describe_table(self, table: str) -> TableDescription:
         """Columns, keys and indexes of ``table``; :class:`SqlError` ``undefined_table`` if absent."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027  (an optional hook: nothing by default)
         """Release what the backend holds (nothing by default)."""
 
 

@@ -24,8 +24,20 @@ from typing import Any
 import anyio
 
 from . import normalize
-from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError,
-                      StatementResult, TableDescription, check_execute_statement, split_statements, statement_command)
+from .backend import (
+    DEFAULT_MAX_RESULT_BYTES,
+    EXPRESSION,
+    Backend,
+    Column,
+    ResultCollector,
+    RowSet,
+    SqlError,
+    StatementResult,
+    TableDescription,
+    check_execute_statement,
+    split_statements,
+    statement_command,
+)
 
 __all__ = ["PostgresBackend", "drop_database", "episode_database_name"]
 

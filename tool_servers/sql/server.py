@@ -69,7 +69,7 @@ def render_table(rows: RowSet, max_rows: int) -> str:
     cells = [[_cell(v) for v in row] for row in rows.rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(rows.columns)]
     def line(values: list[str]) -> str:
-        return " | ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+        return " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
     out = [line(rows.columns), "-+-".join("-" * w for w in widths)]
     out += [line(r) for r in cells]
     n = len(rows.rows)

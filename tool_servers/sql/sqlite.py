@@ -26,8 +26,20 @@ from typing import Any
 import anyio
 
 from . import normalize
-from .backend import (DEFAULT_MAX_RESULT_BYTES, EXPRESSION, Backend, Column, ResultCollector, RowSet, SqlError,
-                      StatementResult, TableDescription, check_execute_statement, split_statements, statement_command)
+from .backend import (
+    DEFAULT_MAX_RESULT_BYTES,
+    EXPRESSION,
+    Backend,
+    Column,
+    ResultCollector,
+    RowSet,
+    SqlError,
+    StatementResult,
+    TableDescription,
+    check_execute_statement,
+    split_statements,
+    statement_command,
+)
 from .sqlite_guard import Authorizer, harden
 
 __all__ = ["DEFAULT_MAX_DB_BYTES", "DEFAULT_MAX_VALUE_BYTES", "SQLiteBackend"]

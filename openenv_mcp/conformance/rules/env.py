@@ -50,7 +50,7 @@ def _tools_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str |
     names_a, names_b = [t.get("name") for t in a], [t.get("name") for t in b]
     if names_a != names_b:
         return f"names {names_a} in the observation, {names_b} over MCP"
-    for ta, tb in zip(a, b):
+    for ta, tb in zip(a, b, strict=True):
         for key in sorted(set(ta) | set(tb)):
             if canonical_json(ta.get(key)) != canonical_json(tb.get(key)):
                 return (f"tool {ta.get('name')!r} field {key!r} is {_short(canonical_json(ta.get(key)), 80)} in the "
@@ -105,7 +105,7 @@ async def _replay(handle: EpisodeHandle, actions: list[CallTool]) -> list[tuple[
 
 def _first_difference(label_a: str, a: list[tuple[CallTool, str]], label_b: str,
                       b: list[tuple[CallTool, str]]) -> str | None:
-    for i, ((action, ra), (_, rb)) in enumerate(zip(a, b), 1):
+    for i, ((action, ra), (_, rb)) in enumerate(zip(a, b, strict=False), 1):
         if ra != rb:
             full = "" if _brief(ra) != _brief(rb) else f" (full results {_short(ra, 300)} vs {_short(rb, 300)})"
             return (f"step {i} tools/call {action.name!r} {_short(json.dumps(action.arguments), 60)} returned "

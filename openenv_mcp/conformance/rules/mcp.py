@@ -14,9 +14,12 @@ import warnings
 from typing import Any
 
 import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     AudioContent,
+    BlobResourceContents,
     CallToolResult,
     EmbeddedResource,
     ImageContent,
@@ -216,7 +219,7 @@ def _check_blocks(where: str, blocks: list[Any], problems: list[str]) -> None:
                 problems.append(f"{at} {kind} data is not base64: {_short(block.data, 40)!r}")
         elif isinstance(block, EmbeddedResource):
             res = block.resource
-            if getattr(res, "blob", None) is not None:
+            if isinstance(res, BlobResourceContents):
                 try:
                     base64.b64decode(res.blob, validate=True)
                 except (binascii.Error, ValueError):

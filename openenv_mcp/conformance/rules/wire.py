@@ -226,7 +226,7 @@ def _docker_containers(label: str) -> set[str] | None:
         import docker  # type: ignore[import-not-found]
 
         client = docker.from_env()
-        return {c.name for c in client.containers.list(all=True, filters={"label": label})}
+        return {c.name for c in client.containers.list(all=True, filters={"label": label}) if c.name}
     except Exception:
         return None
 
@@ -283,9 +283,9 @@ async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, A
     """Start the probe behind ``spec``'s boundary (same isolation, network, limits, hide) and call ``tool``."""
     import uuid
 
-    from ...isolation import ServerContext, connect
     from ...core.spec import ToolServerSpec
     from ...core.workspace import Workspace
+    from ...isolation import ServerContext, connect
     from ..probe import PROBE_SOURCE
 
     probe = ToolServerSpec(name=f"{spec.name}-probe", command=["python3", "-c", PROBE_SOURCE],
