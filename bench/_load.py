@@ -43,6 +43,7 @@ def pct(samples: list[float], q: float) -> float:
 
 # --------------------------------------------------------------------------- minimal HTTP/1.1 client
 
+
 class Http:
     """One keep-alive HTTP/1.1 connection; enough for JSON and SSE answers (length or chunked)."""
 
@@ -124,9 +125,16 @@ class McpSession:
         self.ids = itertools.count(1)
 
     async def open(self) -> None:
-        body = {"jsonrpc": "2.0", "id": next(self.ids), "method": "initialize",
-                "params": {"protocolVersion": PROTOCOL, "capabilities": {},
-                           "clientInfo": {"name": "bench", "version": "0"}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": "initialize",
+            "params": {
+                "protocolVersion": PROTOCOL,
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "0"},
+            },
+        }
         status, hdrs, data = await self.http.post(json.dumps(body).encode(), self.headers)
         if status != 200:
             raise RuntimeError(f"initialize: HTTP {status}: {data[:200]!r}")
@@ -140,8 +148,12 @@ class McpSession:
             raise RuntimeError(f"notifications/initialized: HTTP {status}")
 
     async def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        body = {"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
-                "params": {"name": name, "arguments": arguments}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": next(self.ids),
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
         status, hdrs, data = await self.http.post(json.dumps(body).encode(), self.headers)
         if status != 200:
             raise RuntimeError(f"tools/call: HTTP {status}: {data[:200]!r}")
@@ -156,6 +168,7 @@ class McpSession:
 
 # --------------------------------------------------------------------------- WebSocket clients
 
+
 def _ws_url(url: str) -> str:
     return url.replace("http://", "ws://", 1).rstrip("/") + "/ws"
 
@@ -168,8 +181,7 @@ class OpenEnvWs:
 
     @classmethod
     async def connect(cls, url: str) -> OpenEnvWs:
-        return cls(await websockets.connect(_ws_url(url), max_size=None, open_timeout=DEADLINE_S,
-                                            ping_interval=None))
+        return cls(await websockets.connect(_ws_url(url), max_size=None, open_timeout=DEADLINE_S, ping_interval=None))
 
     async def reset(self) -> None:
         await self.ws.send(json.dumps({"type": "reset", "data": {}}))
@@ -178,8 +190,9 @@ class OpenEnvWs:
             raise RuntimeError(f"reset: {msg}")
 
     async def call(self, name: str, arguments: dict[str, Any]) -> None:
-        await self.ws.send(json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": name,
-                                                                  "arguments": arguments}}))
+        await self.ws.send(
+            json.dumps({"type": "step", "data": {"type": "call_tool", "tool_name": name, "arguments": arguments}})
+        )
         msg = json.loads(await self.ws.recv())
         obs = msg.get("data", {}).get("observation", {})
         if msg.get("type") != "observation" or obs.get("error") or (obs.get("result") or {}).get("is_error"):
@@ -200,8 +213,7 @@ class ControlPlane:
 
     @classmethod
     async def connect(cls, url: str) -> ControlPlane:
-        return cls(await websockets.connect(_ws_url(url), max_size=None, open_timeout=DEADLINE_S,
-                                            ping_interval=None))
+        return cls(await websockets.connect(_ws_url(url), max_size=None, open_timeout=DEADLINE_S, ping_interval=None))
 
     async def _read(self) -> None:
         try:
@@ -249,8 +261,13 @@ class CpEpisode:
         await self.cp.request({"op": "reset", "episode_id": self.episode_id})
 
     async def call(self, name: str, arguments: dict[str, Any]) -> None:
-        answer = await self.cp.request({"op": "step", "episode_id": self.episode_id,
-                                        "action": {"type": "call_tool", "name": name, "arguments": arguments}})
+        answer = await self.cp.request(
+            {
+                "op": "step",
+                "episode_id": self.episode_id,
+                "action": {"type": "call_tool", "name": name, "arguments": arguments},
+            }
+        )
         result = answer["observation"]["result"]
         if result.get("isError"):
             raise RuntimeError(f"step: {answer}")
@@ -260,6 +277,7 @@ class CpEpisode:
 
 
 # --------------------------------------------------------------------------- modes
+
 
 async def ws_latency(kind: str, url: str, n: int) -> dict[str, Any]:
     if kind == "openenv":
@@ -321,8 +339,10 @@ async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
 
     async def step(idx: list[int]) -> None:
         live = [i for i in idx if ok[i]]
-        items = [{"episode_id": ids[i], "action": {"type": "call_tool", "name": "sleep",
-                                                     "arguments": {"seconds": SLEEP_S}}} for i in live]
+        items = [
+            {"episode_id": ids[i], "action": {"type": "call_tool", "name": "sleep", "arguments": {"seconds": SLEEP_S}}}
+            for i in live
+        ]
         t = time.perf_counter()
         answer = await cp.request({"op": "batch", "items": items})
         took = time.perf_counter() - t
@@ -346,8 +366,14 @@ async def sweep_batch(url: str, n: int, chunk: int = 512) -> dict[str, Any]:
         ok = [False] * n
     wall = time.perf_counter() - t0
     await cp.close()
-    return {"n": n, "ok": sum(ok), "p50_ms": pct(calls, 50), "p99_ms": pct(calls, 99), "wall_s": wall,
-            "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:3])}
+    return {
+        "n": n,
+        "ok": sum(ok),
+        "p50_ms": pct(calls, 50),
+        "p99_ms": pct(calls, 99),
+        "wall_s": wall,
+        "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])[:3]),
+    }
 
 
 async def sweep(kind: str, url: str, n: int) -> dict[str, Any]:
@@ -365,7 +391,7 @@ async def sweep(kind: str, url: str, n: int) -> dict[str, Any]:
             if kind == "fastmcp":
                 ep: Any = McpSession(url + "/mcp")
                 closer = ep
-                await ep.open()                       # a fresh MCP session is FastMCP's "reset"
+                await ep.open()  # a fresh MCP session is FastMCP's "reset"
             elif kind == "openenv":
                 ep = await OpenEnvWs.connect(url)
                 closer = ep
@@ -373,7 +399,7 @@ async def sweep(kind: str, url: str, n: int) -> dict[str, Any]:
             elif kind == "openenv-mcp":
                 cp = await ControlPlane.connect(url)
                 closer = cp
-                ep = await cp.episode()               # create = a new episode, reset
+                ep = await cp.episode()  # create = a new episode, reset
             else:  # openenv-mcp-shared
                 ep = await shared[i % len(shared)].episode()
             for _ in range(3):

@@ -58,8 +58,9 @@ class EchoMCPEnvironment(MCPEnvironment):
         return self._state
 
 
-app = create_app(EchoMCPEnvironment, CallToolAction, CallToolObservation, env_name="bench_echo",
-                 max_concurrent_envs=MAX_SESSIONS)
+app = create_app(
+    EchoMCPEnvironment, CallToolAction, CallToolObservation, env_name="bench_echo", max_concurrent_envs=MAX_SESSIONS
+)
 
 if __name__ == "__main__":
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning", backlog=8192)

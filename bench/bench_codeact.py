@@ -39,8 +39,9 @@ async def _median(call, n: int, warmup: int = 20) -> float:
 
 
 async def measure() -> dict[str, float]:
-    spec = EnvSpec(name="bench-codeact", max_steps=None,
-                   tool_servers=[ToolServerSpec(name="echo", namespace="", object=server)])
+    spec = EnvSpec(
+        name="bench-codeact", max_steps=None, tool_servers=[ToolServerSpec(name="echo", namespace="", object=server)]
+    )
     env = make_async(spec)
     await env.reset(seed=0)
     step = CallTool(name="echo", arguments={"text": "hello"})
@@ -53,10 +54,12 @@ async def measure() -> dict[str, float]:
     without = await _median(lambda: env.step(empty), RUNS, 1)
     # CPU time (host + interpreter) per inner call: what the latency would be on an idle machine,
     # minus the two context switches; wall-clock figures above include scheduler waits under load.
-    timed = RunCode(code="import resource\nu = resource.getrusage(resource.RUSAGE_SELF)\n"
-                         f"for _ in range({N_CALLS}):\n    echo(text='hello')\n"
-                         "v = resource.getrusage(resource.RUSAGE_SELF)\n"
-                         "(v.ru_utime + v.ru_stime) - (u.ru_utime + u.ru_stime)")
+    timed = RunCode(
+        code="import resource\nu = resource.getrusage(resource.RUSAGE_SELF)\n"
+        f"for _ in range({N_CALLS}):\n    echo(text='hello')\n"
+        "v = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "(v.ru_utime + v.ru_stime) - (u.ru_utime + u.ru_stime)"
+    )
     host0 = time.process_time()
     obs = await env.step(timed)
     host_cpu = time.process_time() - host0
@@ -68,9 +71,16 @@ async def measure() -> dict[str, float]:
     await env.close()
     per_call = (with_calls - without) / N_CALLS
     cpu_per_call = (host_cpu + runner_cpu) / N_CALLS * 1e3
-    return {"calltool_ms": calltool_ms, "per_call_ms": per_call, "overhead_ms": per_call - calltool_ms,
-            "roundtrip_ms": roundtrip_ms, "cpu_per_call_ms": cpu_per_call, "calltool_cpu_ms": calltool_cpu,
-            "cpu_overhead_ms": cpu_per_call - calltool_cpu, "load": os.getloadavg()[0]}
+    return {
+        "calltool_ms": calltool_ms,
+        "per_call_ms": per_call,
+        "overhead_ms": per_call - calltool_ms,
+        "roundtrip_ms": roundtrip_ms,
+        "cpu_per_call_ms": cpu_per_call,
+        "calltool_cpu_ms": calltool_cpu,
+        "cpu_overhead_ms": cpu_per_call - calltool_cpu,
+        "load": os.getloadavg()[0],
+    }
 
 
 def main() -> None:
@@ -86,9 +96,11 @@ def main() -> None:
     table.add_row("CPU per inner call (host + interpreter)", f"{r['cpu_per_call_ms']:.4f}")
     table.add_row("  CPU overhead per inner call vs CallTool", f"{r['cpu_overhead_ms']:.4f}")
     verdict = "[green]meets[/green]" if r["overhead_ms"] <= TARGET_MS else "[red]misses[/red]"
-    table.caption = (f"per-inner-call overhead {r['overhead_ms']:.3f} ms wall, {r['cpu_overhead_ms']:.3f} ms CPU "
-                     f"(target <= {TARGET_MS} ms: {verdict} on wall time; load average {r['load']:.1f} "
-                     f"on {os.cpu_count()} CPUs)")
+    table.caption = (
+        f"per-inner-call overhead {r['overhead_ms']:.3f} ms wall, {r['cpu_overhead_ms']:.3f} ms CPU "
+        f"(target <= {TARGET_MS} ms: {verdict} on wall time; load average {r['load']:.1f} "
+        f"on {os.cpu_count()} CPUs)"
+    )
     Console().print(table)
 
 

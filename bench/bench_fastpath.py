@@ -33,8 +33,9 @@ async def _median(call, n: int = N) -> float:
 
 
 async def measure() -> dict[str, float]:
-    spec = EnvSpec(name="bench-echo", max_steps=None,
-                   tool_servers=[ToolServerSpec(name="echo", namespace="", object=server)])
+    spec = EnvSpec(
+        name="bench-echo", max_steps=None, tool_servers=[ToolServerSpec(name="echo", namespace="", object=server)]
+    )
     env = make_async(spec)
     await env.reset(seed=0)
     action = CallTool(name="echo", arguments={"text": "hello"})

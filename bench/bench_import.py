@@ -20,8 +20,14 @@ CODE = "import time; t = time.perf_counter(); {statement}; print(time.perf_count
 
 def import_time(statement: str, runs: int = RUNS) -> float:
     """Median seconds ``statement`` (an import) takes in a fresh interpreter."""
-    samples = [float(subprocess.run([sys.executable, "-c", CODE.format(statement=statement)], capture_output=True,
-                                    text=True, check=True).stdout) for _ in range(runs)]
+    samples = [
+        float(
+            subprocess.run(
+                [sys.executable, "-c", CODE.format(statement=statement)], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(runs)
+    ]
     return statistics.median(samples)
 
 
@@ -31,11 +37,16 @@ def main() -> None:
     table = Table(title=f"import time, median of {RUNS} fresh interpreters")
     for column in ("import", "ms", "ratio to mcp.types", "target"):
         table.add_column(column)
-    table.add_row("openenv_mcp", f"{ours * 1e3:.1f}", f"{ours / sdk:.3f}x",
-                  f"<= {TARGET}x ({'met' if ours / sdk <= TARGET else 'missed'})")
+    table.add_row(
+        "openenv_mcp",
+        f"{ours * 1e3:.1f}",
+        f"{ours / sdk:.3f}x",
+        f"<= {TARGET}x ({'met' if ours / sdk <= TARGET else 'missed'})",
+    )
     table.add_row("mcp.types", f"{sdk * 1e3:.1f}", "1.000x", "")
-    table.add_row("openenv_mcp, then openenv_mcp.make (loads the core)", f"{first_use * 1e3:.1f}",
-                  f"{first_use / sdk:.3f}x", "")
+    table.add_row(
+        "openenv_mcp, then openenv_mcp.make (loads the core)", f"{first_use * 1e3:.1f}", f"{first_use / sdk:.3f}x", ""
+    )
     Console().print(table)
 
 

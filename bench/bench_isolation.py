@@ -134,8 +134,10 @@ def _verdict(ok: bool) -> str:
 def main() -> None:
     rows = anyio.run(measure)
     base = next((r["call"] for r in rows if r["name"] == "inprocess" and "call" in r), None)
-    table = Table(title=f"isolation boundaries: p50 start (cold), reset (warm pool, {FILES}-file workspace), "
-                        "per-call (trivial echo tool)")
+    table = Table(
+        title=f"isolation boundaries: p50 start (cold), reset (warm pool, {FILES}-file workspace), "
+        "per-call (trivial echo tool)"
+    )
     for col in ("boundary", "start ms", "reset ms", "call ms", "overhead vs in-process ms", "verdict"):
         table.add_column(col, justify="left" if col in ("boundary", "verdict") else "right")
     for r in rows:
@@ -145,13 +147,17 @@ def main() -> None:
         overhead = r["call"] - base if base is not None else float("nan")
         verdict = ""
         if r["name"] == "sandbox":
-            verdict = (f"reset {_verdict(r['reset'] <= TARGET_RESET_MS)}, "
-                       f"overhead {_verdict(overhead <= TARGET_OVERHEAD_MS)}")
-        table.add_row(r["name"], f"{r['start']:.1f}", f"{r['reset']:.1f}", f"{r['call']:.3f}",
-                      f"{overhead:+.3f}", verdict)
-    table.caption = (f"targets: sandbox reset p50 <= {TARGET_RESET_MS:g} ms; sandbox per-call overhead <= "
-                     f"{TARGET_OVERHEAD_MS:g} ms over in-process. Reset = close the used episode + swap in a "
-                     "pre-started world (warm_pool = 1).")
+            verdict = (
+                f"reset {_verdict(r['reset'] <= TARGET_RESET_MS)}, overhead {_verdict(overhead <= TARGET_OVERHEAD_MS)}"
+            )
+        table.add_row(
+            r["name"], f"{r['start']:.1f}", f"{r['reset']:.1f}", f"{r['call']:.3f}", f"{overhead:+.3f}", verdict
+        )
+    table.caption = (
+        f"targets: sandbox reset p50 <= {TARGET_RESET_MS:g} ms; sandbox per-call overhead <= "
+        f"{TARGET_OVERHEAD_MS:g} ms over in-process. Reset = close the used episode + swap in a "
+        "pre-started world (warm_pool = 1)."
+    )
     Console().print(table)
 
 

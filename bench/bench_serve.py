@@ -46,6 +46,7 @@ console = Console()
 
 # --------------------------------------------------------------------------- setup
 
+
 def openenv_python() -> Path:
     """The OpenEnv virtualenv's python; creates the venv and installs OpenEnv 0.10 when missing."""
     py = OPENENV_VENV / "bin" / "python"
@@ -54,8 +55,12 @@ def openenv_python() -> Path:
         return py
     with console.status(f"installing {OPENENV_REQ} into {OPENENV_VENV} (first run only)"):
         subprocess.run([sys.executable, "-m", "venv", str(OPENENV_VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", OPENENV_REQ],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", OPENENV_REQ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     subprocess.run(check, check=True)
     return py
 
@@ -86,8 +91,15 @@ class Server:
     def __enter__(self) -> Server:
         argv = [a.replace("{port}", str(self.port)) for a in self.argv]
         self.log = open(ROOT / ".cache" / f"bench-{self.name}.log", "w")
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_raise_nofile)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_raise_nofile,
+        )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -140,8 +152,11 @@ def _children(pid: int) -> list[int]:
 
 
 def openenv_mcp_server() -> Server:
-    return Server("openenv-mcp", [sys.executable, "-m", "openenv_mcp.cli", "serve", str(ENV_DIR),
-                                  "--host", "127.0.0.1", "--port", "{port}"], "/health")
+    return Server(
+        "openenv-mcp",
+        [sys.executable, "-m", "openenv_mcp.cli", "serve", str(ENV_DIR), "--host", "127.0.0.1", "--port", "{port}"],
+        "/health",
+    )
 
 
 def openenv_server() -> Server:
@@ -154,8 +169,14 @@ def fastmcp_server() -> Server:
 
 def load(*args: str, timeout: float = 600) -> dict:
     """Run the load generator in its own process; its JSON answer."""
-    proc = subprocess.run([sys.executable, "-m", "bench._load", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=_raise_nofile)
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench._load", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_raise_nofile,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"load generator {args[:2]} failed: {proc.stderr.strip()[-600:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -189,8 +210,9 @@ def _latency_table(title: str, ours: str, theirs: str, mine: dict, peer: dict, t
     for col in ("server", "p50 ms", "p99 ms", "p50 ratio", "target"):
         table.add_column(col, justify="left" if col == "server" else "right")
     r = mine["p50_ms"] / peer["p50_ms"]
-    table.add_row(ours, f"{mine['p50_ms']:.3f}", f"{mine['p99_ms']:.3f}", f"{r:.2f}x",
-                  f"<= {target}x {_verdict(r <= target)}")
+    table.add_row(
+        ours, f"{mine['p50_ms']:.3f}", f"{mine['p99_ms']:.3f}", f"{r:.2f}x", f"<= {target}x {_verdict(r <= target)}"
+    )
     table.add_row(theirs, f"{peer['p50_ms']:.3f}", f"{peer['p99_ms']:.3f}", "1.00x", "")
     console.print(table)
 
@@ -198,15 +220,27 @@ def _latency_table(title: str, ours: str, theirs: str, mine: dict, peer: dict, t
 def bench_ws(n: int) -> None:
     with openenv_mcp_server() as ours, openenv_server() as peer:
         mine, theirs = _alternate("ws-latency", ["openenv-mcp", ours.url], ["openenv", peer.url], n)
-    _latency_table(f"Step round trip over one WebSocket, echo tool, {n} steps each ({ROUNDS} alternating rounds)",
-                   "openenv-mcp /ws", "OpenEnv 0.10 /ws", mine, theirs, TARGET_WS_P50)
+    _latency_table(
+        f"Step round trip over one WebSocket, echo tool, {n} steps each ({ROUNDS} alternating rounds)",
+        "openenv-mcp /ws",
+        "OpenEnv 0.10 /ws",
+        mine,
+        theirs,
+        TARGET_WS_P50,
+    )
 
 
 def bench_http(n: int) -> None:
     with openenv_mcp_server() as ours, fastmcp_server() as peer:
         mine, theirs = _alternate("http-latency", [ours.url + "/mcp"], [peer.url + "/mcp"], n)
-    _latency_table(f"MCP tools/call over streamable HTTP, echo tool, {n} calls each, same hand-built HTTP client",
-                   "openenv-mcp /mcp", "plain FastMCP /mcp", mine, theirs, TARGET_HTTP_P50)
+    _latency_table(
+        f"MCP tools/call over streamable HTTP, echo tool, {n} calls each, same hand-built HTTP client",
+        "openenv-mcp /mcp",
+        "plain FastMCP /mcp",
+        mine,
+        theirs,
+        TARGET_HTTP_P50,
+    )
 
 
 SWEEP_PEERS = [

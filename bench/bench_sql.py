@@ -89,8 +89,14 @@ def _raw_psycopg(url: str) -> float:
 
 async def measure() -> list[dict]:
     env = load_environment("sql")
-    rows = [{"name": "sqlite", "tool": await _tool_query(env), "raw": _raw_sqlite(env.spec.path("workspace/shop.db")),
-             "start": await _starts(env)}]
+    rows = [
+        {
+            "name": "sqlite",
+            "tool": await _tool_query(env),
+            "raw": _raw_sqlite(env.spec.path("workspace/shop.db")),
+            "start": await _starts(env),
+        }
+    ]
     sys.path.insert(0, str(ROOT / "tests"))
     from pgserver import TempPostgres, find_bindir
 
@@ -105,13 +111,24 @@ async def measure() -> list[dict]:
             conn.execute(f"CREATE DATABASE {template}")
         with psycopg.connect(pg.url_for(template)) as conn:
             load_module("seed", env.spec.base_dir).load_postgres(conn)
-        servers = [s.model_copy(update={"env": {"SQL_BACKEND": "postgres", "DATABASE_URL": pg.url,
-                                                "SQL_PG_TEMPLATE": template}}) if s.name == "sql" else s
-                   for s in env.spec.tool_servers]
+        servers = [
+            s.model_copy(
+                update={"env": {"SQL_BACKEND": "postgres", "DATABASE_URL": pg.url, "SQL_PG_TEMPLATE": template}}
+            )
+            if s.name == "sql"
+            else s
+            for s in env.spec.tool_servers
+        ]
         pg_env = Environment(env.spec.model_copy(update={"tool_servers": servers}))
 
-        rows.append({"name": "postgres", "tool": await _tool_query(pg_env),
-                     "raw": _raw_psycopg(pg.url_for(template)), "start": await _starts(pg_env)})
+        rows.append(
+            {
+                "name": "postgres",
+                "tool": await _tool_query(pg_env),
+                "raw": _raw_psycopg(pg.url_for(template)),
+                "start": await _starts(pg_env),
+            }
+        )
     return rows
 
 
@@ -129,11 +146,20 @@ def main() -> None:
         if r["name"] == "sqlite":
             ok = overhead <= TARGET_OVERHEAD_MS
             verdict = "[green]meets target[/green]" if ok else "[red]misses target[/red]"
-        table.add_row(r["name"], f"{r['tool']:.3f}", f"{r['raw']:.3f}", f"{r['tool'] / r['raw']:.1f}x",
-                      f"{overhead:+.3f}", f"{r['start']:.1f}", verdict)
-    table.caption = (f"target: SQLite query tool within {TARGET_OVERHEAD_MS:g} ms of the raw driver. The tool opens "
-                     "a read-only connection per call (PostgreSQL reuses one idle read connection); the raw driver "
-                     "keeps one connection open.")
+        table.add_row(
+            r["name"],
+            f"{r['tool']:.3f}",
+            f"{r['raw']:.3f}",
+            f"{r['tool'] / r['raw']:.1f}x",
+            f"{overhead:+.3f}",
+            f"{r['start']:.1f}",
+            verdict,
+        )
+    table.caption = (
+        f"target: SQLite query tool within {TARGET_OVERHEAD_MS:g} ms of the raw driver. The tool opens "
+        "a read-only connection per call (PostgreSQL reuses one idle read connection); the raw driver "
+        "keeps one connection open."
+    )
     Console().print(table)
 
 

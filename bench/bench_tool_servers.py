@@ -35,7 +35,9 @@ CALL = {"shell": ("run", {"command": "true"}), "python": ("run", {"code": "1"})}
 
 async def _server(name: str, lean: bool) -> tuple[float, float]:
     """(start p50 ms, call p50 ms) of one sandboxed server."""
-    command = ["python", "-m", f"openenv_mcp.tool_servers.{name}", "--root", "{workspace}"] + (["--lean"] if lean else [])
+    command = ["python", "-m", f"openenv_mcp.tool_servers.{name}", "--root", "{workspace}"] + (
+        ["--lean"] if lean else []
+    )
     spec = ToolServerSpec(name=name, command=command, isolation="sandbox")
     starts, calls = [], []
     for i in range(STARTS):

@@ -49,8 +49,12 @@ def need(condition: bool, reason: str) -> None:
     pytest.skip(reason)
 
 
-async def wait_for(predicate: Callable[[], Any | Awaitable[Any]], timeout: float = 10.0,
-                   interval: float = 0.02, what: str = "the condition") -> Any:
+async def wait_for(
+    predicate: Callable[[], Any | Awaitable[Any]],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "the condition",
+) -> Any:
     """Wait until ``predicate()`` (sync or async) is truthy; its value. ``TimeoutError`` naming ``what``."""
     import inspect
 
@@ -105,8 +109,9 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
 
 
 @contextlib.contextmanager
-def running_server(env: str = "echo", *args: str, token: str | None = None, timeout: float = 30.0,
-                   cwd: str | None = None) -> Iterator[str]:
+def running_server(
+    env: str = "echo", *args: str, token: str | None = None, timeout: float = 30.0, cwd: str | None = None
+) -> Iterator[str]:
     """``openenv-mcp serve ENV ARGS`` in a child process on a free loopback port; yields
     ``http://127.0.0.1:PORT`` once ``/health`` answers. Stopped (killed if it must be) however the block ends."""
     import httpx
@@ -137,16 +142,22 @@ def running_server(env: str = "echo", *args: str, token: str | None = None, time
 
 
 @contextlib.asynccontextmanager
-async def http_tool_server(module: str, *args: str, env: dict[str, str] | None = None,
-                           timeout: float = 60.0, cwd: str | None = None) -> AsyncIterator[str]:
+async def http_tool_server(
+    module: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60.0, cwd: str | None = None
+) -> AsyncIterator[str]:
     """``python -m MODULE ARGS --transport http --port PORT`` (a module name without dots is one of
     ``openenv_mcp.tool_servers``); yields its ``/mcp`` URL once it accepts connections."""
     import anyio
 
     name = module if "." in module else f"openenv_mcp.tool_servers.{module}"
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", name, *args, "--transport", "http", "--port", str(port)],
-                            cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", name, *args, "--transport", "http", "--port", str(port)],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     try:
         with anyio.fail_after(timeout):
             while True:  # wait until it accepts connections

@@ -129,8 +129,9 @@ class Task(_Model):
         if self.answer is None and not self.private and not hidden & self.data.keys():
             return self
         data = {k: v for k, v in self.data.items() if k not in hidden}
-        return Task.model_construct(id=self.id, prompt=self.prompt, data=data, workspace=self.workspace,
-                                    answer=None, private=[])
+        return Task.model_construct(
+            id=self.id, prompt=self.prompt, data=data, workspace=self.workspace, answer=None, private=[]
+        )
 
 
 class Score(_Model):

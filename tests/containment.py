@@ -26,12 +26,25 @@ DROPS_UID = IS_ROOT and reachable_by_others(PYTHON)
 """The hostile server runs as an unprivileged uid (so RLIMIT_NPROC holds)."""
 
 
-def hostile_env(isolation: str, *flags: str, name: str = "h", workspace: str | None = None,
-                base_dir: Path | None = None, python: str = PYTHON, **limits) -> tuple[openenv_mcp.Env, str]:
+def hostile_env(
+    isolation: str,
+    *flags: str,
+    name: str = "h",
+    workspace: str | None = None,
+    base_dir: Path | None = None,
+    python: str = PYTHON,
+    **limits,
+) -> tuple[openenv_mcp.Env, str]:
     """A sync Env around the hostile server and the marker found in its processes' argv."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
-    server = ToolServerSpec(name=name, namespace="", command=[python, str(FIXTURE), "--marker", marker, *flags],
-                            isolation=isolation, workspace=workspace, limits=limits)
+    server = ToolServerSpec(
+        name=name,
+        namespace="",
+        command=[python, str(FIXTURE), "--marker", marker, *flags],
+        isolation=isolation,
+        workspace=workspace,
+        limits=limits,
+    )
     spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
     return openenv_mcp.make(spec), marker
 
@@ -91,8 +104,9 @@ def survivors_of_killed_server(isolation: str) -> list[int]:
     import signal
     import subprocess
 
-    child = subprocess.Popen([sys.executable, "-c", _ORPHAN_SCRIPT, isolation, str(Path(__file__).parent)],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN_SCRIPT, isolation, str(Path(__file__).parent)], stdout=subprocess.PIPE, text=True
+    )
     try:
         marker = child.stdout.readline().strip()
         assert marker.startswith("openenv-mcp-test-"), f"the environment server did not start ({child.poll()})"

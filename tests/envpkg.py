@@ -89,10 +89,22 @@ class Venv:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "OPENENV_MCP_", "VIRTUAL_ENV"))}
         return env | {"OPENENV_MCP_CACHE": str(self.cache), "PATH": f"{self.bin}:{env.get('PATH', '')}"}
 
-    def run(self, *argv: str | Path, cwd: Path | None = None, timeout: float = 600, check: bool = True,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([str(a) for a in argv], cwd=cwd or self.scratch, env=env or self.env(),
-                              capture_output=True, text=True, timeout=timeout)
+    def run(
+        self,
+        *argv: str | Path,
+        cwd: Path | None = None,
+        timeout: float = 600,
+        check: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [str(a) for a in argv],
+            cwd=cwd or self.scratch,
+            env=env or self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"{argv} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
         return proc
@@ -104,8 +116,13 @@ class Venv:
         self.run(self.python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *argv, timeout=timeout)
 
     def start(self, *argv: str | Path) -> subprocess.Popen:
-        proc = subprocess.Popen([str(a) for a in argv], cwd=self.scratch, env=self.env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [str(a) for a in argv],
+            cwd=self.scratch,
+            env=self.env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         self.procs.append(proc)
         if len(self.procs) == 1:
             atexit.register(stop_all)
@@ -138,8 +155,12 @@ def fresh_venv(tmp_path_factory) -> Venv:
         assert ROOT not in base.parents
         dist = base / "dist"
         dist.mkdir()
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(dist)],
-                       check=True, timeout=600, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(dist)],
+            check=True,
+            timeout=600,
+            capture_output=True,
+        )
         (wheel,) = dist.glob("openenv_mcp-*.whl")
         subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True, timeout=120)
         (base / "scratch").mkdir()
@@ -163,8 +184,14 @@ def init_packages(tmp_path_factory) -> Packages:
         venv.cli("init", "cmd-env", "--from-command", "python", script)
         venv.cli("init", "url-env", "--from-url", f"http://127.0.0.1:{port}/mcp")
         venv.pip_install(*(f"./{n}[test]" for n in ("plain-env", "cmd-env", "url-env")))
-        _CACHE["packages"] = Packages(venv=venv, plain=venv.scratch / "plain-env", command=venv.scratch / "cmd-env",
-                                      url=venv.scratch / "url-env", url_port=port, server_script=script)
+        _CACHE["packages"] = Packages(
+            venv=venv,
+            plain=venv.scratch / "plain-env",
+            command=venv.scratch / "cmd-env",
+            url=venv.scratch / "url-env",
+            url_port=port,
+            server_script=script,
+        )
     return _CACHE["packages"]  # type: ignore[return-value]
 
 

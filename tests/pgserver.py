@@ -78,9 +78,24 @@ class TempPostgres:
             os.chown(data, UNPRIVILEGED, UNPRIVILEGED)
         env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
         init = subprocess.run(
-            [str(self.bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
-             "--locale=C", "--no-sync"],
-            capture_output=True, text=True, env=env, cwd=self.root, **self._user(),
+            [
+                str(self.bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "postgres",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=self.root,
+            **self._user(),
         )
         if init.returncode != 0:
             raise RuntimeError(f"initdb failed: {init.stderr.strip()[-2000:]}")
@@ -97,9 +112,28 @@ class TempPostgres:
 
         log = open(self.root / "postgres.log", "wb")
         self.process = subprocess.Popen(
-            [str(self.bindir / "postgres"), "-D", str(data), "-p", str(self.port), "-h", "127.0.0.1", "-k", "",
-             "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.root, **self._user(),
+            [
+                str(self.bindir / "postgres"),
+                "-D",
+                str(data),
+                "-p",
+                str(self.port),
+                "-h",
+                "127.0.0.1",
+                "-k",
+                "",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.root,
+            **self._user(),
         )
         log.close()
         deadline = time.monotonic() + timeout

@@ -47,8 +47,9 @@ def call(name: str, arguments: Any) -> tuple[str, str]:
     return name, arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
-def plans_from_solutions(environment: Any, kind: str = "reference", *, one_call_per_turn: bool = True,
-                         prefix: Plan | None = None) -> dict[str, Plan]:
+def plans_from_solutions(
+    environment: Any, kind: str = "reference", *, one_call_per_turn: bool = True, prefix: Plan | None = None
+) -> dict[str, Plan]:
     """A plan per task prompt from an environment's scripted trajectories."""
     plans: dict[str, Plan] = {}
     for task in environment.tasks.tasks:
@@ -63,9 +64,16 @@ def plans_from_solutions(environment: Any, kind: str = "reference", *, one_call_
 class ScriptedModel:
     """The server; use as a context manager. ``url`` is the API root (``.../v1``)."""
 
-    def __init__(self, plans: dict[str, Plan], *, api_key: str | None = None, flaky: bool = False,
-                 stop_after: int | None = None,
-                 variants: dict[str, list[Plan]] | None = None, judge: Any = None) -> None:
+    def __init__(
+        self,
+        plans: dict[str, Plan],
+        *,
+        api_key: str | None = None,
+        flaky: bool = False,
+        stop_after: int | None = None,
+        variants: dict[str, list[Plan]] | None = None,
+        judge: Any = None,
+    ) -> None:
         self.plans = plans
         self.stop_after = stop_after
         self.served = 0
@@ -108,8 +116,16 @@ class ScriptedModel:
 
     async def completions(self, request: Request) -> JSONResponse:
         if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
-            return self._answer(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
-                                                "code": "invalid_api_key"}})
+            return self._answer(
+                401,
+                {
+                    "error": {
+                        "message": "Incorrect API key provided",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
         body = await request.json()
         messages = body["messages"]
         if self.judge is not None and not body.get("tools"):
@@ -120,10 +136,19 @@ class ScriptedModel:
             reply = self.judge(prompt)
             if isinstance(reply, int):  # an HTTP status: the judge endpoint fails
                 return self._answer(reply, {"error": {"message": f"judge failure {reply}"}})
-            return self._answer(200, {"id": "judge", "object": "chat.completion", "created": 0, "model": body["model"],
-                                      "choices": [{"index": 0, "finish_reason": "stop",
-                                                   "message": {"role": "assistant", "content": reply}}],
-                                      "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+            return self._answer(
+                200,
+                {
+                    "id": "judge",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                },
+            )
         prompt = next(m["content"] for m in messages if m["role"] == "user")
         turn = sum(1 for m in messages if m["role"] == "assistant")
         with self._lock:
@@ -168,7 +193,11 @@ class ScriptedModel:
                 message["content"] = f"The tools {missing} are not offered; offered: {sorted(offered)}"
             else:
                 message["tool_calls"] = [
-                    {"id": f"call_{turn}_{i}" if variant is None else f"call_v{variant}_{turn}_{i}", "type": "function", "function": {"name": name, "arguments": raw}}
+                    {
+                        "id": f"call_{turn}_{i}" if variant is None else f"call_v{variant}_{turn}_{i}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": raw},
+                    }
                     for i, (name, raw) in enumerate(calls)
                 ]
         finish = "tool_calls" if message.get("tool_calls") else "stop"
@@ -177,15 +206,28 @@ class ScriptedModel:
         for i in range(int(body.get("n") or 1)):
             choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish}
             if body.get("logprobs"):
-                choice["logprobs"] = {"content": [{"token": ch, "logprob": round(-0.1 * k, 3), "top_logprobs": []}
-                                                  for k, ch in enumerate(text)]}
+                choice["logprobs"] = {
+                    "content": [
+                        {"token": ch, "logprob": round(-0.1 * k, 3), "top_logprobs": []} for k, ch in enumerate(text)
+                    ]
+                }
             if body.get("return_token_ids"):
                 choice["token_ids"] = [ord(ch) for ch in text]
             choices.append(choice)
         extra = {"prompt_token_ids": [ord(ch) for ch in prompt]} if body.get("return_token_ids") else {}
-        return self._answer(200, {
-            "id": f"chatcmpl-{len(self.requests)}", "object": "chat.completion", "created": 0,
-            "model": body.get("model", "scripted"), **extra,
-            "choices": choices,
-            "usage": {"prompt_tokens": 10 * len(messages), "completion_tokens": 5, "total_tokens": 10 * len(messages) + 5},
-        })
+        return self._answer(
+            200,
+            {
+                "id": f"chatcmpl-{len(self.requests)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", "scripted"),
+                **extra,
+                "choices": choices,
+                "usage": {
+                    "prompt_tokens": 10 * len(messages),
+                    "completion_tokens": 5,
+                    "total_tokens": 10 * len(messages) + 5,
+                },
+            },
+        )

@@ -34,8 +34,12 @@ async def sandboxed_lean_server(module: str, tmp_path: Path) -> AsyncIterator[tu
     (env_dir / "secret" / "answer.txt").write_text("42")
     ws = tmp_path / "ws"
     ws.mkdir()
-    spec = ToolServerSpec(name=module, command=["python", "-m", f"openenv_mcp.tool_servers.{module}", "--root", "{workspace}",
-                                                "--lean"], isolation="sandbox", hide=["secret"])
+    spec = ToolServerSpec(
+        name=module,
+        command=["python", "-m", f"openenv_mcp.tool_servers.{module}", "--root", "{workspace}", "--lean"],
+        isolation="sandbox",
+        hide=["secret"],
+    )
     conn = connect(spec, ServerContext(episode_id=f"{module}-sandbox-test", workspace=ws), env_dir)
     try:
         with anyio.fail_after(60):

@@ -19,21 +19,34 @@ from openenv_mcp.client.registry import find_env, load_environment
 from openenv_mcp.isolation.coderunner import make_function
 from openenv_mcp.serve.app import create_app
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),
-                                 reason="CodeAct runs code in the sandbox boundary: apt-get install bubblewrap")
+needs_bwrap = pytest.mark.skipif(
+    shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),
+    reason="CodeAct runs code in the sandbox boundary: apt-get install bubblewrap",
+)
 
-SCHEMA = {"type": "object", "required": ["path"], "properties": {
-    "offset": {"type": "integer", "default": 0}, "path": {"type": "string", "description": "Where."},
-    "tags": {"type": "array", "items": {"type": "string"}}, "mode": {"type": ["string", "null"]},
-    "class": {"type": "boolean"}, "ratio": {"type": "number"}, "meta": {"type": "object"}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["path"],
+    "properties": {
+        "offset": {"type": "integer", "default": 0},
+        "path": {"type": "string", "description": "Where."},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "mode": {"type": ["string", "null"]},
+        "class": {"type": "boolean"},
+        "ratio": {"type": "number"},
+        "meta": {"type": "object"},
+    },
+}
 
 
 def test_a_tool_function_has_the_schema_signature_and_docstring():
     fn = make_function({"name": "fs.read", "description": "Read a file.", "inputSchema": SCHEMA})
     assert fn.__name__ == "fs_read"
-    assert str(inspect.signature(fn)) == ("(path: str, offset: int = 0, tags: list[str] = None, "
-                                          "mode: str | None = None, class_: bool = None, ratio: float = None, "
-                                          "meta: dict = None)")
+    assert str(inspect.signature(fn)) == (
+        "(path: str, offset: int = 0, tags: list[str] = None, "
+        "mode: str | None = None, class_: bool = None, ratio: float = None, "
+        "meta: dict = None)"
+    )
     assert fn.__doc__.startswith("Read a file.\n\nArgs:\n    offset:\n    path: Where.\n")
     with pytest.raises(TypeError, match="missing a required argument: 'path'"):
         fn()
@@ -59,7 +72,7 @@ def test_variables_persist_across_runs_and_are_gone_after_reset():
         env.reset(seed=0)
         _, out = run(env, "x")
         assert out["exception"] == "NameError: name 'x' is not defined", out
-        assert out["traceback"].startswith("Traceback (most recent call last):\n  File \"<code 1>\", line 1")
+        assert out["traceback"].startswith('Traceback (most recent call last):\n  File "<code 1>", line 1')
 
 
 @needs_bwrap
@@ -69,8 +82,11 @@ def test_help_lists_the_tools_and_a_tool_error_raises_tool_error_with_its_messag
         _, out = run(env, "import tools\nhelp(tools)")
         for tool in obs.tools:
             assert f"{tool.name}(" in out["stdout"]
-        _, out = run(env, "from tools import fs_read, ToolError\ntry:\n    fs_read(path='no/such.txt')\n"
-                          "except ToolError as e:\n    print('caught', e)")
+        _, out = run(
+            env,
+            "from tools import fs_read, ToolError\ntry:\n    fs_read(path='no/such.txt')\n"
+            "except ToolError as e:\n    print('caught', e)",
+        )
         assert out["exception"] is None and out["stdout"].startswith("caught "), out
         assert out["calls"][0]["result"]["isError"] is True
         assert out["stdout"].strip() == "caught " + out["calls"][0]["result"]["content"][0]["text"]
@@ -82,9 +98,12 @@ def test_each_inner_call_is_one_step_and_the_budget_stops_further_calls():
         env.reset(seed=0)
         obs, out = run(env, "1 + 1")  # no tool call: still one step
         assert env.state().step_count == 1 and obs.reward == 0.0
-        obs, out = run(env, "from tools import fs_list, ToolError\nn = 0\nfor i in range(10):\n    try:\n"
-                            "        fs_list(path='.')\n        n += 1\n    except ToolError as e:\n"
-                            "        last = str(e)\n(n, last)")
+        obs, out = run(
+            env,
+            "from tools import fs_list, ToolError\nn = 0\nfor i in range(10):\n    try:\n"
+            "        fs_list(path='.')\n        n += 1\n    except ToolError as e:\n"
+            "        last = str(e)\n(n, last)",
+        )
         assert out["value"] == "(4, 'This episode has ended; no further tool calls are accepted.')", out
         assert env.state().step_count == 5 and obs.truncated and len(out["calls"]) == 10
         with pytest.raises(openenv_mcp.EpisodeEnded):
@@ -112,8 +131,9 @@ def test_run_code_is_reserved_when_codeact_is_on(codeact):
     def run_code(code: str) -> str:
         return code
 
-    spec = openenv_mcp.EnvSpec(name="r", codeact=codeact, tool_servers=[
-        openenv_mcp.ToolServerSpec(name="s", namespace="", object=server)])
+    spec = openenv_mcp.EnvSpec(
+        name="r", codeact=codeact, tool_servers=[openenv_mcp.ToolServerSpec(name="s", namespace="", object=server)]
+    )
     with openenv_mcp.make(spec) as env:
         if not codeact:
             assert [t.name for t in env.reset().tools] == ["run_code"]
@@ -128,6 +148,7 @@ async def test_run_code_over_the_control_plane_batch_and_mcp_from_the_official_c
     environment = load_environment(find_env("files").model_copy(update={"codeact": True}))
     app = create_app(environment)
     async with serving(app) as url, connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:
+
         async def ask(**msg):
             await ws.send(json.dumps({"id": 1, **msg}))
             reply = json.loads(await ws.recv())
@@ -138,8 +159,16 @@ async def test_run_code_over_the_control_plane_batch_and_mcp_from_the_official_c
         eid = created["episode_id"]
         step = await ask(op="step", episode_id=eid, action={"type": "run_code", "code": "x = 6\nx * 7"})
         assert step["observation"]["result"]["structuredContent"]["value"] == "42"
-        batch = await ask(op="batch", items=[{"op": "step", "episode_id": eid, "action": {
-            "type": "run_code", "code": "from tools import fs_list\nbool(fs_list(path='.'))"}}])
+        batch = await ask(
+            op="batch",
+            items=[
+                {
+                    "op": "step",
+                    "episode_id": eid,
+                    "action": {"type": "run_code", "code": "from tools import fs_list\nbool(fs_list(path='.'))"},
+                }
+            ],
+        )
         inner = batch["results"][0]["result"]["observation"]["result"]["structuredContent"]
         assert inner["value"] == "True" and inner["calls"][0]["name"] == "fs_list"
         async with Client(created["mcp_url"], mode="legacy") as client:
@@ -164,14 +193,41 @@ def test_rollout_codeact_solves_a_files_task_through_the_model_server(tmp_path):
     task = environment.tasks.tasks[0]
     actions = environment.trajectory(task, "reference")
     code = "from tools import *\n" + "\n".join(
-        f"{a.name}({', '.join(f'{k}={v!r}' for k, v in a.arguments.items())})" for a in actions)
-    plans = {task.prompt: ["I will look first.\n```python\nprint(len(fs_list(path='.')))\n```",
-                           f"Now the fix:\n```python\n{code}\n```"]}
+        f"{a.name}({', '.join(f'{k}={v!r}' for k, v in a.arguments.items())})" for a in actions
+    )
+    plans = {
+        task.prompt: [
+            "I will look first.\n```python\nprint(len(fs_list(path='.')))\n```",
+            f"Now the fix:\n```python\n{code}\n```",
+        ]
+    }
     out = tmp_path / "t.jsonl"
     with ScriptedModel(plans) as server:
-        proc = subprocess.run([sys.executable, "-m", "openenv_mcp.cli", "rollout", "files", "--base-url", server.url,
-                               "--model", "m", "--episodes", "1", "--task", task.id, "--action-style", "codeact",
-                               "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "openenv_mcp.cli",
+                "rollout",
+                "files",
+                "--base-url",
+                server.url,
+                "--model",
+                "m",
+                "--episodes",
+                "1",
+                "--task",
+                task.id,
+                "--action-style",
+                "codeact",
+                "--out",
+                str(out),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr
         system = server.requests[0]["messages"][0]["content"]
         assert "tools" not in server.requests[0]
@@ -225,7 +281,9 @@ def test_run_code_without_bubblewrap_says_how_to_install_it(monkeypatch):
     with files() as env:
         env.reset(seed=0)
         obs, out = run(env, "1")
-    assert out["exception"] == ("InterpreterError: the code interpreter could not start: isolation 'sandbox' needs "
-                                "bubblewrap, and 'bwrap' is not installed: run `apt-get install bubblewrap` "
-                                "(Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"), out
+    assert out["exception"] == (
+        "InterpreterError: the code interpreter could not start: isolation 'sandbox' needs "
+        "bubblewrap, and 'bwrap' is not installed: run `apt-get install bubblewrap` "
+        "(Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"
+    ), out
     assert obs.result.is_error and out["calls"] == []

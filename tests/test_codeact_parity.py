@@ -19,8 +19,10 @@ from openenv_mcp.client.registry import load_environment
 from openenv_mcp.isolation.coderunner import python_name
 from openenv_mcp.types import RunCode, canonical_json
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),
-                                reason="CodeAct runs code in the sandbox boundary: apt-get install bubblewrap")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),
+    reason="CodeAct runs code in the sandbox boundary: apt-get install bubblewrap",
+)
 
 ENVS = ["files", "sql", "coding"]
 
@@ -30,8 +32,12 @@ def as_code(actions) -> str:
     lines = ["from tools import *", "import tools", "out = []"]
     for action in actions:
         kwargs = ", ".join(f"{python_name(k)}={v!r}" for k, v in action.arguments.items())
-        lines += ["try:", f"    out.append({python_name(action.name)}({kwargs}))",
-                  "except ToolError as e:", "    out.append(e)"]
+        lines += [
+            "try:",
+            f"    out.append({python_name(action.name)}({kwargs}))",
+            "except ToolError as e:",
+            "    out.append(e)",
+        ]
     lines.append("len(out)")
     return "\n".join(lines)
 
@@ -82,7 +88,7 @@ async def test_one_run_code_of_the_reference_reaches_the_tool_call_end_state_and
         results_a, state_a, files_a = await _via_steps(environment, seed, task.id, actions)
         results_b, state_b, files_b, obs = await _via_code(environment, seed, task.id, actions)
         where = f"{name}/{task.id}"
-        assert results_b[:len(results_a)] == results_a, f"{where}: inner call results differ"
+        assert results_b[: len(results_a)] == results_a, f"{where}: inner call results differ"
         assert len(results_b) == len(results_a), f"{where}: the code made {len(results_b)} calls"
         assert state_b.model_dump(exclude={"episode_id"}) == state_a.model_dump(exclude={"episode_id"}), where
         assert state_b.cumulative_reward == 1.0, f"{where}: reward {state_b.cumulative_reward}"

@@ -27,7 +27,10 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(scope="module")
 def coding():
-    need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed: the coding env sandboxes shell and python")
+    need(
+        shutil.which("bwrap") is not None,
+        "bubblewrap (bwrap) is not installed: the coding env sandboxes shell and python",
+    )
     return load_environment("coding")
 
 
@@ -71,7 +74,8 @@ def test_a_hidden_test_whose_expected_side_is_not_a_literal_is_refused(tmp_path)
     assert str(info.value) == (
         f"{hidden}: line 5: unsupported assertion 'f(1) == f(2)'; a hidden test asserts `assert ACTUAL == "
         "LITERAL`, `assert ACTUAL is True|False|None`, `assert not ACTUAL` or `assert math.isclose(ACTUAL, "
-        "NUMBER)`, so that the expected side stays with the reward")
+        "NUMBER)`, so that the expected side stays with the reward"
+    )
     hidden.write_text("import m\nm.setup()\n")
     with pytest.raises(ConfigError, match="line 2: a hidden test file holds only imports and argument-less"):
         _reward().parse_hidden(hidden)
@@ -111,8 +115,11 @@ async def test_hidden_tests_cannot_be_read_through_any_tool(coding):
             assert out["stderr"].endswith("No such file or directory\n")
             obs = await act(episode, "shell_run", command=f"ls -A {ENV_DIR}; ls {ENV_DIR / 'hidden'}")
             assert obs.result.structured_content["stdout"] == ""  # the env folder is masked: empty
-            obs = await act(episode, "shell_run",
-                            command=f"grep -r 'def test_' {REPO}/envs/coding {REPO}/.git 2>/dev/null | head -n 3")
+            obs = await act(
+                episode,
+                "shell_run",
+                command=f"grep -r 'def test_' {REPO}/envs/coding {REPO}/.git 2>/dev/null | head -n 3",
+            )
             assert obs.result.structured_content["stdout"] == ""
             obs = await act(episode, "shell_run", command=f"git -C {REPO} log --oneline -1")
             assert obs.result.structured_content["exit_code"] != 0
@@ -168,16 +175,22 @@ async def test_files_the_fs_tools_create_belong_to_the_sandboxed_servers_uid(cod
         with anyio.fail_after(60):
             assert not (await act(episode, "fs_write", path="new/deep/file.py", content="print(1)\n")).result.is_error
             assert not (await act(episode, "fs_move", source="new/deep", destination="moved/deep")).result.is_error
-            obs = await act(episode, "python_run", code=(
-                "import os\nopen('moved/deep/file.py', 'a').write('print(2)\\n')\n"
-                "os.rename('moved', 'renamed')\nsorted({os.stat(p).st_uid == os.getuid() "
-                "for p in ('new', 'renamed', 'renamed/deep', 'renamed/deep/file.py')})"))
+            obs = await act(
+                episode,
+                "python_run",
+                code=(
+                    "import os\nopen('moved/deep/file.py', 'a').write('print(2)\\n')\n"
+                    "os.rename('moved', 'renamed')\nsorted({os.stat(p).st_uid == os.getuid() "
+                    "for p in ('new', 'renamed', 'renamed/deep', 'renamed/deep/file.py')})"
+                ),
+            )
             assert obs.result.structured_content["result"] == "[True]", obs.result
             obs = await act(episode, "fs_read", path="renamed/deep/file.py")
             assert obs.result.content[0].text == "print(1)\nprint(2)\n"
             obs = await act(episode, "fs_write", path="../outside.txt", content="x")
             assert obs.result.is_error and obs.result.content[0].text.startswith(
-                "Access denied: path '../outside.txt' is outside the workspace")
+                "Access denied: path '../outside.txt' is outside the workspace"
+            )
     finally:
         await episode.close()
 
@@ -196,7 +209,11 @@ async def test_runaway_code_is_contained_and_the_episode_goes_on(coding):
             assert obs.result.structured_content["result"] == "1"
             obs = await act(episode, "shell_run", command="sleep 60", timeout=1)
             assert obs.result.is_error and obs.result.structured_content["timed_out"] is True
-            obs = await act(episode, "shell_run", command="(exec 3<>/dev/tcp/1.1.1.1/80) 2>/dev/null && echo connected || echo no network")
+            obs = await act(
+                episode,
+                "shell_run",
+                command="(exec 3<>/dev/tcp/1.1.1.1/80) 2>/dev/null && echo connected || echo no network",
+            )
             assert obs.result.structured_content["stdout"].endswith("no network\n")
             obs = await act(episode, "shell_run", command="echo still here")
             assert obs.result.structured_content["stdout"] == "still here\n"
@@ -221,10 +238,19 @@ async def test_special_files_in_the_workspace_never_block_the_reward(coding):
     episode = await coding.new_episode(seed=4, task_id=task.id)
     try:
         with anyio.fail_after(60):
-            obs = await act(episode, "shell_run", command="mkfifo pipe && python -c 'import socket; "
-                            "socket.socket(socket.AF_UNIX).bind(\"sock\")' && ls")
-            assert obs.result.structured_content["stdout"].split() == ["README.md", "pipe", "pyproject.toml",
-                                                                       "sock", "tests", "wordstats"]
+            obs = await act(
+                episode,
+                "shell_run",
+                command="mkfifo pipe && python -c 'import socket; socket.socket(socket.AF_UNIX).bind(\"sock\")' && ls",
+            )
+            assert obs.result.structured_content["stdout"].split() == [
+                "README.md",
+                "pipe",
+                "pyproject.toml",
+                "sock",
+                "tests",
+                "wordstats",
+            ]
             path, old, new = coding.trajectory(task, "reference")[-1].arguments.values()
             obs = await act(episode, "fs_edit", path=path, old_text=old, new_text=new)
             assert obs.reward == 1.0 and episode.done

@@ -39,8 +39,9 @@ def stack():
     env = {**os.environ, "OPENENV_MCP_PORT": str(port)}
     compose = ["docker-compose", "-p", project, "-f", str(ROOT / "compose.yaml")]
     try:
-        subprocess.run([*compose, "up", "-d", "--no-build"], check=True, env=env, cwd=ROOT, timeout=300,
-                       capture_output=True)
+        subprocess.run(
+            [*compose, "up", "-d", "--no-build"], check=True, env=env, cwd=ROOT, timeout=300, capture_output=True
+        )
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 90
         while True:
@@ -50,14 +51,16 @@ def stack():
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                logs = subprocess.run([*compose, "logs", "--tail", "40"], env=env, cwd=ROOT,
-                                      capture_output=True, text=True).stdout
+                logs = subprocess.run(
+                    [*compose, "logs", "--tail", "40"], env=env, cwd=ROOT, capture_output=True, text=True
+                ).stdout
                 pytest.fail(f"the compose stack did not become healthy in 90 s:\n{logs}")
             time.sleep(0.2)
         yield base, project
     finally:
-        subprocess.run([*compose, "down", "-v", "--remove-orphans", "-t", "2"], env=env, cwd=ROOT, timeout=300,
-                       capture_output=True)
+        subprocess.run(
+            [*compose, "down", "-v", "--remove-orphans", "-t", "2"], env=env, cwd=ROOT, timeout=300, capture_output=True
+        )
         import docker
 
         left = docker.from_env().containers.list(all=True, filters={"label": f"com.docker.compose.project={project}"})
@@ -92,10 +95,14 @@ def test_control_plane_episode_and_attach_over_mcp(stack):
         created = http.post("/episodes", json={"seed": 0})
         assert created.status_code == 201
         episode = created.json()
-        http.headers["OpenEnv-Episode-Key"] = episode["episode_key"]  # the trainer's capability (HTTP has no connection)
+        http.headers["OpenEnv-Episode-Key"] = episode[
+            "episode_key"
+        ]  # the trainer's capability (HTTP has no connection)
         assert [t["name"] for t in episode["observation"]["tools"]] == ["echo"]
-        step = http.post(f"/episodes/{episode['episode_id']}/step",
-                         json={"action": {"type": "call_tool", "name": "echo", "arguments": {"text": "step"}}})
+        step = http.post(
+            f"/episodes/{episode['episode_id']}/step",
+            json={"action": {"type": "call_tool", "name": "echo", "arguments": {"text": "step"}}},
+        )
         assert step.status_code == 200
         assert step.json()["observation"]["result"]["structuredContent"] == {"result": "step"}
 
@@ -117,10 +124,12 @@ def test_the_tool_server_is_only_on_the_internal_network(stack):
 
     _, project = stack
     client = docker.from_env()
-    (tools,) = client.containers.list(filters={"label": [f"com.docker.compose.project={project}",
-                                                         "com.docker.compose.service=tools"]})
-    (server,) = client.containers.list(filters={"label": [f"com.docker.compose.project={project}",
-                                                          "com.docker.compose.service=server"]})
+    (tools,) = client.containers.list(
+        filters={"label": [f"com.docker.compose.project={project}", "com.docker.compose.service=tools"]}
+    )
+    (server,) = client.containers.list(
+        filters={"label": [f"com.docker.compose.project={project}", "com.docker.compose.service=server"]}
+    )
     assert tools.attrs["NetworkSettings"]["Ports"] in ({}, None)
     assert list(tools.attrs["NetworkSettings"]["Networks"]) == [f"{project}_backend"]
     assert client.networks.get(f"{project}_backend").attrs["Internal"] is True

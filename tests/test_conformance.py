@@ -31,6 +31,7 @@ ENVS = FIXTURES / "envs"
 raw = load_module("raw_servers", FIXTURES)
 broken_subjects = load_module("broken_subjects", FIXTURES)
 
+
 # -- every built-in environment passes --------------------------------------------------
 @pytest.mark.anyio
 @pytest.mark.parametrize("name", [spec.name for spec in list_envs()])
@@ -49,33 +50,69 @@ async def test_every_builtin_environment_passes(name, request, monkeypatch):
 
 # -- plain MCP servers, one broken rule each ------------------------------------------------
 RAW_CASES = [
-    ("reserved_name", "control_plane.hidden",
-     "tools/list exposes 'reset': control-plane names (close, reset, state, step) must never be tools, "
-     "an agent must not learn it can reset"),
-    ("bad_schema", "tools.schema",
-     "tools/list: tool 'echo' inputSchema is not a valid JSON Schema (Draft202012Validator): 'strin' is not "
-     "valid under any of the given schemas at 'properties/text/type'"),
-    ("bad_name", "tools.names", "tools/list: tool name 'echo this!' does not match [A-Za-z0-9_.-]{1,128} "
-     "(MCP 2025-11-25)"),
-    ("long_dotted_name", "tools.names_portable", "tools/list: tool name 'files.read' is not accepted by common "
-     "function-calling APIs ([A-Za-z0-9_-]{1,64})"),
+    (
+        "reserved_name",
+        "control_plane.hidden",
+        "tools/list exposes 'reset': control-plane names (close, reset, state, step) must never be tools, "
+        "an agent must not learn it can reset",
+    ),
+    (
+        "bad_schema",
+        "tools.schema",
+        "tools/list: tool 'echo' inputSchema is not a valid JSON Schema (Draft202012Validator): 'strin' is not "
+        "valid under any of the given schemas at 'properties/text/type'",
+    ),
+    (
+        "bad_name",
+        "tools.names",
+        "tools/list: tool name 'echo this!' does not match [A-Za-z0-9_.-]{1,128} (MCP 2025-11-25)",
+    ),
+    (
+        "long_dotted_name",
+        "tools.names_portable",
+        "tools/list: tool name 'files.read' is not accepted by common function-calling APIs ([A-Za-z0-9_-]{1,64})",
+    ),
     ("no_descriptions", "tools.descriptions", "tools/list: tool 'echo' has description None"),
     ("no_tools", "tools.list", "tools/list returned no tools"),
-    ("unknown_tool_succeeds", "call.unknown_tool", "tools/call 'openenv_conformance_no_such_tool' returned "
-     "isError=false with content 'ok'; an unknown tool must be an error"),
-    ("no_validation", "call.invalid_arguments",
-     "tools/call 'echo' with required property 'text' missing ({}) returned isError=false: '{}'; "
-     "tools/call 'echo' with property 'text' given dict instead of string ({\"text\": {\"conformance\": true}}) "
-     "returned isError=false: \"{'text': {'conformance': True}}\""),
-    ("bad_content", "call.content", "tools/call 'echo' content[0] image has mimeType 'text/plain', expected "
-     "'image/...'; tools/call 'echo' content[0] image data is not base64: 'not base64!'"),
-    ("bad_structured", "call.content", re.compile(
-        r"tools/call 'echo' \{\"text\": .*\}: the official SDK client rejected the result: Invalid structured "
-        r"content returned by tool echo: 'one' is not of type 'integer'")),
-    ("broken_resources", "resources.list", "resources/read 'test://listed' returned no contents; "
-     "resources/read 'openenv-conformance://no-such-resource' (not listed) succeeded; expected an error (-32002)"),
-    ("broken_prompts", "prompts.list", "prompts/get 'greet' {} answered JSON-RPC error -32603: template missing; "
-     "prompts/get 'openenv_conformance_no_such_prompt' (not listed) succeeded; expected an error (-32602)"),
+    (
+        "unknown_tool_succeeds",
+        "call.unknown_tool",
+        "tools/call 'openenv_conformance_no_such_tool' returned "
+        "isError=false with content 'ok'; an unknown tool must be an error",
+    ),
+    (
+        "no_validation",
+        "call.invalid_arguments",
+        "tools/call 'echo' with required property 'text' missing ({}) returned isError=false: '{}'; "
+        "tools/call 'echo' with property 'text' given dict instead of string ({\"text\": {\"conformance\": true}}) "
+        "returned isError=false: \"{'text': {'conformance': True}}\"",
+    ),
+    (
+        "bad_content",
+        "call.content",
+        "tools/call 'echo' content[0] image has mimeType 'text/plain', expected "
+        "'image/...'; tools/call 'echo' content[0] image data is not base64: 'not base64!'",
+    ),
+    (
+        "bad_structured",
+        "call.content",
+        re.compile(
+            r"tools/call 'echo' \{\"text\": .*\}: the official SDK client rejected the result: Invalid structured "
+            r"content returned by tool echo: 'one' is not of type 'integer'"
+        ),
+    ),
+    (
+        "broken_resources",
+        "resources.list",
+        "resources/read 'test://listed' returned no contents; "
+        "resources/read 'openenv-conformance://no-such-resource' (not listed) succeeded; expected an error (-32002)",
+    ),
+    (
+        "broken_prompts",
+        "prompts.list",
+        "prompts/get 'greet' {} answered JSON-RPC error -32603: template missing; "
+        "prompts/get 'openenv_conformance_no_such_prompt' (not listed) succeeded; expected an error (-32602)",
+    ),
 ]
 
 
@@ -106,40 +143,67 @@ async def test_a_correct_plain_mcp_server_passes_every_mcp_rule_and_skips_episod
 # -- broken environments -----------------------------------------------------------------------
 NONCE = r"[kv]-[0-9a-f]{6}"
 ENV_CASES = [
-    ("nondeterministic", "env.determinism", re.compile(
-        r"two episodes reset with seed 0, same trajectory: step 1 tools/call 'roll' \{\} returned \"\d+\" "
-        r"structured \{\"result\": \"\d+\"\} in one episode and \"\d+\" structured \{\"result\": \"\d+\"\} "
-        r"in the other")),
-    ("leaky", "env.episode_isolation", re.compile(
-        r"two live episodes \(seed 0\), A replayed generated calls, then B the same ones: step 1 tools/call "
-        rf"'read_note' \{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} "
-        r"in episode B and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in episode A: "
-        r"A's writes are visible in B")),
-    ("sticky", "env.reset_restores", re.compile(
-        r"replaying generated calls after reset\(seed=0\): step 1 tools/call 'read_note' "
-        rf"\{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} after reset "
-        r"and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in the first episode: changes made in the "
-        r"previous episode are still visible")),
-    ("leaks_answer", "env.answer_hidden",
-     "task 'capital-fr': MCP resources/read 'quiz://tasks' shows the grader-only answer \"Paris (Île-de-France)\"; "
-     "task 'capital-fr': MCP resources/read 'quiz://tasks' shows the grader-only data.accepted "
-     "[\"paris\", \"paris, france\"]; task 'capital-fr': step observation shows the grader-only answer "
-     "\"Paris (Île-de-France)\"; task 'capital-fr': control plane POST /episodes/{id}/step call_tool shows the "
-     "grader-only answer \"Paris (Île-de-France)\"; task 'capital-jp': MCP resources/read 'quiz://tasks' shows "
-     "the grader-only answer \"Tokyo (Kantō)\"; task 'capital-jp': MCP resources/read 'quiz://tasks' shows the "
-     "grader-only data.accepted [\"tokyo\", \"tokyo, japan\"]; task 'capital-jp': step observation shows the "
-     "grader-only answer \"Tokyo (Kantō)\"; task 'capital-jp': control plane POST /episodes/{id}/step call_tool "
-     "shows the grader-only answer \"Tokyo (Kantō)\""),
-    ("prod_drift", "env.prod_identity",
-     "servers ['db']: tool 'db_lookup' inputSchema differs: sim {\"additionalProperties\":false,\"properties\":"
-     "{\"key\":{\"type\":\"string\"}},\"required\":[\"key\"],\"type\":\"obj…, prod {\"additionalProperties\":"
-     "false,\"properties\":{\"key\":{\"type\":\"integer\"}},\"required\":[\"key\"],\"type\":\"ob…"),
-    ("prod_rename", "env.prod_identity",
-     "servers ['notes']: tools only in sim: ['notes_lookup'], only in prod: ['notes_find']"),
-    ("prod_redescribed", "env.prod_identity",
-     "servers ['notes']: tool 'notes_lookup' description differs: sim \"Look a note up by key.\", prod \"Look a note "
-     "up by key (production).\"; servers ['notes']: tool 'notes_lookup' annotations differs: sim {\"readOnlyHint\":"
-     "true}, prod null"),
+    (
+        "nondeterministic",
+        "env.determinism",
+        re.compile(
+            r"two episodes reset with seed 0, same trajectory: step 1 tools/call 'roll' \{\} returned \"\d+\" "
+            r"structured \{\"result\": \"\d+\"\} in one episode and \"\d+\" structured \{\"result\": \"\d+\"\} "
+            r"in the other"
+        ),
+    ),
+    (
+        "leaky",
+        "env.episode_isolation",
+        re.compile(
+            r"two live episodes \(seed 0\), A replayed generated calls, then B the same ones: step 1 tools/call "
+            rf"'read_note' \{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} "
+            r"in episode B and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in episode A: "
+            r"A's writes are visible in B"
+        ),
+    ),
+    (
+        "sticky",
+        "env.reset_restores",
+        re.compile(
+            r"replaying generated calls after reset\(seed=0\): step 1 tools/call 'read_note' "
+            rf"\{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} after reset "
+            r"and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in the first episode: changes made in the "
+            r"previous episode are still visible"
+        ),
+    ),
+    (
+        "leaks_answer",
+        "env.answer_hidden",
+        "task 'capital-fr': MCP resources/read 'quiz://tasks' shows the grader-only answer \"Paris (Île-de-France)\"; "
+        "task 'capital-fr': MCP resources/read 'quiz://tasks' shows the grader-only data.accepted "
+        '["paris", "paris, france"]; task \'capital-fr\': step observation shows the grader-only answer '
+        "\"Paris (Île-de-France)\"; task 'capital-fr': control plane POST /episodes/{id}/step call_tool shows the "
+        "grader-only answer \"Paris (Île-de-France)\"; task 'capital-jp': MCP resources/read 'quiz://tasks' shows "
+        "the grader-only answer \"Tokyo (Kantō)\"; task 'capital-jp': MCP resources/read 'quiz://tasks' shows the "
+        'grader-only data.accepted ["tokyo", "tokyo, japan"]; task \'capital-jp\': step observation shows the '
+        "grader-only answer \"Tokyo (Kantō)\"; task 'capital-jp': control plane POST /episodes/{id}/step call_tool "
+        'shows the grader-only answer "Tokyo (Kantō)"',
+    ),
+    (
+        "prod_drift",
+        "env.prod_identity",
+        "servers ['db']: tool 'db_lookup' inputSchema differs: sim {\"additionalProperties\":false,\"properties\":"
+        '{"key":{"type":"string"}},"required":["key"],"type":"obj…, prod {"additionalProperties":'
+        'false,"properties":{"key":{"type":"integer"}},"required":["key"],"type":"ob…',
+    ),
+    (
+        "prod_rename",
+        "env.prod_identity",
+        "servers ['notes']: tools only in sim: ['notes_lookup'], only in prod: ['notes_find']",
+    ),
+    (
+        "prod_redescribed",
+        "env.prod_identity",
+        "servers ['notes']: tool 'notes_lookup' description differs: sim \"Look a note up by key.\", prod \"Look a note "
+        "up by key (production).\"; servers ['notes']: tool 'notes_lookup' annotations differs: sim {\"readOnlyHint\":"
+        "true}, prod null",
+    ),
 ]
 
 
@@ -160,8 +224,10 @@ async def test_broken_environment_fails_its_rule(folder, rule, message, tmp_path
 @pytest.mark.anyio
 async def test_an_environment_with_a_tool_named_reset_fails_control_plane_hidden():
     report = await check_env_async(ENVS / "reserved_name", official=False)
-    message = ("tool server 'world' offers a tool named 'reset', which would be exposed as 'reset': control-plane "
-               "names (close, reset, state, step) can never be tools; give the server a namespace or rename the tool")
+    message = (
+        "tool server 'world' offers a tool named 'reset', which would be exposed as 'reset': control-plane "
+        "names (close, reset, state, step) can never be tools; give the server a namespace or rename the tool"
+    )
     assert report.result("control_plane.hidden").message == message
     assert report.result("mcp.handshake").message == f"the environment could not start an episode to serve: {message}"
     assert report.result("tools.list").message == "mcp.handshake failed: no MCP session, nothing else can be checked"
@@ -181,7 +247,8 @@ async def test_a_framework_that_shows_the_full_task_fails_answer_hidden(monkeypa
         "task 'rename-notes': list_tools observation carries grader-only task.data keys ['goals', 'keep']; "
         "task 'rename-notes': step observation carries grader-only task.data keys ['goals', 'keep']; "
         "task 'rename-notes': control plane POST /episodes carries grader-only observation.task.data keys "
-        "['goals', 'keep']"), result.message
+        "['goals', 'keep']"
+    ), result.message
 
 
 @pytest.mark.anyio
@@ -189,9 +256,10 @@ async def test_a_clock_fails_determinism_but_is_not_taken_for_leaked_state():
     report = await check_env_async(ENVS / "clock", only="env", official=False)
     assert report.result("env.determinism").status == "failed"
     message = report.result("env.determinism").message
-    assert message.startswith("two episodes reset with seed 0, same trajectory: step 1 tools/call 'now' {} returned "
-                              '"20'), message
-    assert " in one episode and \"20" in message and message.endswith(" in the other"), message
+    assert message.startswith(
+        "two episodes reset with seed 0, same trajectory: step 1 tools/call 'now' {} returned \"20"
+    ), message
+    assert ' in one episode and "20' in message and message.endswith(" in the other"), message
     assert report.result("env.reset_restores").status == "passed"
     assert report.result("env.episode_isolation").status == "passed"
 
@@ -208,7 +276,8 @@ async def test_leaky_environment_passes_determinism_so_the_isolation_verdict_is_
 async def test_nondeterminism_caveats_the_verdicts_that_depend_on_it():
     report = await check_env_async(ENVS / "nondeterministic", only="env", official=False)
     assert report.result("env.episode_isolation").message.endswith(
-        "(env.determinism failed too: this may be nondeterminism rather than leaked state)")
+        "(env.determinism failed too: this may be nondeterminism rather than leaked state)"
+    )
 
 
 @pytest.mark.anyio
@@ -217,8 +286,9 @@ async def test_a_face_that_rewrites_results_fails_parity():
     report = await check_env_async(subject, only="env.parity", official=False)
     assert report.result("env.parity").message == (
         "task 'echo-00' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"hello world\"} "
-        "returned \"hello world\" structured {\"result\": \"hello world\"} via step() and \"HELLO WORLD\" "
-        "structured {\"result\": \"hello world\"} via MCP tools/call")
+        'returned "hello world" structured {"result": "hello world"} via step() and "HELLO WORLD" '
+        'structured {"result": "hello world"} via MCP tools/call'
+    )
 
 
 @pytest.mark.anyio
@@ -227,9 +297,10 @@ async def test_a_serving_layer_that_rewrites_results_fails_wire_parity():
     report = await check_env_async(subject, only="wire.parity", official=False)
     assert report.result("wire.parity").message == (
         "task 'echo-02' (reference trajectory, seed 0): step 1 tools/call 'echo' {\"text\": \"reinforcement "
-        "learning\"} returned \"reinforcement learning\" structured {\"result\": \"reinforcement "
-        "learning\"} via step() and \"REINFORCEMENT LEARNING\" structured {\"result\": \"reinforcement "
-        "learning\"} via MCP tools/call")
+        'learning"} returned "reinforcement learning" structured {"result": "reinforcement '
+        'learning"} via step() and "REINFORCEMENT LEARNING" structured {"result": "reinforcement '
+        'learning"} via MCP tools/call'
+    )
 
 
 @pytest.mark.anyio
@@ -239,8 +310,11 @@ async def test_a_server_that_leaves_a_process_behind_fails_shutdown():
         report = await check_env_async(ENVS / "leaks_process", only="shutdown", official=False)
         result = report.result("shutdown.clean")
         pid = module.STARTED[-1].pid
-        assert re.fullmatch(rf"pid {pid} \(\S*python\S* -c import time; time\.sleep\(120\)\) still running 5 s "
-                            r"after close\(\)", result.message), result.message
+        assert re.fullmatch(
+            rf"pid {pid} \(\S*python\S* -c import time; time\.sleep\(120\)\) still running 5 s "
+            r"after close\(\)",
+            result.message,
+        ), result.message
     finally:
         for proc in module.STARTED:
             proc.kill()
@@ -254,8 +328,9 @@ def fragile(request):
 
     def start(*flags: str) -> str:
         port = free_port()
-        proc = subprocess.Popen([sys.executable, str(FIXTURES / "fragile_http.py"), str(port), *flags],
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(FIXTURES / "fragile_http.py"), str(port), *flags], stdout=subprocess.PIPE, text=True
+        )
         procs.append(proc)
         assert proc.stdout.readline().strip() == "ready"
         return f"http://127.0.0.1:{port}/mcp"
@@ -271,10 +346,13 @@ def fragile(request):
 async def test_a_server_that_dies_on_bad_input_fails_robustness(fragile):
     report = await check_env_async(fragile("--die-on-bad-input"), only="wire", official=False)
     message = report.result("wire.robustness").message
-    assert re.fullmatch(r"POST a malformed JSON body: got no answer \((RemoteProtocolError|ReadError): [^)]*\); "
-                        # the ping meets the dying process (ReadError) or the closed port (ConnectError)
-                        r"after POST a malformed JSON body: ping got no answer \((ConnectError: All connection "
-                        r"attempts failed|ReadError: [^)]*)\): the server stopped answering", message), message
+    assert re.fullmatch(
+        r"POST a malformed JSON body: got no answer \((RemoteProtocolError|ReadError): [^)]*\); "
+        # the ping meets the dying process (ReadError) or the closed port (ConnectError)
+        r"after POST a malformed JSON body: ping got no answer \((ConnectError: All connection "
+        r"attempts failed|ReadError: [^)]*)\): the server stopped answering",
+        message,
+    ), message
 
 
 @pytest.mark.anyio
@@ -284,7 +362,8 @@ async def test_a_hand_written_server_without_faults_passes_but_warns_about_disco
     assert [r.rule for r in report.warnings] == ["mcp.discover"]
     assert report.result("mcp.discover").message == (
         "server/discover was not answered: the client fell back to initialize and negotiated '2025-11-25' "
-        "instead of '2026-07-28'")
+        "instead of '2026-07-28'"
+    )
     assert report.result("wire.robustness").status == "passed"
 
 
@@ -292,7 +371,8 @@ async def test_a_hand_written_server_without_faults_passes_but_warns_about_disco
 async def test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_run(fragile):
     report = await check_env_async(fragile("--bad-version"), official=False)
     assert report.result("mcp.handshake").message == (
-        "initialize failed: Unsupported protocol version from the server: 1999-01-01")
+        "initialize failed: Unsupported protocol version from the server: 1999-01-01"
+    )
     assert report.result("tools.list").message == "mcp.handshake failed: no MCP session, nothing else can be checked"
 
 
@@ -312,8 +392,11 @@ def test_known_failures_need_a_reason(tmp_path):
     assert load_known_failures(as_json) == {"tools.names": "legacy client names"}
     missing = tmp_path / "missing.toml"
     missing.write_text('[known."env.determinism"]\n')
-    with pytest.raises(ConfigError, match=r"invalid known-failures file \(known\.env\.determinism\.reason: Field "
-                                          r"required\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"invalid known-failures file \(known\.env\.determinism\.reason: Field "
+        r"required\)",
+    ):
         load_known_failures(missing)
     empty = tmp_path / "empty.toml"
     empty.write_text('[known."env.determinism"]\nreason = "  "\n')
@@ -325,8 +408,9 @@ def test_known_failures_need_a_reason(tmp_path):
 async def test_a_known_failure_is_accepted_with_its_reason(tmp_path):
     known = tmp_path / "known.toml"
     known.write_text('[known."env.determinism"]\nreason = "the dice are random by design"\n')
-    report = await check_env_async(ENVS / "nondeterministic", only="env.determinism", known_failures=known,
-                                   official=False)
+    report = await check_env_async(
+        ENVS / "nondeterministic", only="env.determinism", known_failures=known, official=False
+    )
     result = report.result("env.determinism")
     assert result.status == "known"
     assert result.message.endswith("[known failure: the dice are random by design]")
@@ -335,8 +419,13 @@ async def test_a_known_failure_is_accepted_with_its_reason(tmp_path):
 
 def test_rule_selection_by_id_and_prefix():
     assert [r.id for r in select_rules(only="env.parity")] == ["env.parity"]
-    assert {r.id for r in select_rules(only="tools")} == {"tools.list", "tools.schema", "tools.names",
-                                                          "tools.names_portable", "tools.descriptions"}
+    assert {r.id for r in select_rules(only="tools")} == {
+        "tools.list",
+        "tools.schema",
+        "tools.names",
+        "tools.names_portable",
+        "tools.descriptions",
+    }
     assert "env.parity" not in {r.id for r in select_rules(skip=["env", "wire"])}
     with pytest.raises(ConfigError, match="unknown rule 'nope'"):
         select_rules(only="nope")
@@ -364,15 +453,17 @@ async def test_assert_conformant_raises_with_the_errors():
 def test_every_rule_has_a_fixture_that_fails_it():
     """Every rule id is made to fail by a test: the parametrized cases above, the named tests,
     and tests/test_conformance_containment.py for the containment probes."""
-    named = {"env.parity": test_a_face_that_rewrites_results_fails_parity,
-             "wire.parity": test_a_serving_layer_that_rewrites_results_fails_wire_parity,
-             "shutdown.clean": test_a_server_that_leaves_a_process_behind_fails_shutdown,
-             "wire.robustness": test_a_server_that_dies_on_bad_input_fails_robustness,
-             "mcp.discover": test_a_hand_written_server_without_faults_passes_but_warns_about_discover,
-             "mcp.handshake": test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_run,
-             "mcp.ping": test_a_server_without_ping_fails_ping,
-             "containment.host_file": "tests/test_conformance_containment.py",
-             "containment.network": "tests/test_conformance_containment.py"}
+    named = {
+        "env.parity": test_a_face_that_rewrites_results_fails_parity,
+        "wire.parity": test_a_serving_layer_that_rewrites_results_fails_wire_parity,
+        "shutdown.clean": test_a_server_that_leaves_a_process_behind_fails_shutdown,
+        "wire.robustness": test_a_server_that_dies_on_bad_input_fails_robustness,
+        "mcp.discover": test_a_hand_written_server_without_faults_passes_but_warns_about_discover,
+        "mcp.handshake": test_a_wrong_protocol_version_fails_the_handshake_and_stops_the_run,
+        "mcp.ping": test_a_server_without_ping_fails_ping,
+        "containment.host_file": "tests/test_conformance_containment.py",
+        "containment.network": "tests/test_conformance_containment.py",
+    }
     covered = {c[1] for c in RAW_CASES} | {c[1] for c in ENV_CASES} | set(named)
     assert set(RULES) <= covered, f"rules no fixture fails: {sorted(set(RULES) - covered)}"
 
@@ -390,7 +481,8 @@ async def test_a_served_environment_is_checked_over_the_wire_by_url():
     for rule in ("env.parity", "env.determinism", "env.reset_restores", "env.episode_isolation", "wire.robustness"):
         assert report.result(rule).status == "passed", rule
     assert report.result("shutdown.clean").message == (
-        "needs the environment's definition (give a name, env file or folder, not a URL)")
+        "needs the environment's definition (give a name, env file or folder, not a URL)"
+    )
     assert by_mcp_url.result("env.parity").status == "passed"
 
 
@@ -426,5 +518,8 @@ async def test_a_server_behind_a_token_is_checked_with_the_token():
     assert report.result("env.parity").status == "passed"
     assert report.result("wire.robustness").status == "passed"
     assert refused.result("mcp.handshake").status == "failed"
-    assert re.fullmatch(r"initialize failed: .*\(POST http://127\.0\.0\.1:\d+/mcp answered HTTP 401: .*missing or wrong "
-                        r"bearer token.*\)", refused.result("mcp.handshake").message), refused.result("mcp.handshake").message
+    assert re.fullmatch(
+        r"initialize failed: .*\(POST http://127\.0\.0\.1:\d+/mcp answered HTTP 401: .*missing or wrong "
+        r"bearer token.*\)",
+        refused.result("mcp.handshake").message,
+    ), refused.result("mcp.handshake").message

@@ -12,8 +12,10 @@ from conftest import need, need_docker
 from openenv_mcp.conformance import check_env_async
 
 ENVS = Path(__file__).resolve().parent.parent / "conformance" / "fixtures" / "envs"
-HINT = (" (the process boundary is no filesystem or network wall: use isolation = \"sandbox\" or \"docker\", "
-        "or accept it in a known-failures file if you trust this server)")
+HINT = (
+    ' (the process boundary is no filesystem or network wall: use isolation = "sandbox" or "docker", '
+    "or accept it in a known-failures file if you trust this server)"
+)
 
 
 @pytest.mark.anyio
@@ -21,11 +23,16 @@ async def test_a_process_boundary_fails_both_probes_with_the_value_it_reached():
     report = await check_env_async(ENVS / "unwalled", only="containment", official=False)
     file_msg = report.result("containment.host_file").message
     net_msg = report.result("containment.network").message
-    assert re.fullmatch(r"tool server 'echo' \(process\): the probe read the host file "
-                        r"'/tmp/openenv-conformance-secret-\w+/secret\.txt': 'read: [0-9a-f]{32}'" + re.escape(HINT),
-                        file_msg), file_msg
-    assert re.fullmatch(r"tool server 'echo' \(process, network 'none'\): the probe connected to a host loopback "
-                        r"listener 127\.0\.0\.1:\d+: 'connected: [0-9a-f]{32}\\n'" + re.escape(HINT), net_msg), net_msg
+    assert re.fullmatch(
+        r"tool server 'echo' \(process\): the probe read the host file "
+        r"'/tmp/openenv-conformance-secret-\w+/secret\.txt': 'read: [0-9a-f]{32}'" + re.escape(HINT),
+        file_msg,
+    ), file_msg
+    assert re.fullmatch(
+        r"tool server 'echo' \(process, network 'none'\): the probe connected to a host loopback "
+        r"listener 127\.0\.0\.1:\d+: 'connected: [0-9a-f]{32}\\n'" + re.escape(HINT),
+        net_msg,
+    ), net_msg
     assert not report.ok
 
 
@@ -34,8 +41,10 @@ async def test_a_process_boundary_fails_both_probes_with_the_value_it_reached():
 async def test_the_sandbox_boundary_passes_both_probes():
     need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
     report = await check_env_async(ENVS / "sandboxed", only="containment", official=False)
-    assert [(r.rule, r.status) for r in report.results] == [("containment.host_file", "passed"),
-                                                            ("containment.network", "passed")]
+    assert [(r.rule, r.status) for r in report.results] == [
+        ("containment.host_file", "passed"),
+        ("containment.network", "passed"),
+    ]
 
 
 @pytest.mark.anyio
@@ -43,7 +52,8 @@ async def test_inprocess_environments_have_nothing_to_probe():
     report = await check_env_async("echo", only="containment", official=False)
     assert report.result("containment.host_file").message == (
         "no tool server runs behind process, sandbox, docker; this environment uses inprocess "
-        "(in-process servers share the environment's process: nothing to probe)")
+        "(in-process servers share the environment's process: nothing to probe)"
+    )
 
 
 @pytest.mark.anyio
@@ -59,6 +69,8 @@ async def test_the_example_known_failures_file_accepts_a_trusted_process_server(
 async def test_the_docker_boundary_passes_both_probes_and_leaves_no_container():
     need_docker("tools")
     report = await check_env_async(ENVS / "dockered", only="containment,shutdown", official=False)
-    assert [(r.rule, r.status) for r in report.results] == [("shutdown.clean", "passed"),
-                                                            ("containment.host_file", "passed"),
-                                                            ("containment.network", "passed")]
+    assert [(r.rule, r.status) for r in report.results] == [
+        ("shutdown.clean", "passed"),
+        ("containment.host_file", "passed"),
+        ("containment.network", "passed"),
+    ]

@@ -31,10 +31,20 @@ def _node() -> None:
 
 
 BOUNDARIES = ["inprocess", "process", "sandbox", "docker"]
-TOOL_SERVER_SCENARIOS = ("tools-list", "tools-call-simple-text", "tools-call-audio", "tools-call-mixed-content",
-                         "tools-call-error", "json-schema-2020-12", "resources-list", "resources-read-binary",
-                         "resources-templates-read", "prompts-get-with-args", "prompts-get-embedded-resource",
-                         "prompts-get-with-image")
+TOOL_SERVER_SCENARIOS = (
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-audio",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "json-schema-2020-12",
+    "resources-list",
+    "resources-read-binary",
+    "resources-templates-read",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+)
 """Behind process/sandbox/docker, scenarios that reach the tool server through the boundary: every
 content type, errors, schema keywords, resources (binary, templates) and prompts. The lifecycle,
 ping, DNS-rebinding and SSE scenarios test the serving layer, the same for every boundary; they
@@ -53,8 +63,9 @@ async def test_every_official_scenario_passes_through_the_environment_layer(boun
     names = [s.name for s in official_suite.list_scenarios("server")]
     if boundary != "inprocess":
         names = [n for n in names if n in TOOL_SERVER_SCENARIOS]
-    report = await check_env_async(env_file, only="official", official_not_applicable=EXCEPTIONS,
-                                   official_scenarios=names)
+    report = await check_env_async(
+        env_file, only="official", official_not_applicable=EXCEPTIONS, official_scenarios=names
+    )
     rows = [r for r in report.results if r.rule.startswith("official.")]
     exceptions = load_scenario_reasons(EXCEPTIONS)
     assert len(rows) == len(names) and len(rows) >= len(TOOL_SERVER_SCENARIOS), [r.rule for r in rows]
@@ -71,8 +82,12 @@ async def test_the_listed_exceptions_really_fail_through_the_environment_layer()
     _node()
     exceptions = load_scenario_reasons(EXCEPTIONS)
     installed = {s.name for s in official_suite.list_scenarios("server")}
-    report = await check_env_async(FIXTURE / "env.toml", only="official", official_not_applicable={},
-                                   official_scenarios=sorted(set(exceptions) & installed))
+    report = await check_env_async(
+        FIXTURE / "env.toml",
+        only="official",
+        official_not_applicable={},
+        official_scenarios=sorted(set(exceptions) & installed),
+    )
     passing = [r.rule for r in report.results if r.status == "passed"]
     assert not passing, f"these scenarios pass now: remove them from {EXCEPTIONS.name}: {passing}"
 
@@ -80,12 +95,15 @@ async def test_the_listed_exceptions_really_fail_through_the_environment_layer()
 @pytest.mark.anyio
 async def test_a_plain_environment_skips_the_fixture_scenarios_with_their_reasons():
     _node()
-    report = await check_env_async("echo", only="official",
-                                   official_scenarios=["server-initialize", "tools-call-simple-text"])
+    report = await check_env_async(
+        "echo", only="official", official_scenarios=["server-initialize", "tools-call-simple-text"]
+    )
     row = report.result("official.tools-call-simple-text")
     assert row.status == "skipped"
-    assert row.message == ("not applicable: calls the suite's fixture tool `test_simple_text` (passes vacuously "
-                           "on the unknown-tool error text)")
+    assert row.message == (
+        "not applicable: calls the suite's fixture tool `test_simple_text` (passes vacuously "
+        "on the unknown-tool error text)"
+    )
     assert report.result("official.server-initialize").status == "passed"
     assert report.ok
 

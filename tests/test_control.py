@@ -79,17 +79,28 @@ async def test_ws_errors_are_named_and_the_connection_goes_on():
         ws = WS(raw)
         unknown = await ws.ask(op="step", episode_id="nope", action=call("x"))
         assert unknown["ok"] is False
-        assert unknown["error"] == {"code": "unknown_episode", "message": (
-            "unknown episode 'nope': never created, closed, or reaped; create one first (op 'create' or POST /episodes)")}
+        assert unknown["error"] == {
+            "code": "unknown_episode",
+            "message": (
+                "unknown episode 'nope': never created, closed, or reaped; create one first (op 'create' or POST /episodes)"
+            ),
+        }
         bad_op = await ws.ask(op="fly")
-        assert bad_op["error"] == {"code": "bad_request",
-                                   "message": "unknown op 'fly'; expected one of: create, reset, step, state, close, batch, list"}
+        assert bad_op["error"] == {
+            "code": "bad_request",
+            "message": "unknown op 'fly'; expected one of: create, reset, step, state, close, batch, list",
+        }
         created = (await ws.ask(op="create", seed=1))["result"]
         eid = created["episode_id"]
         no_action = await ws.ask(op="step", episode_id=eid)
-        assert no_action["error"]["code"] == "bad_request" and "'action' (an object) is required" in no_action["error"]["message"]
+        assert (
+            no_action["error"]["code"] == "bad_request"
+            and "'action' (an object) is required" in no_action["error"]["message"]
+        )
         bad_action = await ws.ask(op="step", episode_id=eid, action={"type": "dance"})
-        assert bad_action["error"]["code"] == "bad_request" and bad_action["error"]["message"].startswith("invalid action")
+        assert bad_action["error"]["code"] == "bad_request" and bad_action["error"]["message"].startswith(
+            "invalid action"
+        )
         bad_seed = await ws.ask(op="create", seed="seven")
         assert bad_seed["error"] == {"code": "bad_request", "message": "'seed' must be an integer or null, got 'seven'"}
         await raw.send("{not json")
@@ -117,9 +128,18 @@ async def test_batch_steps_many_episodes_in_one_message():
         reply = await ws.ask(op="batch", items=items)
         results = reply["result"]["results"]
         assert len(results) == 10
-        assert [r["result"]["observation"]["result"]["content"][0]["text"] for r in results[:8]] == [f"n{i}" for i in range(8)]
-        assert results[8] == {"ok": False, "error": {"code": "unknown_episode", "message": (
-            "unknown episode 'nope': never created, closed, or reaped; create one first (op 'create' or POST /episodes)")}}
+        assert [r["result"]["observation"]["result"]["content"][0]["text"] for r in results[:8]] == [
+            f"n{i}" for i in range(8)
+        ]
+        assert results[8] == {
+            "ok": False,
+            "error": {
+                "code": "unknown_episode",
+                "message": (
+                    "unknown episode 'nope': never created, closed, or reaped; create one first (op 'create' or POST /episodes)"
+                ),
+            },
+        }
         assert results[9]["result"]["observation"]["info"]["step"] == 2
         states = (await ws.ask(op="batch", items=[{"op": "state", "episode_id": e} for e in ids]))["result"]["results"]
         assert [s["result"]["state"]["step_count"] for s in states] == [2] + [1] * 7
@@ -175,7 +195,9 @@ async def test_http_equivalents():
         created = await http.post("/episodes", json={"seed": 4})
         assert created.status_code == 201
         eid = created.json()["episode_id"]
-        http.headers["OpenEnv-Episode-Key"] = created.json()["episode_key"]  # HTTP has no connection: the key says whose
+        http.headers["OpenEnv-Episode-Key"] = created.json()[
+            "episode_key"
+        ]  # HTTP has no connection: the key says whose
         assert (await http.get("/episodes")).json() == {"episodes": [eid]}
         step = await http.post(f"/episodes/{eid}/step", json={"action": call("over http")})
         assert step.status_code == 200

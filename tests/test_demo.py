@@ -13,8 +13,9 @@ from conftest import ROOT
 def test_demo_once_serves_prints_addresses_and_reaches_reward_one():
     exe = Path(sys.executable).with_name("openenv-mcp")
     env = {"PATH": "/usr/bin:/bin", "COLUMNS": "400"}  # openenv-mcp is not on PATH, as after `make demo`
-    out = subprocess.run([str(exe), "demo", "--once", "--port", "0"], capture_output=True, text=True, timeout=180,
-                         env=env, cwd=ROOT)
+    out = subprocess.run(
+        [str(exe), "demo", "--once", "--port", "0"], capture_output=True, text=True, timeout=180, env=env, cwd=ROOT
+    )
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert re.search(r"MCP \(streamable HTTP\)\s+http://127\.0\.0\.1:\d+/mcp", text)

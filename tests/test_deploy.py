@@ -26,27 +26,36 @@ async def test_an_attached_mcp_client_reads_the_task_as_a_prompt_and_a_resource_
             assert [p.name for p in prompts] == [TASK_PROMPT]
             got = await client.get_prompt(TASK_PROMPT)
             assert [(m.role, m.content.text) for m in got.messages] == [
-                ("user", "Rename the file `notes.txt` to `meeting-notes.txt`. Keep its content unchanged.")]
+                ("user", "Rename the file `notes.txt` to `meeting-notes.txt`. Keep its content unchanged.")
+            ]
             resources = (await client.list_resources()).resources
             assert [str(r.uri) for r in resources] == [TASK_URI]
             read = await client.read_resource(TASK_URI)
             task = json.loads(read.contents[0].text)
-            assert task == {"id": "rename-notes", "data": {},
-                            "prompt": "Rename the file `notes.txt` to `meeting-notes.txt`. Keep its content unchanged."}
+            assert task == {
+                "id": "rename-notes",
+                "data": {},
+                "prompt": "Rename the file `notes.txt` to `meeting-notes.txt`. Keep its content unchanged.",
+            }
             raw = read.contents[0].text + got.model_dump_json()
             for secret in ("goals", "keep", "same_as_seed", "todo.md"):  # grader-only: never on a face
                 assert secret not in raw
             # the agent solves it over MCP; the trainer still reads the reward on the control plane
             await client.call_tool("fs_move", {"source": "notes.txt", "destination": "meeting-notes.txt"})
         async with httpx.AsyncClient() as http:
-            state = (await http.get(f"{url}/episodes/{created['episode_id']}/state",
-                                    headers={"OpenEnv-Episode-Key": created["episode_key"]})).json()
+            state = (
+                await http.get(
+                    f"{url}/episodes/{created['episode_id']}/state",
+                    headers={"OpenEnv-Episode-Key": created["episode_key"]},
+                )
+            ).json()
         assert (state["state"]["cumulative_reward"], state["state"]["done"]) == (1.0, True)
 
 
 @pytest.mark.parametrize(("module", "env", "server"), [("filesystem", "files", "fs")])
-async def test_a_reference_server_run_standalone_lists_the_names_the_environment_trained_with(tmp_path, module, env,
-                                                                                              server):
+async def test_a_reference_server_run_standalone_lists_the_names_the_environment_trained_with(
+    tmp_path, module, env, server
+):
     import sys
 
     from mcp import StdioServerParameters
@@ -55,8 +64,9 @@ async def test_a_reference_server_run_standalone_lists_the_names_the_environment
 
     with openenv_mcp.make(env) as trained:
         expected = {t.name: t for t in trained.reset(seed=0).tools}
-    params = StdioServerParameters(command=sys.executable, args=["-m", f"openenv_mcp.tool_servers.{module}",
-                                                                 "--root", str(tmp_path)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", f"openenv_mcp.tool_servers.{module}", "--root", str(tmp_path)]
+    )
     async with Client(params, mode="legacy") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == set(expected)
@@ -72,8 +82,10 @@ def test_sql_in_production_without_a_database_says_so_at_start(monkeypatch, caps
 
     monkeypatch.delenv("DATABASE_URL", raising=False)
     assert main(["stdio", "sql", "--mode", "prod"]) == 2
-    assert ("sql in production uses the database at $DATABASE_URL (tool servers ['sql']): give --database-url URL "
-            "or set DATABASE_URL") in " ".join(capsys.readouterr().err.split())
+    assert (
+        "sql in production uses the database at $DATABASE_URL (tool servers ['sql']): give --database-url URL "
+        "or set DATABASE_URL"
+    ) in " ".join(capsys.readouterr().err.split())
     assert main(["stdio", "sql", "--database-url", "postgresql://nobody@127.0.0.1:1/db"]) == 2
     assert "--database-url is for production (--mode prod)" in " ".join(capsys.readouterr().err.split())
 
@@ -84,11 +96,14 @@ async def test_sql_in_production_serves_the_database_at_database_url_with_the_si
     from mcp import StdioServerParameters
 
     import openenv_mcp
+
     with openenv_mcp.make("sql") as sim:
         expected = {t.name: t for t in sim.reset(seed=0).tools}
-    params = StdioServerParameters(command=sys.executable, env={"PATH": "/usr/bin:/bin"},
-                                   args=["-m", "openenv_mcp.cli", "stdio", "sql", "--mode", "prod",
-                                         "--database-url", postgres_server.url])
+    params = StdioServerParameters(
+        command=sys.executable,
+        env={"PATH": "/usr/bin:/bin"},
+        args=["-m", "openenv_mcp.cli", "stdio", "sql", "--mode", "prod", "--database-url", postgres_server.url],
+    )
     async with Client(params, mode="legacy") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == set(expected)

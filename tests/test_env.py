@@ -128,9 +128,14 @@ def test_max_steps_truncates(make):
     [
         (CallTool(name="nope", arguments={}), "Unknown tool: 'nope'"),
         (CallTool(name="echo", arguments={}), "Invalid arguments for tool 'echo': 'text' is a required property"),
-        (CallTool(name="echo", arguments={"text": 3}), "Invalid arguments for tool 'echo' at 'text': 3 is not of type 'string'"),
-        (CallTool(name="echo", arguments={"text": "a", "x": 1}),
-         "Invalid arguments for tool 'echo': Additional properties are not allowed ('x' was unexpected)"),
+        (
+            CallTool(name="echo", arguments={"text": 3}),
+            "Invalid arguments for tool 'echo' at 'text': 3 is not of type 'string'",
+        ),
+        (
+            CallTool(name="echo", arguments={"text": "a", "x": 1}),
+            "Invalid arguments for tool 'echo': Additional properties are not allowed ('x' was unexpected)",
+        ),
     ],
 )
 def test_agent_errors_are_error_results_and_the_episode_goes_on(action, message, make):

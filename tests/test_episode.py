@@ -13,8 +13,10 @@ from openenv_mcp import CallTool, EnvSpec, ToolNameError, ToolServerSpec
 def _server(*names: str, body=None) -> FastMCP:
     server = FastMCP("t")
     for name in names:
+
         async def tool(x: int = 0) -> int:
             return x
+
         server.tool(tool, name=name)
     return server
 
@@ -32,8 +34,10 @@ def test_namespaces_prefix_tool_names_and_route_calls():
 
 
 def test_duplicate_names_after_namespacing_are_a_load_error():
-    env = _env(ToolServerSpec(name="a", namespace="", object=_server("get")),
-               ToolServerSpec(name="b", namespace="", object=_server("get")))
+    env = _env(
+        ToolServerSpec(name="a", namespace="", object=_server("get")),
+        ToolServerSpec(name="b", namespace="", object=_server("get")),
+    )
     with pytest.raises(ToolNameError, match=r"duplicate tool name 'get' \(from tool servers 'a' and 'b'\)"):
         env.reset()
 
@@ -160,8 +164,10 @@ def test_a_reward_that_raises_is_reported_and_the_episode_goes_on():
     env.reset(seed=0)
     bad = env.step(CallTool(name="fetch", arguments={"ms": 1}))
     assert (bad.reward, bad.done, bad.info["score"]) == (0.0, False, 0.0)
-    assert bad.info["reward_error"] == ("the reward function raised ValueError: cannot grade this; this step's reward "
-                                        "is 0.0 (the score is unchanged) and the episode goes on")
+    assert bad.info["reward_error"] == (
+        "the reward function raised ValueError: cannot grade this; this step's reward "
+        "is 0.0 (the score is unchanged) and the episode goes on"
+    )
     good = env.step(CallTool(name="fetch", arguments={"ms": 2}))
     assert (good.reward, good.info["score"], "reward_error" in good.info) == (0.5, 0.5, False)
     assert (env.state().step_count, env.state().reward_errors, env.state().cumulative_reward) == (2, 1, 0.5)
@@ -175,8 +181,15 @@ def test_grader_only_task_fields_reach_the_reward_but_no_observation():
         seen.append((ctx.task.answer, ctx.task.data))
         return 0.0
 
-    tasks = [{"id": "t", "prompt": "p", "answer": "the-answer-xyzzy", "private": ["rubric"],
-              "data": {"hint": "h", "expected": [1], "rubric": "r"}}]
+    tasks = [
+        {
+            "id": "t",
+            "prompt": "p",
+            "answer": "the-answer-xyzzy",
+            "private": ["rubric"],
+            "data": {"hint": "h", "expected": [1], "rubric": "r"},
+        }
+    ]
     env = _io_env(tasks=tasks, private_task_fields=["expected"], reward=reward)
     first = env.reset(seed=0)
     step = env.step(CallTool(name="fetch", arguments={"ms": 1}))

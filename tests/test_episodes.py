@@ -21,8 +21,11 @@ async def test_cap_answers_clearly_and_frees_room_on_close():
     async with manager.running():
         a = await manager.create(seed=1)
         await manager.create(seed=2)
-        with pytest.raises(EpisodeLimit, match=r"^the server is full: 2 live episodes, the cap is 2 \(--max-episodes\); "
-                                               r"close episodes you no longer need, or retry later$"):
+        with pytest.raises(
+            EpisodeLimit,
+            match=r"^the server is full: 2 live episodes, the cap is 2 \(--max-episodes\); "
+            r"close episodes you no longer need, or retry later$",
+        ):
             await manager.create(seed=3)
         assert await manager.close(a.id) is True
         assert (await manager.create(seed=3)).seed == 3
@@ -51,8 +54,11 @@ async def test_idle_episodes_are_reaped_and_lookups_say_why():
                 manager.get(busy.id)  # using an episode keeps it alive
                 await anyio.sleep(0.02)
         assert busy.id in manager and idle.closed is True
-        with pytest.raises(UnknownEpisode, match=rf"^episode '{idle.id}' was closed after 0.2 s idle \(--idle-timeout\); "
-                                                 "create a new episode$"):
+        with pytest.raises(
+            UnknownEpisode,
+            match=rf"^episode '{idle.id}' was closed after 0.2 s idle \(--idle-timeout\); "
+            "create a new episode$",
+        ):
             manager.get(idle.id)
     assert metrics.episodes_closed["idle"] >= 1
 

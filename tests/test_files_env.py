@@ -19,7 +19,9 @@ TASKS = ENVIRONMENT.tasks.tasks
 def test_the_environment_is_declared_as_documented():
     spec = ENVIRONMENT.spec
     assert spec.description and spec.max_steps == 20
-    assert [(s.name, s.object) for s in spec.tool_servers] == [("fs", "openenv_mcp.tool_servers.filesystem:create_server")]
+    assert [(s.name, s.object) for s in spec.tool_servers] == [
+        ("fs", "openenv_mcp.tool_servers.filesystem:create_server")
+    ]
     assert len(TASKS) >= 20
     for task in TASKS:
         assert task.workspace == f"seeds/{task.id}" and (spec.base_dir / task.workspace).is_dir(), task.id
@@ -54,11 +56,19 @@ async def test_reference_solves_and_wrong_scores_zero(task):
 async def test_partial_credit_per_goal_and_guards_zero_it():
     episode = await ENVIRONMENT.new_episode(seed=0, task_id="json-port-and-debug")
     try:
-        obs = await episode.act(CallTool(name="fs_edit", arguments={
-            "path": "config/app.json", "old_text": '"port": 8080', "new_text": '"port": 8081'}))
+        obs = await episode.act(
+            CallTool(
+                name="fs_edit",
+                arguments={"path": "config/app.json", "old_text": '"port": 8080', "new_text": '"port": 8081'},
+            )
+        )
         assert obs.reward == 0.5 and not obs.done and obs.info["goals_met"] == 1 and obs.info["goals"] == 2
-        obs = await episode.act(CallTool(name="fs_edit", arguments={
-            "path": "config/app.json", "old_text": '"workers": 4', "new_text": '"workers": 8'}))
+        obs = await episode.act(
+            CallTool(
+                name="fs_edit",
+                arguments={"path": "config/app.json", "old_text": '"workers": 4', "new_text": '"workers": 8'},
+            )
+        )
         assert obs.reward == -0.5 and obs.info["guards_broken"] == 1  # a setting it had to keep changed
         assert episode.state().cumulative_reward == 0.0
     finally:

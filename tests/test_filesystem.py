@@ -42,10 +42,10 @@ def layout(tmp_path):
     (ws / "notes.txt").write_text("alpha\nbeta\ngamma\n")
     (ws / "src" / "app.py").write_text("import os\n\ndef main():\n    return os.getcwd()  # TODO\n")
     (ws / "src" / "util.py").write_text("def helper():\n    pass  # TODO later\n")
-    os.symlink(out, ws / "linkdir")                      # a symlinked folder pointing out
-    os.symlink(out / "secret.txt", ws / "linkfile")      # a symlinked file pointing out
+    os.symlink(out, ws / "linkdir")  # a symlinked folder pointing out
+    os.symlink(out / "secret.txt", ws / "linkfile")  # a symlinked file pointing out
     os.symlink(out / "nothing-yet.txt", ws / "dangling")  # a dangling link pointing out
-    os.symlink("notes.txt", ws / "inner")                # a link that stays inside
+    os.symlink("notes.txt", ws / "inner")  # a link that stays inside
     return ws, out
 
 
@@ -112,12 +112,15 @@ async def test_list_recursive_and_errors(fs, layout):
     (ws / "src" / "pkg").mkdir()
     (ws / "src" / "pkg" / "mod.py").write_text("x = 1\n")
     assert await ok(fs, "list", path="src", recursive=True) == (
-        "app.py (54 bytes)\npkg/\npkg/mod.py (6 bytes)\nutil.py (37 bytes)")
+        "app.py (54 bytes)\npkg/\npkg/mod.py (6 bytes)\nutil.py (37 bytes)"
+    )
     assert await ok(fs, "list", path="src") == "app.py (54 bytes)\npkg/\nutil.py (37 bytes)"
     (ws / "empty").mkdir()
     assert await ok(fs, "list", path="empty") == "empty/ is empty."
     assert await fails(fs, "list", path="nope") == "Folder 'nope' does not exist."
-    assert await fails(fs, "list", path="notes.txt") == "'notes.txt' is a file, not a folder; use read to see its content."
+    assert (
+        await fails(fs, "list", path="notes.txt") == "'notes.txt' is a file, not a folder; use read to see its content."
+    )
 
 
 async def test_list_is_capped_with_a_marker(tmp_path):
@@ -137,14 +140,17 @@ async def test_read_whole_file_ranges_and_errors(fs, layout):
     assert await ok(fs, "read", path="./src/../notes.txt", start_line=3) == "gamma\n"
     assert await ok(fs, "read", path="inner") == "alpha\nbeta\ngamma\n"  # a link inside is fine
     assert await fails(fs, "read", path="notes.txt", start_line=9) == (
-        "File 'notes.txt' has 3 lines; start_line 9 is past its end.")
+        "File 'notes.txt' has 3 lines; start_line 9 is past its end."
+    )
     assert await fails(fs, "read", path="missing.txt") == "File 'missing.txt' does not exist."
     assert await fails(fs, "read", path="src") == "'src' is a folder, not a file; use list to see its entries."
     (ws / "blob.bin").write_bytes(b"\x89PNG\x00\xff\xfe")
     assert await fails(fs, "read", path="blob.bin") == (
-        "File 'blob.bin' is not UTF-8 text (7 bytes, binary); it cannot be read as text.")
+        "File 'blob.bin' is not UTF-8 text (7 bytes, binary); it cannot be read as text."
+    )
     assert await fails(fs, "read", path="") == (
-        "Path is empty: give a path relative to the workspace root, such as '.' or 'notes.txt'.")
+        "Path is empty: give a path relative to the workspace root, such as '.' or 'notes.txt'."
+    )
     text = await fails(fs, "read", path="notes.txt", start_line=0)
     assert "start_line" in text
 
@@ -157,7 +163,9 @@ async def test_read_large_file_is_cut_with_a_marker_and_can_be_continued(layout)
         text = await ok(client, "read", path="big.txt")
         body, marker = text.rsplit("\n[", 1)
         assert len(body) + 1 == 100_000
-        assert "[" + marker == ("[... truncated: showing 100000 of 300000 characters; continue with start_line=1001 ...]")
+        assert "[" + marker == (
+            "[... truncated: showing 100000 of 300000 characters; continue with start_line=1001 ...]"
+        )
         nxt = await ok(client, "read", path="big.txt", start_line=1001, max_lines=2)
         assert nxt == line * 2
 
@@ -175,14 +183,18 @@ async def test_write_creates_parents_and_overwrites(fs, layout):
 async def test_write_size_is_capped(tmp_path):
     async with FastMCPClient(create_server(tmp_path, max_write_chars=10)) as client:
         assert await fails(client, "write", path="a.txt", content="x" * 11) == (
-            "Content is 11 characters; the limit is 10.")
+            "Content is 11 characters; the limit is 10."
+        )
     assert not (tmp_path / "a.txt").exists()
 
 
 # -- edit ----------------------------------------------------------------------------
 async def test_edit_replaces_exactly_one_occurrence(fs, layout):
     ws, _ = layout
-    assert await ok(fs, "edit", path="notes.txt", old_text="beta\n", new_text="BETA\n") == "Replaced 1 occurrence in notes.txt."
+    assert (
+        await ok(fs, "edit", path="notes.txt", old_text="beta\n", new_text="BETA\n")
+        == "Replaced 1 occurrence in notes.txt."
+    )
     assert (ws / "notes.txt").read_text() == "alpha\nBETA\ngamma\n"
 
 
@@ -190,25 +202,31 @@ async def test_edit_fails_clearly_and_changes_nothing_when_missing_or_ambiguous(
     ws, _ = layout
     (ws / "dup.txt").write_text("a = 1\nb = 1\n")
     assert await fails(fs, "edit", path="dup.txt", old_text="= 2", new_text="= 3") == (
-        "old_text not found in 'dup.txt'; nothing changed. Read the file and copy the text exactly.")
+        "old_text not found in 'dup.txt'; nothing changed. Read the file and copy the text exactly."
+    )
     assert await fails(fs, "edit", path="dup.txt", old_text="= 1", new_text="= 3") == (
         "old_text occurs 2 times in 'dup.txt'; nothing changed. Include more surrounding text to make it "
-        "unique, or set replace_all to true.")
+        "unique, or set replace_all to true."
+    )
     assert (ws / "dup.txt").read_text() == "a = 1\nb = 1\n"
     assert await ok(fs, "edit", path="dup.txt", old_text="= 1", new_text="= 3", replace_all=True) == (
-        "Replaced 2 occurrences in dup.txt.")
+        "Replaced 2 occurrences in dup.txt."
+    )
     assert (ws / "dup.txt").read_text() == "a = 3\nb = 3\n"
     assert await fails(fs, "edit", path="dup.txt", old_text="", new_text="x") == (
-        "old_text is empty; give the exact text to replace (use write to replace a whole file).")
+        "old_text is empty; give the exact text to replace (use write to replace a whole file)."
+    )
     assert await fails(fs, "edit", path="nope.txt", old_text="a", new_text="b") == (
-        "File 'nope.txt' does not exist; use write to create it.")
+        "File 'nope.txt' does not exist; use write to create it."
+    )
 
 
 # -- move ----------------------------------------------------------------------------
 async def test_move_renames_files_and_folders(fs, layout):
     ws, _ = layout
     assert await ok(fs, "move", source="notes.txt", destination="archive/2024/notes.md") == (
-        "Moved notes.txt -> archive/2024/notes.md.")
+        "Moved notes.txt -> archive/2024/notes.md."
+    )
     assert not (ws / "notes.txt").exists() and (ws / "archive/2024/notes.md").read_text().startswith("alpha")
     assert await ok(fs, "move", source="src", destination="lib") == "Moved src -> lib."
     assert (ws / "lib/app.py").is_file()
@@ -220,16 +238,20 @@ async def test_move_refuses_clobbering_and_nonsense(fs, layout):
     ws, _ = layout
     (ws / "other.txt").write_text("other\n")
     assert await fails(fs, "move", source="notes.txt", destination="other.txt") == (
-        "Destination 'other.txt' already exists; set overwrite to true to replace it.")
+        "Destination 'other.txt' already exists; set overwrite to true to replace it."
+    )
     assert await fails(fs, "move", source="notes.txt", destination="src") == (
-        "Destination 'src' is an existing folder; give the full new path, e.g. 'src/notes.txt'.")
+        "Destination 'src' is an existing folder; give the full new path, e.g. 'src/notes.txt'."
+    )
     assert await fails(fs, "move", source="missing", destination="x") == "Source 'missing' does not exist."
     assert await fails(fs, "move", source="src", destination="src/inner/src") == (
-        "Cannot move folder 'src' into itself ('src/inner/src').")
+        "Cannot move folder 'src' into itself ('src/inner/src')."
+    )
     assert await fails(fs, "move", source=".", destination="x") == "The workspace root itself cannot be moved."
     assert (ws / "other.txt").read_text() == "other\n"
     assert await ok(fs, "move", source="notes.txt", destination="other.txt", overwrite=True) == (
-        "Moved notes.txt -> other.txt.")
+        "Moved notes.txt -> other.txt."
+    )
     assert (ws / "other.txt").read_text().startswith("alpha")
 
 
@@ -238,29 +260,35 @@ async def test_delete_files_folders_and_links(fs, layout):
     ws, out = layout
     assert await ok(fs, "delete", path="src/util.py") == "Deleted src/util.py."
     assert await fails(fs, "delete", path="src") == (
-        "Folder 'src' is not empty (1 entries); set recursive to true to delete it with its contents.")
+        "Folder 'src' is not empty (1 entries); set recursive to true to delete it with its contents."
+    )
     assert await ok(fs, "delete", path="src", recursive=True) == "Deleted folder src and 1 entries in it."
     (ws / "empty").mkdir()
     assert await ok(fs, "delete", path="empty") == "Deleted folder empty."
     assert await ok(fs, "delete", path="inner") == "Deleted inner."
     assert (ws / "notes.txt").is_file()  # the link went, not the file it pointed to
     assert await fails(fs, "delete", path=".") == (
-        "The workspace root itself cannot be deleted; delete the entries inside it.")
+        "The workspace root itself cannot be deleted; delete the entries inside it."
+    )
     assert await fails(fs, "delete", path="src") == "'src' does not exist."
 
 
 # -- search --------------------------------------------------------------------------
 async def test_search_plain_regex_glob_and_case(fs):
     assert await ok(fs, "search", pattern="TODO") == (
-        "src/app.py:4:     return os.getcwd()  # TODO\nsrc/util.py:2:     pass  # TODO later")
+        "src/app.py:4:     return os.getcwd()  # TODO\nsrc/util.py:2:     pass  # TODO later"
+    )
     assert await ok(fs, "search", pattern=r"^def \w+", regex=True, path="src") == (
-        "src/app.py:3: def main():\nsrc/util.py:1: def helper():")
+        "src/app.py:3: def main():\nsrc/util.py:1: def helper():"
+    )
     assert await ok(fs, "search", pattern="todo", glob="util*", case_sensitive=False) == (
-        "src/util.py:2:     pass  # TODO later")
+        "src/util.py:2:     pass  # TODO later"
+    )
     assert await ok(fs, "search", pattern="beta", path="notes.txt") == "notes.txt:2: beta"
     assert await ok(fs, "search", pattern="zzz") == "No matches for 'zzz' in '.'."
     assert await fails(fs, "search", pattern="(", regex=True) == (
-        "Invalid regular expression '(': missing ), unterminated subpattern at position 0.")
+        "Invalid regular expression '(': missing ), unterminated subpattern at position 0."
+    )
     assert await fails(fs, "search", pattern="") == "pattern is empty; give the text to look for."
 
 
@@ -280,14 +308,16 @@ async def test_search_output_is_bounded(tmp_path):
         assert lines == ["many.txt:51: hit " + "y" * 16 + " [... line truncated ...]"]
     async with FastMCPClient(create_server(tmp_path, max_search_file_bytes=100)) as client:
         assert await ok(client, "search", pattern="hit") == (
-            "No matches for 'hit' in '.'.\n[1 file(s) larger than 100 bytes skipped]")
+            "No matches for 'hit' in '.'.\n[1 file(s) larger than 100 bytes skipped]"
+        )
 
 
 # -- escapes -------------------------------------------------------------------------
 def test_the_refusal_message_is_what_agents_see():
     assert OUTSIDE.format(path="../x") == (
         "Access denied: path '../x' is outside the workspace. Use a path relative to the workspace root, "
-        "such as 'notes.txt' or 'src/app.py'.")
+        "such as 'notes.txt' or 'src/app.py'."
+    )
 
 
 ESCAPES = [
@@ -296,11 +326,11 @@ ESCAPES = [
     "src/../../outside/secret.txt",
     "/etc/passwd",
     "~/x.txt",
-    "linkdir",                 # symlinked folder pointing out
-    "linkdir/secret.txt",      # a file below it
-    "linkdir/new.txt",         # a new file below it (write must not create it)
-    "linkfile",                # symlinked file pointing out
-    "dangling",                # dangling link pointing out (write would create the target)
+    "linkdir",  # symlinked folder pointing out
+    "linkdir/secret.txt",  # a file below it
+    "linkdir/new.txt",  # a new file below it (write must not create it)
+    "linkfile",  # symlinked file pointing out
+    "dangling",  # dangling link pointing out (write would create the target)
 ]
 
 
@@ -364,8 +394,15 @@ async def test_a_link_created_later_is_refused_too(fs, layout):
 
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.filesystem", *a],  # noqa: E731
-                                    cwd=REPO, capture_output=True, text=True, timeout=60)
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "openenv_mcp.tool_servers.filesystem", *a],  # noqa: E731
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
     result = run("--help")
     assert result.returncode == 0
     for flag in ("--root", "--transport", "--host", "--port"):
@@ -377,8 +414,11 @@ def test_cli_help_and_bad_root(tmp_path):
 
 async def test_standalone_stdio_with_the_official_sdk_client(layout):
     ws, out = layout
-    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws),
-                                         "--namespace", ""], cwd=str(REPO))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws), "--namespace", ""],
+        cwd=str(REPO),
+    )
     with anyio.fail_after(60):
         async with Client(params) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOLS
@@ -422,9 +462,9 @@ def test_root_follows_inner_links_and_refuses_every_way_out(layout, kernel):
     if kernel and not HAVE_OPENAT2:
         pytest.skip("this kernel has no openat2")
     ws, out = layout
-    (ws / "src" / "up").symlink_to("../notes.txt")       # relative, stays inside
-    (ws / "src" / "climb").symlink_to("../../outside")   # relative, climbs out
-    (ws / "chain").symlink_to("src/up")                  # a link to a link
+    (ws / "src" / "up").symlink_to("../notes.txt")  # relative, stays inside
+    (ws / "src" / "climb").symlink_to("../../outside")  # relative, climbs out
+    (ws / "chain").symlink_to("src/up")  # a link to a link
     (ws / "loop1").symlink_to("loop2")
     (ws / "loop2").symlink_to("loop1")
     root = Root(str(ws), use_openat2=kernel)
@@ -490,19 +530,23 @@ async def test_read_streams_lines_split_exactly_like_splitlines_across_chunk_edg
     async with FastMCPClient(create_server(tmp_path, max_read_chars=10 * CHUNK)) as client:
         for start in range(1, len(lines) + 1):
             assert await ok(client, "read", path="t.txt", start_line=start, max_lines=2) == "".join(
-                lines[start - 1:start + 1]), start
+                lines[start - 1 : start + 1]
+            ), start
         assert await fails(client, "read", path="t.txt", start_line=len(lines) + 1) == (
-            f"File 't.txt' has {len(lines)} lines; start_line {len(lines) + 1} is past its end.")
+            f"File 't.txt' has {len(lines)} lines; start_line {len(lines) + 1} is past its end."
+        )
 
 
 async def test_read_stops_at_the_scan_budget_and_says_so(tmp_path):
     (tmp_path / "big.txt").write_text("line\n" * 1000)
     async with FastMCPClient(create_server(tmp_path, max_read_scan_bytes=100, max_read_chars=50)) as client:
         assert await ok(client, "read", path="big.txt") == "line\n" * 10 + (
-            "[... truncated: showing 50 of at least 100 characters; continue with start_line=11 ...]")
+            "[... truncated: showing 50 of at least 100 characters; continue with start_line=11 ...]"
+        )
         assert await fails(client, "read", path="big.txt", start_line=500) == (
             "start_line 500 is past the first 20 lines of 'big.txt', all that read scans (100 bytes); "
-            "the file is 5000 bytes.")
+            "the file is 5000 bytes."
+        )
 
 
 async def test_edit_refuses_by_size_before_reading_or_building(tmp_path):
@@ -511,11 +555,13 @@ async def test_edit_refuses_by_size_before_reading_or_building(tmp_path):
         f.truncate(1 << 30)
     async with FastMCPClient(create_server(tmp_path, max_write_chars=100)) as client:
         assert await fails(client, "edit", path="a.txt", old_text="a", new_text="xyz", replace_all=True) == (
-            "The result would be 120 characters; the limit is 100.")
+            "The result would be 120 characters; the limit is 100."
+        )
         assert (tmp_path / "a.txt").read_text() == "ab" * 30
         assert await fails(client, "edit", path="sparse.bin", old_text="a", new_text="b") == (
             "File 'sparse.bin' is 1073741824 bytes; edit changes files of at most 100 characters. "
-            "Use write to replace it.")
+            "Use write to replace it."
+        )
 
 
 async def test_deep_trees_are_listed_searched_and_deleted_without_recursion(tmp_path):
@@ -537,20 +583,24 @@ async def test_walk_budgets_are_visible(tmp_path):
         (tmp_path / f"f{i:02d}.txt").write_text("hit\n")
     async with FastMCPClient(create_server(tmp_path, max_walk_entries=10)) as client:
         assert (await ok(client, "list")).splitlines()[-1] == (
-            "[... truncated: listing stopped after 10 entries; list a sub-folder instead ...]")
+            "[... truncated: listing stopped after 10 entries; list a sub-folder instead ...]"
+        )
         assert (await ok(client, "search", pattern="hit")).splitlines()[-1] == (
-            "[search stopped after 10 entries; narrow it with path or glob]")
+            "[search stopped after 10 entries; narrow it with path or glob]"
+        )
 
 
 async def test_search_uses_linear_time_regex_and_names_unsupported_features(fs, layout):
     ws, _ = layout
     (ws / "a.txt").write_text("a" * 40 + "\n")
     assert await ok(fs, "search", pattern="(a|a)*b", regex=True, path="a.txt") == (
-        "No matches for '(a|a)*b' in 'a.txt'.")
+        "No matches for '(a|a)*b' in 'a.txt'."
+    )
     assert await ok(fs, "search", pattern="(?i)ALPHA", regex=True, path="notes.txt") == "notes.txt:1: alpha"
     assert await fails(fs, "search", pattern="a(?=b)", regex=True) == (
         "Regular expression 'a(?=b)' is not supported: invalid perl operator: (?=. Search matches in linear "
-        "time (RE2 syntax), without backreferences or look-around.")
+        "time (RE2 syntax), without backreferences or look-around."
+    )
     assert await ok(fs, "search", pattern="a.b*", path="notes.txt") == "No matches for 'a.b*' in 'notes.txt'."
 
 
@@ -564,8 +614,11 @@ async def test_special_files_are_refused_by_every_tool_that_opens_them(fs, layou
     try:
         with anyio.fail_after(10):
             for path in ("pipe", "sock"):
-                for tool, args in (("read", {}), ("write", {"content": "x"}),
-                                   ("edit", {"old_text": "a", "new_text": "b"})):
+                for tool, args in (
+                    ("read", {}),
+                    ("write", {"content": "x"}),
+                    ("edit", {"old_text": "a", "new_text": "b"}),
+                ):
                     text = await fails(fs, tool, path=path, **args)
                     assert text == NOT_REGULAR.format(path=path), (tool, path, text)
             assert await ok(fs, "search", pattern="x") == "No matches for 'x' in '.'."
@@ -577,7 +630,8 @@ async def test_a_dangling_link_inside_is_not_written_through(fs, layout):
     ws, _ = layout
     os.symlink("missing.txt", ws / "soon")
     assert await fails(fs, "write", path="soon", content="x") == (
-        "'soon' is a link to a missing file or appeared meanwhile; nothing was written. Write to the file's own path.")
+        "'soon' is a link to a missing file or appeared meanwhile; nothing was written. Write to the file's own path."
+    )
     assert not (ws / "missing.txt").exists()
 
 
@@ -587,8 +641,10 @@ async def test_lean_mode_lists_exactly_what_fastmcp_lists(tmp_path):
 
     from openenv_mcp.tool_servers.filesystem.stdio import TOOLS_FILE
 
-    listed = [t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
-              for t in await create_server(tmp_path).list_tools()]
+    listed = [
+        t.to_mcp_tool().model_dump(by_alias=True, exclude_none=True, mode="json")
+        for t in await create_server(tmp_path).list_tools()
+    ]
     for tool in listed:
         tool.pop("_meta", None)
     assert json.loads(TOOLS_FILE.read_text()) == listed
@@ -596,8 +652,11 @@ async def test_lean_mode_lists_exactly_what_fastmcp_lists(tmp_path):
 
 async def test_lean_stdio_with_the_official_sdk_client(layout):
     ws, out = layout
-    params = StdioServerParameters(command=sys.executable, cwd=str(REPO),
-                                   args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws), "--lean"])
+    params = StdioServerParameters(
+        command=sys.executable,
+        cwd=str(REPO),
+        args=["-m", "openenv_mcp.tool_servers.filesystem", "--root", str(ws), "--lean"],
+    )
     with anyio.fail_after(60):
         async with Client(params) as client:
             assert {t.name for t in (await client.list_tools()).tools} == TOOLS
@@ -632,13 +691,15 @@ def test_reading_one_line_of_a_sparse_gigabyte_file_keeps_memory_bounded(tmp_pat
 
     with open(tmp_path / "big", "wb") as f:
         f.truncate(1 << 30)
-    done = subprocess.run([sys.executable, "-c", PEAK_READ, str(tmp_path)], cwd=REPO, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_READ, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["grew_mb"] < 150, out
-    assert out["text"].endswith("[... truncated: showing 100000 of at least 64000000 characters; "
-                                "continue with start_line=1 ...]"), out
+    assert out["text"].endswith(
+        "[... truncated: showing 100000 of at least 64000000 characters; continue with start_line=1 ...]"
+    ), out
 
 
 SWAP = """
@@ -675,12 +736,14 @@ async def test_in_process_tools_cannot_be_raced_out_by_a_folder_symlink_exchange
     with exchanging(ws / "d", ws / "l"):
         async with FastMCPClient(create_server(ws)) as client:
             for i in range(150):
-                for tool, args in (("write", {"path": f"d/x{i}.txt", "content": "agent\n"}),
-                                   ("read", {"path": "d/secret.txt"}),
-                                   ("edit", {"path": "d/secret.txt", "old_text": "top", "new_text": "pwned"}),
-                                   ("search", {"pattern": "secret", "path": "d"}),
-                                   ("move", {"source": "d/owned.txt", "destination": "stolen.txt"}),
-                                   ("delete", {"path": "d/owned.txt"})):
+                for tool, args in (
+                    ("write", {"path": f"d/x{i}.txt", "content": "agent\n"}),
+                    ("read", {"path": "d/secret.txt"}),
+                    ("edit", {"path": "d/secret.txt", "old_text": "top", "new_text": "pwned"}),
+                    ("search", {"pattern": "secret", "path": "d"}),
+                    ("move", {"source": "d/owned.txt", "destination": "stolen.txt"}),
+                    ("delete", {"path": "d/owned.txt"}),
+                ):
                     texts.append((await call(client, tool, **args))[0])
     assert not any("top secret" in t for t in texts)
     assert sorted((p.name, p.read_bytes(), p.stat().st_mtime_ns) for p in out.iterdir()) == before

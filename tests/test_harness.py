@@ -28,14 +28,30 @@ def model():
 
 def rollout(tmp_path, model, *harness: str, episodes: int = 1) -> list[dict]:
     out = tmp_path / "out.jsonl"
-    code = main(["rollout", "files", "--base-url", model.url, "--model", "scripted", "--task", TASK,
-                 "--episodes", str(episodes), "--out", str(out), *harness])
+    code = main(
+        [
+            "rollout",
+            "files",
+            "--base-url",
+            model.url,
+            "--model",
+            "scripted",
+            "--task",
+            TASK,
+            "--episodes",
+            str(episodes),
+            "--out",
+            str(out),
+            *harness,
+        ]
+    )
     assert code == 0
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
-@pytest.mark.parametrize(("harness", "package"), [("openai-agents", "openai-agents"),
-                                                   ("pydantic-ai", "pydantic-ai-slim")])
+@pytest.mark.parametrize(
+    ("harness", "package"), [("openai-agents", "openai-agents"), ("pydantic-ai", "pydantic-ai-slim")]
+)
 def test_a_harness_solves_a_files_task_over_the_episodes_mcp_address(tmp_path, model, harness, package):
     [line] = rollout(tmp_path, model, "--harness", harness)
     assert line["harness"] == {"name": harness, "version": version(package)}

@@ -27,9 +27,18 @@ def packages(tmp_path_factory):
 def test_init_writes_a_complete_package(packages):
     root = packages.plain
     files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    assert files >= {"pyproject.toml", "README.md", "Dockerfile", "tests/test_env.py", "plain_env/__init__.py",
-                     "plain_env/env.toml", "plain_env/server.py", "plain_env/tasks.jsonl", "plain_env/reward.py",
-                     "plain_env/solutions.py"}
+    assert files >= {
+        "pyproject.toml",
+        "README.md",
+        "Dockerfile",
+        "tests/test_env.py",
+        "plain_env/__init__.py",
+        "plain_env/env.toml",
+        "plain_env/server.py",
+        "plain_env/tasks.jsonl",
+        "plain_env/reward.py",
+        "plain_env/solutions.py",
+    }
     pyproject = (root / "pyproject.toml").read_text()
     assert '[project.entry-points."openenv_mcp.envs"]\nplain-env = "plain_env:ENV_DIR"' in pyproject
     assert "ARG BASE_IMAGE=" in (root / "Dockerfile").read_text()
@@ -69,15 +78,17 @@ def test_straight_out_of_init_the_env_is_conformant(packages, name):
 def test_straight_out_of_init_the_reference_solution_reaches_reward_1(packages, name):
     out = packages.venv.cli("run", name, "--episodes", "2", env=packages.venv.env() | {"COLUMNS": "200"}).stdout
     assert "2 episodes: reward mean 1.000 (std 0.000), success rate 100%" in out, out
-    wrong = packages.venv.cli("run", name, "--episodes", "1", "--policy", "wrong",
-                              env=packages.venv.env() | {"COLUMNS": "200"}).stdout
+    wrong = packages.venv.cli(
+        "run", name, "--episodes", "1", "--policy", "wrong", env=packages.venv.env() | {"COLUMNS": "200"}
+    ).stdout
     assert "1 episodes: reward mean 0.000 (std 0.000), success rate 0%" in wrong, wrong
 
 
 @pytest.mark.parametrize("name", KINDS)
 def test_the_generated_tests_pass(packages, name):
-    out = packages.venv.run(packages.venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            cwd=packages.venv.scratch / name).stdout
+    out = packages.venv.run(
+        packages.venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=packages.venv.scratch / name
+    ).stdout
     assert re.search(r"^4 passed", out, re.M), out
 
 
@@ -92,8 +103,9 @@ def test_init_refuses_an_existing_folder_and_a_bad_name(packages):
 
 def test_init_from_a_command_that_is_no_mcp_server_says_so(packages):
     venv = packages.venv
-    proc = venv.cli("init", "broken-env", "--from-command", "python", "-c", "import sys; print('hi'); sys.exit(3)",
-                    check=False)
+    proc = venv.cli(
+        "init", "broken-env", "--from-command", "python", "-c", "import sys; print('hi'); sys.exit(3)", check=False
+    )
     assert proc.returncode == 2
     assert "cannot read the tools of the MCP server 'python -c" in " ".join(proc.stderr.split())
     assert not (venv.scratch / "broken-env").exists()

@@ -66,7 +66,8 @@ def test_tools_call_with_bad_arguments_is_an_error_result(transport, served):
     assert r.output["isError"] is True, r.stdout
     assert r.returncode == 5 and '"code":"tool_is_error"' in r.stderr
     assert _texts(r.output) == [
-        "Invalid arguments for tool 'echo': Additional properties are not allowed ('wrong' was unexpected)"]
+        "Invalid arguments for tool 'echo': Additional properties are not allowed ('wrong' was unexpected)"
+    ]
 
 
 def _create_episode(base: str) -> dict:
@@ -90,8 +91,9 @@ def test_attach_inspector_drives_an_episode_the_trainer_created(served):
     the trainer reads the step on the control plane."""
     created = _create_episode(served)
     assert created["mcp_url"].startswith(f"{served}/episodes/{created['episode_id']}/")
-    r = inspector([created["mcp_url"]], "tools/call", transport="http", tool_name="echo",
-                  tool_args={"text": "attached"})
+    r = inspector(
+        [created["mcp_url"]], "tools/call", transport="http", tool_name="echo", tool_args={"text": "attached"}
+    )
     assert r.returncode == 0, r.stderr
     assert _texts(r.output) == ["attached"]
     assert _state(served, created)["step_count"] == 1
@@ -103,8 +105,14 @@ def test_meta_key_names_the_episode_on_the_shared_endpoint(served):
     call on ``/mcp``."""
     created = _create_episode(served)
     agent_key = created["mcp_path"].split("/")[3]
-    r = inspector(_http(served), "tools/call", transport="http", tool_name="echo", tool_args={"text": "meta"},
-                  metadata={"openenv/episode": created["episode_id"], "openenv/episode_key": agent_key})
+    r = inspector(
+        _http(served),
+        "tools/call",
+        transport="http",
+        tool_name="echo",
+        tool_args={"text": "meta"},
+        metadata={"openenv/episode": created["episode_id"], "openenv/episode_key": agent_key},
+    )
     assert r.returncode == 0, r.stderr
     assert _texts(r.output) == ["meta"]
     assert _state(served, created)["step_count"] == 1

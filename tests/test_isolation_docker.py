@@ -51,8 +51,14 @@ def docker_env(tmp_path: Path, *flags: str, image: str = IMAGE, **limits) -> tup
     seed = tmp_path / f"seed-{marker[-8:]}"
     seed.mkdir()
     shutil.copy(FIXTURE, seed / "hostile_server.py")
-    server = ToolServerSpec(name="h", namespace="", isolation="docker", workspace=seed.name, limits=limits,
-                            command=["python3", "{workspace}/hostile_server.py", "--marker", marker, *flags])
+    server = ToolServerSpec(
+        name="h",
+        namespace="",
+        isolation="docker",
+        workspace=seed.name,
+        limits=limits,
+        command=["python3", "{workspace}/hostile_server.py", "--marker", marker, *flags],
+    )
     if image != IMAGE:
         server = server.model_copy(update={"image": image, "command": None})
     spec = EnvSpec(name="hostile-docker", max_steps=None, tool_servers=[server], base_dir=tmp_path)
@@ -139,7 +145,9 @@ def test_a_host_secret_outside_the_workspace_cannot_be_read(image, tmp_path):
         with env:
             env.reset(seed=0)
             assert call(env, "read_file", path=str(secret)) == (
-                f"FileNotFoundError: [Errno 2] No such file or directory: '{secret}'", True)
+                f"FileNotFoundError: [Errno 2] No such file or directory: '{secret}'",
+                True,
+            )
             text, error = call(env, "read_file", path="/etc/shadow")
             assert error and text == "PermissionError: [Errno 13] Permission denied: '/etc/shadow'"
             assert call(env, "counter") == ("1", False)
@@ -152,9 +160,13 @@ def test_writes_outside_the_workspace_are_refused_or_stay_in_the_container(image
         with env:
             env.reset(seed=0)
             assert call(env, "write_file", path="/etc/evil", text="x") == (
-                "OSError: [Errno 30] Read-only file system: '/etc/evil'", True)
+                "OSError: [Errno 30] Read-only file system: '/etc/evil'",
+                True,
+            )
             assert call(env, "write_file", path=str(folder / "evil"), text="x") == (
-                f"FileNotFoundError: [Errno 2] No such file or directory: '{folder / 'evil'}'", True)
+                f"FileNotFoundError: [Errno 2] No such file or directory: '{folder / 'evil'}'",
+                True,
+            )
             # /tmp is the container's own tmpfs: writable, never the host's /tmp
             assert call(env, "write_file", path="/tmp/scratch", text="x") == ("written", False)
             assert call(env, "counter") == ("1", False)
@@ -170,9 +182,13 @@ def test_a_host_loopback_listener_is_unreachable(image, tmp_path):
         with env:
             env.reset(seed=0)
             assert call(env, "connect", host="127.0.0.1", port=listener.port) == (
-                "ConnectionRefusedError: [Errno 111] Connection refused", True)
+                "ConnectionRefusedError: [Errno 111] Connection refused",
+                True,
+            )
             assert call(env, "connect", host="172.17.0.1", port=listener.port) == (
-                "OSError: [Errno 101] Network is unreachable", True)
+                "OSError: [Errno 101] Network is unreachable",
+                True,
+            )
             assert call(env, "counter") == ("1", False)
         assert not listener.connected.is_set()
     finally:
@@ -199,8 +215,10 @@ def test_a_memory_bomb_is_killed_at_the_memory_limit_and_the_server_restarts(ima
         env.reset(seed=0)
         text, error = call(env, "memory_bomb")
         assert error
-        assert text.startswith("Tool 'memory_bomb' failed: tool server 'h' was killed at its memory limit (128 MB) "
-                               "during the call; it is restarted on the next call")
+        assert text.startswith(
+            "Tool 'memory_bomb' failed: tool server 'h' was killed at its memory limit (128 MB) "
+            "during the call; it is restarted on the next call"
+        )
         assert call(env, "counter") == ("1", False)
         assert len(containers(episode_id(env))) == 1
     assert_clean(marker)
@@ -226,8 +244,9 @@ def test_a_crash_is_a_clear_error_and_the_next_call_restarts(image, tmp_path):
         env.reset(seed=0)
         assert call(env, "counter") == ("1", False)
         assert call(env, "crash") == (
-            "Tool 'crash' failed: tool server 'h' exited with code 3 during the call; "
-            "it is restarted on the next call", True)
+            "Tool 'crash' failed: tool server 'h' exited with code 3 during the call; it is restarted on the next call",
+            True,
+        )
         assert call(env, "counter") == ("1", False)
     assert_clean(marker)
 
@@ -242,9 +261,12 @@ def test_huge_output_is_cut_with_a_marker_or_ends_the_session(image, tmp_path):
         assert not error and text.startswith("x" * 100_000)
         assert text.endswith(truncation_marker(100_000, 150_000))
         text, error = call(env, "big_output", size=5_000_000)
-        assert (text, error) == ("Tool 'big_output' failed: tool server 'h' wrote a message over 265536 bytes to "
-                                 "stdout (limit: 2 x output_bytes + 64 KiB) during the call; it is restarted on "
-                                 "the next call", True)
+        assert (text, error) == (
+            "Tool 'big_output' failed: tool server 'h' wrote a message over 265536 bytes to "
+            "stdout (limit: 2 x output_bytes + 64 KiB) during the call; it is restarted on "
+            "the next call",
+            True,
+        )
         assert call(env, "counter") == ("1", False)
     assert_clean(marker)
 
@@ -255,16 +277,23 @@ def test_garbage_on_stdout_is_a_clear_error(image, tmp_path):
         env.reset(seed=0)
         assert call(env, "garbage") == (
             "Tool 'garbage' failed: tool server 'h' wrote non-JSON-RPC output to stdout: 'this is not JSON-RPC' "
-            "during the call; it is restarted on the next call", True)
+            "during the call; it is restarted on the next call",
+            True,
+        )
         assert call(env, "counter") == ("1", False)
     assert_clean(marker)
 
 
-@pytest.mark.parametrize(("flag", "message"), [
-    ("--exit-early", "tool server 'h' exited with code 7 before answering initialize; "
-                     "stderr: hostile: exiting early on purpose"),
-    ("--hang-init", "tool server 'h' did not answer initialize within 3 s"),
-])
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        (
+            "--exit-early",
+            "tool server 'h' exited with code 7 before answering initialize; stderr: hostile: exiting early on purpose",
+        ),
+        ("--hang-init", "tool server 'h' did not answer initialize within 3 s"),
+    ],
+)
 def test_a_server_that_fails_to_start_is_a_boundary_error(image, tmp_path, flag, message):
     env, marker = docker_env(tmp_path, flag, start_timeout=3)
     with env, pytest.raises(BoundaryError) as info:
@@ -280,12 +309,14 @@ def test_a_missing_image_says_how_to_build_it(image, tmp_path):
     assert str(info.value) == (
         "tool server 'h': image 'openenv-mcp/does-not-exist:1' is not on this Docker engine (images are never "
         "pulled implicitly): build it, e.g. `docker build -f docker/tools.Dockerfile -t openenv-mcp/tools .`, "
-        "or `docker pull openenv-mcp/does-not-exist:1`")
+        "or `docker pull openenv-mcp/does-not-exist:1`"
+    )
 
 
 def test_an_image_entrypoint_serves_stdio(image):
-    spec = EnvSpec(name="echo-docker", max_steps=None,
-                   tool_servers=[ToolServerSpec(name="echo", namespace="", image=IMAGE)])
+    spec = EnvSpec(
+        name="echo-docker", max_steps=None, tool_servers=[ToolServerSpec(name="echo", namespace="", image=IMAGE)]
+    )
     with openenv_mcp.make(spec) as env:
         obs = env.reset(seed=0)
         assert [t.name for t in obs.tools] == ["echo"]
@@ -301,11 +332,17 @@ def test_an_http_entrypoint_on_an_internal_network(image, tmp_path):
     client = docker.from_env()
     tag = "openenv-mcp/tools-http:test"
     (tmp_path / "Dockerfile").write_text(
-        f"FROM {IMAGE}\nCMD [\"fastmcp\", \"run\", \"/app/openenv_mcp/tool_servers/echo.py:server\", \"--transport\", \"http\", "
-        "\"--host\", \"0.0.0.0\", \"--port\", \"8000\", \"--no-banner\"]\n")
+        f'FROM {IMAGE}\nCMD ["fastmcp", "run", "/app/openenv_mcp/tool_servers/echo.py:server", "--transport", "http", '
+        '"--host", "0.0.0.0", "--port", "8000", "--no-banner"]\n'
+    )
     client.images.build(path=str(tmp_path), tag=tag, rm=True)
-    spec = EnvSpec(name="echo-http", max_steps=None, tool_servers=[
-        ToolServerSpec(name="echo", namespace="", image=tag, transport="http", limits={"start_timeout": 60})])
+    spec = EnvSpec(
+        name="echo-http",
+        max_steps=None,
+        tool_servers=[
+            ToolServerSpec(name="echo", namespace="", image=tag, transport="http", limits={"start_timeout": 60})
+        ],
+    )
     with openenv_mcp.make(spec) as env:
         env.reset(seed=0)
         (container,) = containers(episode_id(env))
@@ -325,9 +362,12 @@ def test_containers_of_a_dead_owner_are_reaped(image):
     dead.wait()
     owner = f"{os.uname().nodename}:{dead.pid}"
     client = docker.from_env()
-    container = client.containers.create(IMAGE, ["sleep", "60"], network_mode="none",
-                                         labels={"openenv-mcp": "1", "openenv-mcp.episode": "orphan",
-                                                 "openenv-mcp.owner": owner})
+    container = client.containers.create(
+        IMAGE,
+        ["sleep", "60"],
+        network_mode="none",
+        labels={"openenv-mcp": "1", "openenv-mcp.episode": "orphan", "openenv-mcp.owner": owner},
+    )
     try:
         assert len(containers("orphan")) == 1
         assert reap() >= 1
@@ -472,8 +512,17 @@ async def test_the_files_environment_in_docker_gives_the_in_process_results(imag
     from openenv_mcp.core.environment import Environment
 
     inprocess = load_environment("files")
-    spec = inprocess.spec.model_copy(update={"tool_servers": [ToolServerSpec(
-        name="fs", isolation="docker", command=["python", "-m", "openenv_mcp.tool_servers.filesystem", "--root", "{workspace}"])]})
+    spec = inprocess.spec.model_copy(
+        update={
+            "tool_servers": [
+                ToolServerSpec(
+                    name="fs",
+                    isolation="docker",
+                    command=["python", "-m", "openenv_mcp.tool_servers.filesystem", "--root", "{workspace}"],
+                )
+            ]
+        }
+    )
     docker = Environment(spec)
 
     async def trace(environment, task):

@@ -50,7 +50,8 @@ def slow_env(tmp_path):
     (tmp_path / "env.toml").write_text(
         '[env]\nname = "slow"\ndescription = "slow sync tools"\n\n'
         '[[tool_servers]]\nname = "slow"\nobject = "slow_tools:server"\n\n'
-        '[tool_servers.limits]\ncall_timeout = 1\n')
+        "[tool_servers.limits]\ncall_timeout = 1\n"
+    )
     return load_environment(tmp_path)
 
 

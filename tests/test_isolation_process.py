@@ -110,8 +110,11 @@ def test_private_secret_and_writes_outside_the_workspace_are_refused(tmp_path):
 
 
 def test_fork_bomb_hits_the_process_limit_and_everything_is_killed_on_close():
-    need(DROPS_UID, "RLIMIT_NPROC holds only for an unprivileged uid (the environment server must be root and "
-                    "/usr/bin/python3 reachable by other users)")
+    need(
+        DROPS_UID,
+        "RLIMIT_NPROC holds only for an unprivileged uid (the environment server must be root and "
+        "/usr/bin/python3 reachable by other users)",
+    )
     env, marker = hostile_env("process", processes=16)
     with env:
         env.reset(seed=0)
@@ -130,8 +133,10 @@ def test_memory_bomb_kills_only_the_server_which_restarts():
         assert call(env, "counter") == ("1", False)
         text, error = call(env, "memory_bomb")
         assert error
-        assert text.startswith("Tool 'memory_bomb' failed: tool server 'h' exited with code 1 during the call; "
-                               "it is restarted on the next call; stderr: ")
+        assert text.startswith(
+            "Tool 'memory_bomb' failed: tool server 'h' exited with code 1 during the call; "
+            "it is restarted on the next call; stderr: "
+        )
         assert text.endswith("MemoryError")
         assert call(env, "counter") == ("1", False)  # a fresh server: the episode goes on
     assert_no_leak(marker)
@@ -167,8 +172,10 @@ def test_cpu_time_limit_kills_a_busy_server():
     with env:
         env.reset(seed=0)
         text, error = call(env, "spin")
-        assert error and text == ("Tool 'spin' failed: tool server 'h' was killed by SIGXCPU during the call; "
-                                  "it is restarted on the next call")
+        assert error and text == (
+            "Tool 'spin' failed: tool server 'h' was killed by SIGXCPU during the call; "
+            "it is restarted on the next call"
+        )
         assert call(env, "counter") == ("1", False)
     assert_no_leak(marker)
 
@@ -197,22 +204,34 @@ def test_garbage_on_stdout_and_crashes_are_error_results_then_recovered():
         env.reset(seed=0)
         assert call(env, "garbage") == (
             "Tool 'garbage' failed: tool server 'h' wrote non-JSON-RPC output to stdout: 'this is not JSON-RPC' "
-            "during the call; it is restarted on the next call", True)
+            "during the call; it is restarted on the next call",
+            True,
+        )
         assert call(env, "counter") == ("1", False)
         assert call(env, "crash") == (
             "Tool 'crash' failed: tool server 'h' exited with code 3 during the call; it is restarted on the next call",
-            True)
+            True,
+        )
         assert call(env, "counter") == ("1", False)
     assert_no_leak(marker)
 
 
-@pytest.mark.parametrize(("flags", "limits", "message"), [
-    (["--exit-early"], {}, "tool server 'h' exited with code 7 before answering initialize; "
-                           "stderr: hostile: exiting early on purpose"),
-    (["--garbage-init"], {}, "tool server 'h' wrote non-JSON-RPC output to stdout: 'Welcome to my server!' "
-                             "before answering initialize"),
-    (["--hang-init"], {"start_timeout": 1}, "tool server 'h' did not answer initialize within 1 s"),
-])
+@pytest.mark.parametrize(
+    ("flags", "limits", "message"),
+    [
+        (
+            ["--exit-early"],
+            {},
+            "tool server 'h' exited with code 7 before answering initialize; stderr: hostile: exiting early on purpose",
+        ),
+        (
+            ["--garbage-init"],
+            {},
+            "tool server 'h' wrote non-JSON-RPC output to stdout: 'Welcome to my server!' before answering initialize",
+        ),
+        (["--hang-init"], {"start_timeout": 1}, "tool server 'h' did not answer initialize within 1 s"),
+    ],
+)
 def test_servers_that_fail_to_start_raise_a_clear_boundary_error(flags, limits, message):
     env, marker = hostile_env("process", *flags, **limits)
     with env:
@@ -226,8 +245,14 @@ def test_a_missing_command_says_so():
     env, _ = hostile_env("process")
     server = env.unwrapped.environment.servers[0]
     env.unwrapped.environment.servers = [server.model_copy(update={"command": ["no-such-binary-xyz"]})]
-    with env, pytest.raises(BoundaryError, match=r"^tool server 'h' could not start: command 'no-such-binary-xyz' "
-                                                 r"not found on PATH$"):
+    with (
+        env,
+        pytest.raises(
+            BoundaryError,
+            match=r"^tool server 'h' could not start: command 'no-such-binary-xyz' "
+            r"not found on PATH$",
+        ),
+    ):
         env.reset(seed=0)
 
 
@@ -272,12 +297,15 @@ def test_nothing_outlives_a_killed_environment_server():
 # -- issue 10 items 4 and 11: never root by accident, uvloop, host-wide uid leases
 def _under_a_private_folder(path: str) -> bool:
     from openenv_mcp.isolation.process import private_ancestor
+
     return private_ancestor(os.path.realpath(path)) is not None
 
 
 def test_a_runtime_under_a_private_folder_still_runs_as_the_episode_uid():
-    need(os.geteuid() == 0 and _under_a_private_folder(sys.executable),
-         "needs root and an interpreter under a private folder such as /root")
+    need(
+        os.geteuid() == 0 and _under_a_private_folder(sys.executable),
+        "needs root and an interpreter under a private folder such as /root",
+    )
     env, marker = hostile_env("process", python=sys.executable)
     with env:
         env.reset(seed=0)
@@ -300,7 +328,9 @@ def test_a_server_dropping_to_its_uid_starts_under_uvloop():
     async def main():
         uid, fd = lease_uid()
         try:
-            return uid, await run_launch(Launch(["/bin/sh", "-c", "id -u; id -G"], {"PATH": "/usr/bin:/bin"}, "/", uid, []), 20)
+            return uid, await run_launch(
+                Launch(["/bin/sh", "-c", "id -u; id -G"], {"PATH": "/usr/bin:/bin"}, "/", uid, []), 20
+            )
         finally:
             os.close(fd)
 
@@ -321,8 +351,12 @@ sys.stdin.read()
 def test_a_uid_leased_by_another_server_on_the_host_is_never_handed_out():
     need(os.geteuid() == 0, "uids are handed out only as root")
     start = 4_321_000
-    other = subprocess.Popen([sys.executable, "-c", _HOLD_LEASE, str(Path(__file__).parents[1]), str(start)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    other = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_LEASE, str(Path(__file__).parents[1]), str(start)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         held = int(other.stdout.readline())
         assert held == UID_BASE + start

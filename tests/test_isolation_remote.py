@@ -36,8 +36,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def url():
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -54,8 +55,9 @@ def url():
 
 
 def _env(url: str) -> openenv_mcp.Env:
-    return openenv_mcp.make(EnvSpec(name="remote", max_steps=None,
-                                    tool_servers=[ToolServerSpec(name="c", namespace="", url=url)]))
+    return openenv_mcp.make(
+        EnvSpec(name="remote", max_steps=None, tool_servers=[ToolServerSpec(name="c", namespace="", url=url)])
+    )
 
 
 def test_remote_server_tools_are_called_over_one_session(url):

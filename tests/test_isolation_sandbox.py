@@ -64,9 +64,13 @@ def test_host_secret_outside_the_workspace_is_invisible():
         secret.chmod(0o644)  # world-readable on the host: only the sandbox hides it
         env.reset(seed=0)
         assert call(env, "read_file", path=str(secret)) == (
-            f"FileNotFoundError: [Errno 2] No such file or directory: '{secret}'", True)
+            f"FileNotFoundError: [Errno 2] No such file or directory: '{secret}'",
+            True,
+        )
         assert call(env, "list_dir", path="/root") == (
-            "FileNotFoundError: [Errno 2] No such file or directory: '/root'", True)
+            "FileNotFoundError: [Errno 2] No such file or directory: '/root'",
+            True,
+        )
         assert call(env, "counter") == ("1", False)
     assert_no_leak(marker)
 
@@ -76,9 +80,13 @@ def test_writes_outside_the_workspace_fail_and_never_reach_the_host():
     with world_dir() as outside, env:
         env.reset(seed=0)
         assert call(env, "write_file", path="/usr/pwned", text="x") == (
-            "OSError: [Errno 30] Read-only file system: '/usr/pwned'", True)
+            "OSError: [Errno 30] Read-only file system: '/usr/pwned'",
+            True,
+        )
         assert call(env, "write_file", path=str(outside / "x.txt"), text="x") == (
-            f"FileNotFoundError: [Errno 2] No such file or directory: '{outside / 'x.txt'}'", True)
+            f"FileNotFoundError: [Errno 2] No such file or directory: '{outside / 'x.txt'}'",
+            True,
+        )
         assert call(env, "write_file", path="/tmp/private.txt", text="x") == ("written", False)
         assert call(env, "counter") == ("1", False)
         assert not (outside / "x.txt").exists()
@@ -93,7 +101,9 @@ def test_host_loopback_listener_is_unreachable():
         with env:
             env.reset(seed=0)
             assert call(env, "connect", host="127.0.0.1", port=listener.port) == (
-                "ConnectionRefusedError: [Errno 111] Connection refused", True)
+                "ConnectionRefusedError: [Errno 111] Connection refused",
+                True,
+            )
             assert call(env, "counter") == ("1", False)
         assert not listener.connected.is_set()
     finally:
@@ -102,8 +112,11 @@ def test_host_loopback_listener_is_unreachable():
 
 
 def test_fork_bomb_is_capped_and_killed_with_the_sandbox():
-    need(DROPS_UID, "RLIMIT_NPROC holds only for an unprivileged uid (the environment server must be root and "
-                    "/usr/bin/python3 reachable by other users)")
+    need(
+        DROPS_UID,
+        "RLIMIT_NPROC holds only for an unprivileged uid (the environment server must be root and "
+        "/usr/bin/python3 reachable by other users)",
+    )
     env, marker = hostile_env("sandbox", processes=16)
     with env:
         env.reset(seed=0)
@@ -119,8 +132,10 @@ def test_memory_bomb_kills_only_the_server_which_restarts():
     with env:
         env.reset(seed=0)
         text, error = call(env, "memory_bomb")
-        assert error and text.startswith("Tool 'memory_bomb' failed: tool server 'h' exited with code 1 during "
-                                         "the call; it is restarted on the next call; stderr: ")
+        assert error and text.startswith(
+            "Tool 'memory_bomb' failed: tool server 'h' exited with code 1 during "
+            "the call; it is restarted on the next call; stderr: "
+        )
         assert text.endswith("MemoryError")
         assert call(env, "counter") == ("1", False)
     assert_no_leak(marker)
@@ -149,8 +164,10 @@ def test_missing_bubblewrap_says_how_to_install_it(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     with env, pytest.raises(BoundaryError) as info:
         env.reset(seed=0)
-    assert str(info.value) == ("isolation 'sandbox' needs bubblewrap, and 'bwrap' is not installed: run "
-                               "`apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)")
+    assert str(info.value) == (
+        "isolation 'sandbox' needs bubblewrap, and 'bwrap' is not installed: run "
+        "`apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"
+    )
 
 
 def test_the_sandbox_drops_to_an_unprivileged_uid_even_for_a_runtime_in_a_private_folder():
@@ -169,8 +186,18 @@ def test_the_sandbox_drops_to_an_unprivileged_uid_even_for_a_runtime_in_a_privat
 def test_a_python_server_from_a_virtualenv_runs_in_the_sandbox():
     from openenv_mcp import CallTool, EnvSpec, ToolServerSpec, make
 
-    spec = EnvSpec(name="echo-sandbox", max_steps=None, tool_servers=[
-        ToolServerSpec(name="echo", namespace="", command=["python", "-m", "openenv_mcp.tool_servers.echo"], isolation="sandbox")])
+    spec = EnvSpec(
+        name="echo-sandbox",
+        max_steps=None,
+        tool_servers=[
+            ToolServerSpec(
+                name="echo",
+                namespace="",
+                command=["python", "-m", "openenv_mcp.tool_servers.echo"],
+                isolation="sandbox",
+            )
+        ],
+    )
     with make(spec) as env:
         obs = env.reset(seed=0)
         assert [t.name for t in obs.tools] == ["echo"]
@@ -222,17 +249,22 @@ def test_a_folder_outside_the_system_ones_is_there_only_when_the_env_file_binds_
         (folder / "data.txt").write_text("shared data")
         (folder / "data.txt").chmod(0o644)
         for ro_bind in ([], [str(folder)]):
-            server = ToolServerSpec(name="h", namespace="", command=[PYTHON, str(FIXTURE)], isolation="sandbox",
-                                    ro_bind=ro_bind)
+            server = ToolServerSpec(
+                name="h", namespace="", command=[PYTHON, str(FIXTURE)], isolation="sandbox", ro_bind=ro_bind
+            )
             spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=tmp_path)
             with openenv_mcp.make(spec) as env:
                 env.reset(seed=0)
                 text, is_error = call(env, "read_file", path=str(folder / "data.txt"))
-                assert (text, is_error) == (("shared data", False) if ro_bind else (
-                    f"FileNotFoundError: [Errno 2] No such file or directory: '{folder / 'data.txt'}'", True))
+                assert (text, is_error) == (
+                    ("shared data", False)
+                    if ro_bind
+                    else (f"FileNotFoundError: [Errno 2] No such file or directory: '{folder / 'data.txt'}'", True)
+                )
         with pytest.raises(Exception, match=r"bind path 'no-such-folder' does not exist"):
-            bad = ToolServerSpec(name="h", namespace="", command=[PYTHON, str(FIXTURE)], isolation="sandbox",
-                                 bind=["no-such-folder"])
+            bad = ToolServerSpec(
+                name="h", namespace="", command=[PYTHON, str(FIXTURE)], isolation="sandbox", bind=["no-such-folder"]
+            )
             with openenv_mcp.make(EnvSpec(name="x", max_steps=None, tool_servers=[bad], base_dir=tmp_path)) as env:
                 env.reset(seed=0)
     finally:

@@ -76,8 +76,12 @@ def test_removing_a_tree_never_follows_a_link_out_of_it(tmp_path):
 
 
 def test_a_dead_servers_workspaces_are_swept_at_start_and_a_live_servers_are_kept(tmp_path):
-    tag = [sys.executable, "-c", "from openenv_mcp.core.workspace import owner_tag; print(owner_tag(), flush=True); "
-           "import sys; sys.stdin.read()"]
+    tag = [
+        sys.executable,
+        "-c",
+        "from openenv_mcp.core.workspace import owner_tag; print(owner_tag(), flush=True); "
+        "import sys; sys.stdin.read()",
+    ]
     dead = subprocess.Popen(tag, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     dead_tag = dead.stdout.readline().strip()
     dead.stdin.close()
@@ -85,10 +89,16 @@ def test_a_dead_servers_workspaces_are_swept_at_start_and_a_live_servers_are_kep
     live = subprocess.Popen(tag, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         live_tag = live.stdout.readline().strip()
-        stale = [tmp_path / f"openenv-mcp-{dead_tag}-abc", tmp_path / f"openenv-mcp-{dead_tag}-def.removed",
-                 tmp_path / f"openenv-mcp-home-{dead_tag}-ghi"]
-        kept = [tmp_path / f"openenv-mcp-{live_tag}-abc", tmp_path / f"openenv-mcp-{live_tag}-def.removed",
-                tmp_path / "openenv-mcp-someone-else"]
+        stale = [
+            tmp_path / f"openenv-mcp-{dead_tag}-abc",
+            tmp_path / f"openenv-mcp-{dead_tag}-def.removed",
+            tmp_path / f"openenv-mcp-home-{dead_tag}-ghi",
+        ]
+        kept = [
+            tmp_path / f"openenv-mcp-{live_tag}-abc",
+            tmp_path / f"openenv-mcp-{live_tag}-def.removed",
+            tmp_path / "openenv-mcp-someone-else",
+        ]
         for path in stale + kept:
             (path / "sub").mkdir(parents=True)
         ws = Workspace(tmp_path)

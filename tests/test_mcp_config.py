@@ -21,7 +21,8 @@ def mcp_config(capsys, *argv: str) -> dict:
 
 
 async def test_the_printed_entry_edits_the_users_project_in_place_with_the_simulation_tool_names(
-        capsys, monkeypatch, tmp_path):
+    capsys, monkeypatch, tmp_path
+):
     import openenv_mcp
 
     project = tmp_path / "my project"
@@ -62,14 +63,17 @@ def said(capsys) -> str:
 
 def test_production_on_a_folder_says_what_it_needs_at_start(capsys, tmp_path):
     assert main(["mcp-config", "files", "--mode", "prod"]) == 2
-    assert ("files works on a folder in production: give --workspace DIR (the folder its tools may see and "
-            "change; add --read-only to forbid changes)") in said(capsys)
+    assert (
+        "files works on a folder in production: give --workspace DIR (the folder its tools may see and "
+        "change; add --read-only to forbid changes)"
+    ) in said(capsys)
     assert main(["mcp-config", "echo", "--mode", "prod", "--workspace", str(tmp_path)]) == 2
-    assert ("echo does not work on a folder in production (its tools use no workspace); drop --workspace"
-            in said(capsys))
+    assert "echo does not work on a folder in production (its tools use no workspace); drop --workspace" in said(capsys)
     assert main(["stdio", "sql", "--mode", "prod", "--workspace", str(tmp_path)]) == 2
-    assert ("sql does not work on a folder in production (its tools use no workspace); drop --workspace and "
-            "give --database-url or $DATABASE_URL") in said(capsys)
+    assert (
+        "sql does not work on a folder in production (its tools use no workspace); drop --workspace and "
+        "give --database-url or $DATABASE_URL"
+    ) in said(capsys)
     assert main(["mcp-config", "files", "--workspace", str(tmp_path)]) == 2
     assert "--workspace and --read-only are for production (--mode prod)" in said(capsys)
     assert main(["stdio", "files", "--mode", "prod", "--workspace", str(tmp_path / "missing")]) == 2

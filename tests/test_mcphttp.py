@@ -35,8 +35,9 @@ class Trainer:
 
 
 def _tools(tools):
-    return canonical_json([t if isinstance(t, dict) else t.model_dump(mode="json", by_alias=True, exclude_none=True)
-                           for t in tools])
+    return canonical_json(
+        [t if isinstance(t, dict) else t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+    )
 
 
 async def _via_control(trainer, seed, task_id, actions):

@@ -39,8 +39,11 @@ async def test_metrics_and_health_after_traffic_on_both_faces():
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
         created = (await http.post("/episodes", json={"seed": 1})).json()
         eid, key = created["episode_id"], {"OpenEnv-Episode-Key": created["episode_key"]}
-        await http.post(f"/episodes/{eid}/step", headers=key, json={"action": {"type": "call_tool", "name": "echo",
-                                                                               "arguments": {"text": "a"}}})
+        await http.post(
+            f"/episodes/{eid}/step",
+            headers=key,
+            json={"action": {"type": "call_tool", "name": "echo", "arguments": {"text": "a"}}},
+        )
         await http.post(f"/episodes/{eid}/step", headers=key, json={"action": {"type": "call_tool", "name": "nope"}})
         async with Client(f"{url}/mcp", mode="legacy") as client:
             await client.call_tool("echo", {"text": "b"})

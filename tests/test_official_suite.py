@@ -19,8 +19,15 @@ from conftest import need
 from openenv_mcp.conformance import official_suite
 from openenv_mcp.conformance.official_suite import ScenarioResult, served_env
 
-ALWAYS_APPLICABLE = {"server-initialize", "ping", "tools-list", "resources-list", "prompts-list",
-                     "server-sse-multiple-streams", "dns-rebinding-protection"}
+ALWAYS_APPLICABLE = {
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "resources-list",
+    "prompts-list",
+    "server-sse-multiple-streams",
+    "dns-rebinding-protection",
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +44,13 @@ def served(tooling):
 @pytest.fixture(scope="module")
 def plain_fastmcp(tooling):
     port = official_suite.free_port()
-    code = ("import uvicorn; from openenv_mcp.tool_servers.echo import server; "
-            f"uvicorn.run(server.http_app(path='/mcp'), host='127.0.0.1', port={port}, log_level='warning')")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    code = (
+        "import uvicorn; from openenv_mcp.tool_servers.echo import server; "
+        f"uvicorn.run(server.http_app(path='/mcp'), host='127.0.0.1', port={port}, log_level='warning')"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
         for _ in range(300):
@@ -76,14 +86,16 @@ def test_not_applicable_list_names_only_real_scenarios_with_reasons(tooling):
 
 
 def test_parser_reports_a_failing_scenario_as_failed(plain_fastmcp):
-    rows = {r.scenario: r for r in official_suite.run_server_scenarios(
-        plain_fastmcp, ["ping", "dns-rebinding-protection"])}
+    rows = {
+        r.scenario: r for r in official_suite.run_server_scenarios(plain_fastmcp, ["ping", "dns-rebinding-protection"])
+    }
     assert rows["ping"].status == "passed"
     assert rows["ping"].detail == "1/1 checks passed"
     dns = rows["dns-rebinding-protection"]
     assert dns.status == "failed" and not dns.ok
-    assert dns.detail == ("localhost-host-rebinding-rejected: "
-                          "Expected HTTP 4xx for invalid Host/Origin headers, got 200")
+    assert dns.detail == (
+        "localhost-host-rebinding-rejected: Expected HTTP 4xx for invalid Host/Origin headers, got 200"
+    )
     assert {c.status for c in dns.checks} == {"SUCCESS", "FAILURE"}
 
 
@@ -106,18 +118,32 @@ def test_every_applicable_scenario_passes_against_openenv_mcp_serve(served):
 def test_logging_is_not_applicable_because_the_capability_is_not_declared(served):
     """The not-applicable reason for logging-set-level must stay true: no logging capability."""
     with httpx.Client() as client:
-        r = client.post(served + "/mcp", headers={"Accept": "application/json, text/event-stream"},
-                        json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                         "clientInfo": {"name": "t", "version": "0"}}})
+        r = client.post(
+            served + "/mcp",
+            headers={"Accept": "application/json, text/event-stream"},
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "0"},
+                },
+            },
+        )
     assert r.status_code == 200
     assert "logging" not in r.json()["result"]["capabilities"]
 
 
 def test_make_conformance_entry_point_prints_the_table(served):
-    proc = subprocess.run([sys.executable, "-m", "openenv_mcp.conformance.official_suite", "--url", served + "/mcp"],
-                          capture_output=True, text=True, timeout=300, env={**__import__("os").environ,
-                                                                             "COLUMNS": "200"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.conformance.official_suite", "--url", served + "/mcp"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "Official MCP conformance suite" in proc.stdout
     assert "dns-rebinding-protection" in proc.stdout and "tools-call-image" in proc.stdout
@@ -142,5 +168,6 @@ def test_tools_dir_says_how_to_install_when_missing(tmp_path, monkeypatch):
     assert not official_suite.available()
     with pytest.raises(ConfigError) as info:
         official_suite.tools_dir()
-    assert str(info.value) == (f"Node 22 MCP tooling not found in {tmp_path}: {official_suite.INSTALL_HINT}, "
-                               f"or set {official_suite.ENV_VAR}")
+    assert str(info.value) == (
+        f"Node 22 MCP tooling not found in {tmp_path}: {official_suite.INSTALL_HINT}, or set {official_suite.ENV_VAR}"
+    )

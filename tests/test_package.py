@@ -10,9 +10,31 @@ import sys
 import openenv_mcp
 
 PUBLIC = [
-    "AsyncEnv", "BoundaryError", "CallTool", "ConfigError", "Env", "EnvSpec", "Environment", "EpisodeEnded",
-    "EpisodeLimit", "Limits", "ListTools", "Observation", "OpenEnvError", "ResetNeeded", "RunCode", "Score", "State", "Task",
-    "ToolNameError", "ToolServerSpec", "UnknownEnvironment", "UnknownEpisode", "list_envs", "make", "make_async",
+    "AsyncEnv",
+    "BoundaryError",
+    "CallTool",
+    "ConfigError",
+    "Env",
+    "EnvSpec",
+    "Environment",
+    "EpisodeEnded",
+    "EpisodeLimit",
+    "Limits",
+    "ListTools",
+    "Observation",
+    "OpenEnvError",
+    "ResetNeeded",
+    "RunCode",
+    "Score",
+    "State",
+    "Task",
+    "ToolNameError",
+    "ToolServerSpec",
+    "UnknownEnvironment",
+    "UnknownEpisode",
+    "list_envs",
+    "make",
+    "make_async",
 ]
 HEAVY = ("fastmcp", "uvicorn", "starlette", "docker", "mcp", "jsonschema", "rich", "httpx", "websockets")
 
@@ -34,8 +56,10 @@ def test_an_unknown_attribute_is_an_attribute_error_naming_it():
 
 
 def test_import_openenv_mcp_loads_no_server_client_or_docker_library():
-    code = ("import sys, json, openenv_mcp; "
-            f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))))")
+    code = (
+        "import sys, json, openenv_mcp; "
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(HEAVY)!r}))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []
 
@@ -55,6 +79,7 @@ def test_layers_only_import_downward():
     from conftest import ROOT
 
     lint = Path(sys.executable).with_name("lint-imports")
-    out = subprocess.run([str(lint), "--config", str(ROOT / "pyproject.toml")], capture_output=True, text=True,
-                         cwd=ROOT)
+    out = subprocess.run(
+        [str(lint), "--config", str(ROOT / "pyproject.toml")], capture_output=True, text=True, cwd=ROOT
+    )
     assert out.returncode == 0, out.stdout + out.stderr

@@ -46,8 +46,10 @@ def node() -> str:
     found = _node()
     need(found is not None, "node >= 20 is needed to drive Chromium (playwright-core)")
     need(CHROMIUM.exists(), f"Chromium not found at {CHROMIUM}: apt-get install chromium")
-    need((BROWSER / "node_modules" / "playwright-core").is_dir(),
-         "playwright-core is not installed: cd tests/browser && npm ci")
+    need(
+        (BROWSER / "node_modules" / "playwright-core").is_dir(),
+        "playwright-core is not installed: cd tests/browser && npm ci",
+    )
     ARTIFACTS.mkdir(exist_ok=True)
     return found
 
@@ -65,8 +67,23 @@ class Served:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "openenv_mcp.cli", "serve", env, "--host", "127.0.0.1", "--port", str(self.port),
-             *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "openenv_mcp.cli",
+                "serve",
+                env,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                *args,
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 30
         while True:
             assert self.proc.poll() is None, f"server exited: {self.proc.stdout.read().decode()}"
@@ -103,8 +120,13 @@ def serve():
 
 
 def drive(node: str, scenario: str, url: str, *extra: str, expected_console: tuple[str, ...] = ()) -> dict:
-    proc = subprocess.run([node, str(BROWSER / "playground.mjs"), scenario, url, str(ARTIFACTS), *extra],
-                          cwd=BROWSER, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [node, str(BROWSER / "playground.mjs"), scenario, url, str(ARTIFACTS), *extra],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ok"], f"{out.get('error')}\nbanner: {out.get('banner')}"
@@ -150,8 +172,10 @@ def test_solve_a_files_task_by_hand_in_chromium(node, serve):
     assert exported["format"] == "openenv-mcp.playground/1" and exported["env"] == "files"
     assert exported["task"] == {"id": "rename-notes", "prompt": out["prompt"]} and exported["seed"] == 3
     assert [(s["tool"], s["arguments"], s["reward"], s["done"]) for s in exported["steps"]] == [
-        ("fs_list", {}, 0, False), ("fs_read", {"path": "missing.txt"}, 0, False),
-        ("fs_move", {"source": "notes.txt", "destination": "meeting-notes.txt"}, 1, True)]
+        ("fs_list", {}, 0, False),
+        ("fs_read", {"path": "missing.txt"}, 0, False),
+        ("fs_move", {"source": "notes.txt", "destination": "meeting-notes.txt"}, 1, True),
+    ]
     assert exported["steps"][1]["result"]["isError"] is True
     assert (exported["reward"], exported["done"], exported["truncated"]) == (1, True, False)
     assert (ARTIFACTS / "playground.png").stat().st_size > 10_000
@@ -168,8 +192,15 @@ def test_forms_from_json_schemas_images_and_errors(node, serve):
     assert out["image"] == {"w": 24, "h": 24, "src": "data:image/png;base64,"}
     assert out["required_note"] == "fix the form: quantity: required"
     assert (out["required_field_error"], out["sent_while_invalid"]) == ("required", 0)
-    expected = {"quantity": 2, "color": "blue", "address": {"city": "Berlin", "zip": "10115"}, "price": 9.5,
-                "express": True, "tags": ["a", "b"], "items": [{"sku": "W-1", "count": 2}]}
+    expected = {
+        "quantity": 2,
+        "color": "blue",
+        "address": {"city": "Berlin", "zip": "10115"},
+        "price": 9.5,
+        "express": True,
+        "tags": ["a", "b"],
+        "items": [{"sku": "W-1", "count": 2}],
+    }
     assert out["raw_json"] == expected and out["submit_args"] == expected
     assert json.loads(out["structured"]) == {**expected}
     assert (out["reward"], out["done"]) == ("1", "true")
@@ -193,10 +224,16 @@ def test_token_is_asked_for_and_sent(node, serve):
     server = serve("echo", "--token", "s3cret")
     assert httpx.get(server.url).status_code == 200  # the page holds no data
     assert httpx.get(f"{server.url}playground/info").status_code == 401
-    out = drive(node, "token", server.url, "s3cret", expected_console=(
-        "Failed to load resource: the server responded with a status of 401 (Unauthorized)",))
-    assert out["banner"] == ("The server requires a bearer token: enter the --token value at the top right, "
-                             "then try again.")
+    out = drive(
+        node,
+        "token",
+        server.url,
+        "s3cret",
+        expected_console=("Failed to load resource: the server responded with a status of 401 (Unauthorized)",),
+    )
+    assert out["banner"] == (
+        "The server requires a bearer token: enter the --token value at the top right, then try again."
+    )
     assert out["token_box_visible"] is True
     assert out["prompt"] == "Use the echo tool to say exactly: reinforcement learning"
     assert (out["result"], out["reward"]) == ("reinforcement learning", "1")

@@ -35,8 +35,9 @@ def index(tmp_path_factory):
     packages = init_packages(tmp_path_factory)
     folder = tmp_path_factory.mktemp("index")
     port = free_port()
-    server = packages.venv.start(packages.venv.bin / "pypi-server", "run", "-p", str(port), "-i", "127.0.0.1",
-                                 "-a", ".", "-P", ".", folder)
+    server = packages.venv.start(
+        packages.venv.bin / "pypi-server", "run", "-p", str(port), "-i", "127.0.0.1", "-a", ".", "-P", ".", folder
+    )
     wait_for_port(port, server)
     yield packages, f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/simple/", folder
     server.terminate()
@@ -79,16 +80,33 @@ def test_publish_uploads_and_a_clean_venv_installs_and_makes_the_env(index, tmp_
     subprocess.run([sys.executable, "-m", "venv", str(clean)], check=True, timeout=120)
     py = str(clean / "bin" / "python")
     packages.venv.run(py, "-m", "pip", "install", "-q", packages.venv.wheel, timeout=900)
-    packages.venv.run(py, "-m", "pip", "--isolated", "install", "-q", "--no-deps", "--no-cache-dir",
-                      "--index-url", simple, "plain-env")
-    made = packages.venv.run(py, "-c", (
-        "import openenv_mcp\n"
-        "from openenv_mcp.types import CallTool\n"
-        "env = openenv_mcp.make('plain-env')\n"
-        "obs = env.reset(seed=0)\n"
-        "obs = env.step(CallTool(name='reverse', arguments={'text': 'stressed'}))\n"
-        "print(obs.result.content[0].text, obs.reward, obs.done)\n"
-        "env.close()\n"), cwd=tmp_path).stdout
+    packages.venv.run(
+        py,
+        "-m",
+        "pip",
+        "--isolated",
+        "install",
+        "-q",
+        "--no-deps",
+        "--no-cache-dir",
+        "--index-url",
+        simple,
+        "plain-env",
+    )
+    made = packages.venv.run(
+        py,
+        "-c",
+        (
+            "import openenv_mcp\n"
+            "from openenv_mcp.types import CallTool\n"
+            "env = openenv_mcp.make('plain-env')\n"
+            "obs = env.reset(seed=0)\n"
+            "obs = env.step(CallTool(name='reverse', arguments={'text': 'stressed'}))\n"
+            "print(obs.result.content[0].text, obs.reward, obs.done)\n"
+            "env.close()\n"
+        ),
+        cwd=tmp_path,
+    ).stdout
     assert made.split() == ["desserts", "1.0", "True"]
 
 

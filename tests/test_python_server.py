@@ -55,7 +55,14 @@ async def test_tools_are_described(py):
 
 async def test_variables_persist_and_the_last_expression_is_the_result(py):
     result, out = await run(py, "x = 41\nprint('hi')\nx + 1")
-    assert out == {"stdout": "hi\n", "stderr": "", "result": "42", "error": None, "timed_out": False, "restarted": False}
+    assert out == {
+        "stdout": "hi\n",
+        "stderr": "",
+        "result": "42",
+        "error": None,
+        "timed_out": False,
+        "restarted": False,
+    }
     assert result.is_error is False
     assert result.content[0].text == "--- stdout ---\nhi\n--- result ---\n42"
     _, out = await run(py, "x * 2")
@@ -79,8 +86,9 @@ async def test_errors_come_back_as_tracebacks_with_the_users_code(py):
     result, out = await run(py, "import sys\nprint('partial')\nprint('warn', file=sys.stderr)\n1 / 0")
     assert result.is_error is True
     assert out["stdout"] == "partial\n" and out["stderr"] == "warn\n"
-    assert out["error"].startswith('Traceback (most recent call last):\n  File "<cell 1>", line 4, in <module>\n'
-                                   "    1 / 0\n")
+    assert out["error"].startswith(
+        'Traceback (most recent call last):\n  File "<cell 1>", line 4, in <module>\n    1 / 0\n'
+    )
     assert out["error"].endswith("\nZeroDivisionError: division by zero\n")
     _, out = await run(py, "def f(:")
     assert out["error"].endswith("SyntaxError: invalid syntax\n")
@@ -109,8 +117,10 @@ async def test_code_ignoring_the_interrupt_is_killed_and_the_interpreter_restart
     result, out = await run(py, code, timeout=0.5)
     assert time.monotonic() - started < 10
     assert out["timed_out"] is True and out["restarted"] is True
-    assert out["error"] == ("Timed out after 0.5 s; the code did not stop on interrupt, so the interpreter was "
-                            f"killed and will restart on the next call: {LOST}.")
+    assert out["error"] == (
+        "Timed out after 0.5 s; the code did not stop on interrupt, so the interpreter was "
+        f"killed and will restart on the next call: {LOST}."
+    )
     result, out = await run(py, "'kept' in dir()")
     assert out["result"] == "False"
 
@@ -129,8 +139,10 @@ async def test_a_dying_interpreter_is_reported_and_restarted(py):
     await run(py, "kept = 1")
     result, out = await run(py, "import os\nos._exit(3)")
     assert out["restarted"] is True
-    assert out["error"] == ("The interpreter exited with code 3 while running this code (out of memory? the limit "
-                            f"is 256 MB; or os._exit) and will restart on the next call: {LOST}.")
+    assert out["error"] == (
+        "The interpreter exited with code 3 while running this code (out of memory? the limit "
+        f"is 256 MB; or os._exit) and will restart on the next call: {LOST}."
+    )
     _, out = await run(py, "'kept' in dir()")
     assert out["result"] == "False"
 
@@ -156,8 +168,10 @@ async def test_a_cpu_time_limit_kill_is_named(tmp_path):
         _, out = await run(client, "while True:\n    pass", timeout=30)
     interpreter.stop()
     assert out["restarted"] is True and out["timed_out"] is False
-    assert out["error"] == ("The interpreter was killed by SIGXCPU: it used up its CPU time limit. It will restart "
-                            f"on the next call: {LOST}.")
+    assert out["error"] == (
+        "The interpreter was killed by SIGXCPU: it used up its CPU time limit. It will restart "
+        f"on the next call: {LOST}."
+    )
 
 
 async def test_restart_forgets_everything(py):
@@ -208,8 +222,11 @@ async def test_an_in_process_episode_ends_its_interpreter_on_close(tmp_path):
     from openenv_mcp.core.spec import EnvSpec
     from openenv_mcp.types import CallTool
 
-    spec = EnvSpec(name="py-inprocess", tool_servers=[ToolServerSpec(name="py", object="openenv_mcp.tool_servers.python:create_server")],
-                   base_dir=tmp_path)
+    spec = EnvSpec(
+        name="py-inprocess",
+        tool_servers=[ToolServerSpec(name="py", object="openenv_mcp.tool_servers.python:create_server")],
+        base_dir=tmp_path,
+    )
     episode = await Environment(spec).new_episode(seed=0)
     try:
         obs = await episode.act(CallTool(name="py_run", arguments={"code": "import os\nos.getpid()"}))
@@ -222,20 +239,32 @@ async def test_an_in_process_episode_ends_its_interpreter_on_close(tmp_path):
 
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.python", "--help"], cwd=REPO,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.tool_servers.python", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0
     for flag in ("--root", "--transport", "--lean", "--memory-mb", "--max-output-chars", "--max-timeout"):
         assert flag in result.stdout
-    result = subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path / "nope")],
-                            cwd=REPO, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path / "nope")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == f"error: --root {str(tmp_path / 'nope')!r} is not a directory; create it first"
 
 
 @pytest.mark.parametrize("lean", [False, True], ids=["fastmcp", "lean"])
 async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
-    args = ["-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path)] + (["--lean"] if lean else ["--namespace", ""])  # bare names (the default is the env's)
+    args = ["-m", "openenv_mcp.tool_servers.python", "--root", str(tmp_path)] + (
+        ["--lean"] if lean else ["--namespace", ""]
+    )  # bare names (the default is the env's)
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:
@@ -265,7 +294,9 @@ async def test_in_the_sandbox_code_cannot_read_hidden_paths_or_reach_the_network
         with anyio.fail_after(60):
             result = await conn.call_tool("run", {"code": "import os\nx = os.getcwd()\nx"}, "run")
             assert result.structured_content["result"] == "'/workspace'"
-            result = await conn.call_tool("run", {"code": f"open({str(env_dir / 'secret' / 'answer.txt')!r}).read()"}, "run")
+            result = await conn.call_tool(
+                "run", {"code": f"open({str(env_dir / 'secret' / 'answer.txt')!r}).read()"}, "run"
+            )
             assert result.structured_content["error"].splitlines()[-1].startswith("FileNotFoundError")
             code = "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=2)"
             result = await conn.call_tool("run", {"code": code}, "run")

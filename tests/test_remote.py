@@ -33,7 +33,9 @@ def test_vector_env_steps_many_episodes_in_one_message(server):
         assert [o.info["step"] for o in observations] == [0] * 6
         assert len(set(venv.unwrapped.episode_ids)) == 6
         phrases = [o.task.data["phrase"] for o in observations]
-        actions = [CallTool(name="echo", arguments={"text": p if i % 2 == 0 else "wrong"}) for i, p in enumerate(phrases)]
+        actions = [
+            CallTool(name="echo", arguments={"text": p if i % 2 == 0 else "wrong"}) for i, p in enumerate(phrases)
+        ]
         stepped = venv.step(actions)
         assert [o.done for o in stepped] == [True, False] * 3
         assert [s.cumulative_reward for s in venv.state()] == [1.0, 0.0] * 3

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-
 import shutil
 
 import pytest
@@ -11,8 +10,6 @@ from conftest import need
 from containment import FIXTURE, PYTHON, world_dir
 
 import openenv_mcp
-from containment import FIXTURE, PYTHON, world_dir
-from conftest import need
 
 CHECK = """
 import json, os, sys
@@ -83,8 +80,12 @@ def test_command_reward_scores_the_workspace_inside_the_boundary(folder, isolati
 def reward_error(obs) -> str:
     """The reward command's own message, from a step whose reward failed (reward 0.0, episode goes on)."""
     assert obs.reward == 0.0 and not obs.done, obs
-    match = re.fullmatch(r"the reward function raised \w+: (.*); this step's reward is 0.0 "
-                         r"\(the score is unchanged\) and the episode goes on", obs.info["reward_error"], re.S)
+    match = re.fullmatch(
+        r"the reward function raised \w+: (.*); this step's reward is 0.0 "
+        r"\(the score is unchanged\) and the episode goes on",
+        obs.info["reward_error"],
+        re.S,
+    )
     assert match, obs.info["reward_error"]
     return match.group(1)
 
@@ -93,18 +94,23 @@ def test_a_failing_or_silent_reward_command_is_a_clear_error(folder):
     with _write_env(folder, "process") as env:
         env.reset(seed=0)
         obs = env.step({"type": "call_tool", "name": "write_file", "arguments": {"path": "garbage.txt", "text": "x"}})
-        assert reward_error(obs) == (f"reward command `{PYTHON} {{env_dir}}/check.py` printed 'not a number' last, "
-                                   'expected a number or {"score": ..., "done": ...}')
+        assert reward_error(obs) == (
+            f"reward command `{PYTHON} {{env_dir}}/check.py` printed 'not a number' last, "
+            'expected a number or {"score": ..., "done": ...}'
+        )
         env.reset(seed=0)
         # nested too deep for the JSON parser: the same clear error
         obs = env.step({"type": "call_tool", "name": "write_file", "arguments": {"path": "bomb.txt", "text": "x"}})
-        assert reward_error(obs) == (f"reward command `{PYTHON} {{env_dir}}/check.py` printed "
-                                   f"'{'[' * 100}... (50000 characters)' last, "
-                                   'expected a number or {"score": ..., "done": ...}')
+        assert reward_error(obs) == (
+            f"reward command `{PYTHON} {{env_dir}}/check.py` printed "
+            f"'{'[' * 100}... (50000 characters)' last, "
+            'expected a number or {"score": ..., "done": ...}'
+        )
         env.reset(seed=0)
         obs = env.step({"type": "call_tool", "name": "write_file", "arguments": {"path": "fail.txt", "text": "x"}})
-        assert reward_error(obs) == (f"reward command `{PYTHON} {{env_dir}}/check.py` exited with code 3; "
-                                   "stderr: the checker failed on purpose")
+        assert reward_error(obs) == (
+            f"reward command `{PYTHON} {{env_dir}}/check.py` exited with code 3; stderr: the checker failed on purpose"
+        )
 
 
 def test_reward_table_must_name_a_known_server(tmp_path):

@@ -45,15 +45,23 @@ def _free_port() -> int:
 # -- pure conversions ----------------------------------------------------------------
 def test_tools_become_function_schemas_with_safe_unique_names():
     tools = [
-        Tool(name="fs_read", description="Read a file.", inputSchema={"type": "object", "properties": {
-            "path": {"type": "string"}}, "required": ["path"]}),
+        Tool(
+            name="fs_read",
+            description="Read a file.",
+            inputSchema={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        ),
         Tool(name="db.query", inputSchema={"type": "object"}),
         Tool(name="db/query", title="Query too", inputSchema={"type": "object"}),
     ]
     functions, back = tools_to_functions(tools)
-    assert functions[0] == {"type": "function", "function": {
-        "name": "fs_read", "description": "Read a file.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+    assert functions[0] == {
+        "type": "function",
+        "function": {
+            "name": "fs_read",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        },
+    }
     assert [f["function"]["name"] for f in functions] == ["fs_read", "db_query", "db_query_2"]
     assert functions[1]["function"]["parameters"] == {"type": "object", "properties": {}}
     assert functions[2]["function"]["description"] == "Query too"
@@ -91,8 +99,13 @@ async def test_echo_episodes_solved_through_the_model_server():
         assert line["messages"][1]["content"] == line["prompt"]
         phrase = environment.tasks.pick(traj.seed)[0].data["phrase"]
         assistant = line["messages"][2]
-        assert assistant["tool_calls"] == [{"id": "call_0_0", "type": "function", "function": {
-            "name": "echo", "arguments": json.dumps({"text": phrase})}}]
+        assert assistant["tool_calls"] == [
+            {
+                "id": "call_0_0",
+                "type": "function",
+                "function": {"name": "echo", "arguments": json.dumps({"text": phrase})},
+            }
+        ]
         assert line["messages"][3] == {"role": "tool", "tool_call_id": "call_0_0", "content": phrase}
         [step] = line["steps"]
         assert step["name"] == "echo" and step["arguments"] == {"text": phrase}
@@ -103,14 +116,26 @@ async def test_echo_episodes_solved_through_the_model_server():
         assert set(line["timings"]) == {"started_at", "total_s", "reset_s", "model_s", "env_s"}
         json.dumps(line)  # the line is JSON
     stats = summarize(trajs)
-    assert stats == {"episodes": 4, "reward_mean": 1.0, "reward_std": 0.0, "success_rate": 1.0,
-                     "mean_steps": 1.0, "tool_error_rate": 0.0}
+    assert stats == {
+        "episodes": 4,
+        "reward_mean": 1.0,
+        "reward_std": 0.0,
+        "success_rate": 1.0,
+        "mean_steps": 1.0,
+        "tool_error_rate": 0.0,
+    }
 
 
 async def test_malformed_tool_calls_become_tool_error_observations():
     environment = load_environment("echo")
-    mistakes = [[call("echo", '{"text": "unterminated'), call("no_such_tool", {}), call("echo", "[1, 2]"),
-                 call("echo", {"wrong": 1})]]
+    mistakes = [
+        [
+            call("echo", '{"text": "unterminated'),
+            call("no_such_tool", {}),
+            call("echo", "[1, 2]"),
+            call("echo", {"wrong": 1}),
+        ]
+    ]
     plans = plans_from_solutions(environment, prefix=mistakes)
     with ScriptedModel(plans) as server:
         async with _policy(server) as policy:
@@ -126,8 +151,10 @@ async def test_malformed_tool_calls_become_tool_error_observations():
     assert steps[3]["result"]["content"][0]["text"].startswith("Invalid arguments for tool 'echo'")
     tool_messages = [m for m in second_request if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == ["call_0_0", "call_0_1", "call_0_2", "call_0_3"]
-    assert tool_messages[0]["content"] == ("Error: Invalid arguments for tool 'echo': arguments are not valid JSON "
-                                          "(Unterminated string starting at: line 1 column 10 (char 9))")
+    assert tool_messages[0]["content"] == (
+        "Error: Invalid arguments for tool 'echo': arguments are not valid JSON "
+        "(Unterminated string starting at: line 1 column 10 (char 9))"
+    )
     assert tool_messages[1]["content"] == "Error: Unknown tool: 'no_such_tool'"
     assert (traj.num_steps, traj.tool_errors) == (5, 4)
     assert summarize([traj])["tool_error_rate"] == 0.8
@@ -148,8 +175,11 @@ async def test_transient_503s_are_retried_with_backoff():
 async def test_retries_are_bounded():
     with ScriptedModel({}, flaky=True) as server:
         policy = _policy(server, max_retries=0)
-        with pytest.raises(PolicyError, match=r"kept failing \(503: overloaded, try again\) after 1 attempt; "
-                                              r"try again later or lower --concurrency"):
+        with pytest.raises(
+            PolicyError,
+            match=r"kept failing \(503: overloaded, try again\) after 1 attempt; "
+            r"try again later or lower --concurrency",
+        ):
             await rollout("echo", policy, episodes=1)
         await policy.aclose()
 
@@ -157,25 +187,36 @@ async def test_retries_are_bounded():
 async def test_a_bad_key_is_a_clear_error():
     with ScriptedModel({}, api_key="right") as server:
         async with _policy(server, api_key="wrong") as policy:
-            with pytest.raises(PolicyError, match=r"^model server at http://127\.0\.0\.1:\d+/v1/chat/completions "
-                                                  r"refused the API key \(401: Incorrect API key provided\); "
-                                                  r"check --api-key or \$OPENAI_API_KEY$"):
+            with pytest.raises(
+                PolicyError,
+                match=r"^model server at http://127\.0\.0\.1:\d+/v1/chat/completions "
+                r"refused the API key \(401: Incorrect API key provided\); "
+                r"check --api-key or \$OPENAI_API_KEY$",
+            ):
                 await rollout("echo", policy, episodes=2, concurrency=2)
 
 
 async def test_a_bad_url_is_a_clear_error():
     port = _free_port()
     async with OpenAIPolicy(f"http://127.0.0.1:{port}/v1", "m", max_retries=1, backoff=0.01) as policy:
-        with pytest.raises(PolicyError, match=rf"^cannot reach the model server at http://127\.0\.0\.1:{port}/v1/"
-                                              r"chat/completions \(ConnectError: .*\) after 2 attempts; "
-                                              r"check --base-url and that the server is running$"):
+        with pytest.raises(
+            PolicyError,
+            match=rf"^cannot reach the model server at http://127\.0\.0\.1:{port}/v1/"
+            r"chat/completions \(ConnectError: .*\) after 2 attempts; "
+            r"check --base-url and that the server is running$",
+        ):
             await rollout("echo", policy, episodes=1)
     with ScriptedModel({}) as server:
         async with OpenAIPolicy(server.url.removesuffix("/v1"), "m") as policy:
-            with pytest.raises(PolicyError, match=r"has no chat-completions endpoint \(404: Not Found\); "
-                                                  r"--base-url must be the API root, usually ending in /v1$"):
+            with pytest.raises(
+                PolicyError,
+                match=r"has no chat-completions endpoint \(404: Not Found\); "
+                r"--base-url must be the API root, usually ending in /v1$",
+            ):
                 await rollout("echo", policy, episodes=1)
-    with pytest.raises(ConfigError, match=r"^model server URL must look like http://HOST:PORT/v1, got 'localhost:8000'$"):
+    with pytest.raises(
+        ConfigError, match=r"^model server URL must look like http://HOST:PORT/v1, got 'localhost:8000'$"
+    ):
         OpenAIPolicy("localhost:8000", "m")
 
 
@@ -216,8 +257,10 @@ async def test_own_policy_and_one_env_instance():
         if messages[-1]["role"] == "tool":
             return {"role": "assistant", "content": "ok"}
         phrase = messages[0]["content"].split(": ", 1)[1]
-        return {"role": "assistant", "tool_calls": [{"function": {"name": tools[0]["function"]["name"],
-                                                                  "arguments": {"text": phrase}}}]}
+        return {
+            "role": "assistant",
+            "tool_calls": [{"function": {"name": tools[0]["function"]["name"], "arguments": {"text": phrase}}}],
+        }
 
     env = openenv_mcp.make_async("echo")
     trajs = await rollout(env, policy, episodes=2, seed=5, system_prompt=None)
@@ -230,8 +273,14 @@ async def test_own_policy_and_one_env_instance():
 
 # -- the command line --------------------------------------------------------------------
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "openenv_mcp.cli", "rollout", *args], capture_output=True,
-                          text=True, timeout=120, cwd=ROOT, env={**os.environ, "COLUMNS": "160", **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.cli", "rollout", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "160", **(env or {})},
+    )
 
 
 def test_cli_writes_jsonl_and_prints_the_summary(tmp_path):
@@ -239,8 +288,22 @@ def test_cli_writes_jsonl_and_prints_the_summary(tmp_path):
     plans = plans_from_solutions(environment, prefix=[[call("echo", "{bad")]])
     out = tmp_path / "t.jsonl"
     with ScriptedModel(plans, api_key="k", flaky=True) as server:
-        proc = _cli("echo", "--base-url", server.url, "--model", "scripted", "--episodes", "3",
-                    "--concurrency", "2", "--seed", "4", "--out", str(out), env={"OPENAI_API_KEY": "k"})
+        proc = _cli(
+            "echo",
+            "--base-url",
+            server.url,
+            "--model",
+            "scripted",
+            "--episodes",
+            "3",
+            "--concurrency",
+            "2",
+            "--seed",
+            "4",
+            "--out",
+            str(out),
+            env={"OPENAI_API_KEY": "k"},
+        )
     assert proc.returncode == 0, proc.stderr
     assert "reward mean" in proc.stdout and "tool-error rate" in proc.stdout
     assert "1.000" in proc.stdout and "100%" in proc.stdout and "50.0%" in proc.stdout
@@ -252,8 +315,9 @@ def test_cli_writes_jsonl_and_prints_the_summary(tmp_path):
 
 def test_cli_bad_key_exits_2_with_one_line(tmp_path):
     with ScriptedModel({}, api_key="right") as server:
-        proc = _cli("echo", "--base-url", server.url, "--model", "m", "--api-key", "wrong",
-                    "--out", str(tmp_path / "t.jsonl"))
+        proc = _cli(
+            "echo", "--base-url", server.url, "--model", "m", "--api-key", "wrong", "--out", str(tmp_path / "t.jsonl")
+        )
     assert proc.returncode == 2
     assert "error: model server at" in proc.stderr and "refused the API key (401" in proc.stderr
 

@@ -22,8 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "openenv_mcp.cli", "rollout", *args], capture_output=True,
-                          text=True, timeout=180, cwd=ROOT, env={**os.environ, "COLUMNS": "200"})
+    return subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.cli", "rollout", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
 
 def _lines(path: Path) -> list[dict]:
@@ -51,8 +57,11 @@ async def test_token_ids_and_logprobs_are_recorded_per_turn():
 async def test_token_ids_written_as_token_id_strings_in_the_logprobs_are_read():
     from openenv_mcp.rollout import _turn
 
-    choice = {"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop",
-              "logprobs": {"content": [{"token": "token_id:17", "logprob": -0.5}, {"token": "token_id:4", "logprob": 0.0}]}}
+    choice = {
+        "message": {"role": "assistant", "content": "hi"},
+        "finish_reason": "stop",
+        "logprobs": {"content": [{"token": "token_id:17", "logprob": -0.5}, {"token": "token_id:4", "logprob": 0.0}]},
+    }
     turn = _turn({"choices": [choice]}, choice, first=True)
     assert turn.token_ids == [17, 4] and turn.logprobs[0] == {"token": "token_id:17", "logprob": -0.5}
     plain = _turn({}, {"message": {"role": "assistant", "content": "x"}}, first=True)
@@ -112,7 +121,8 @@ def test_a_resumed_rollout_completes_an_interrupted_file_without_losing_a_line(t
         proc = _cli(*args, "--base-url", server.url)
         assert server.requests == []
     assert proc.returncode == 0 and out.read_bytes() == b"".join(
-        line.encode() + b"\n" for line in out.read_text().splitlines())
+        line.encode() + b"\n" for line in out.read_text().splitlines()
+    )
     assert len(_lines(out)) == len(environment.tasks)
 
 
@@ -129,8 +139,11 @@ def test_a_failed_rollout_never_empties_the_out_file(tmp_path):
 def test_an_out_file_of_another_environment_or_with_a_broken_line_is_left_alone(tmp_path):
     other = tmp_path / "other.jsonl"
     other.write_text('{"format": "openenv-mcp.trajectory/1", "env": "files", "key": "k"}\n')
-    with pytest.raises(ConfigError, match=r"other.jsonl:1 is a trajectory of environment 'files', not 'echo'; "
-                                          r"give another --out"):
+    with pytest.raises(
+        ConfigError,
+        match=r"other.jsonl:1 is a trajectory of environment 'files', not 'echo'; "
+        r"give another --out",
+    ):
         TrajectoryFile(other, "echo").open()
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"env": "echo", "key": "a"}\nnot json\n{"env": "echo", "key": "b"}\n')
@@ -144,7 +157,10 @@ def test_an_out_file_of_another_environment_or_with_a_broken_line_is_left_alone(
 
 def test_two_runs_never_append_to_one_file_at_once(tmp_path):
     with TrajectoryFile(tmp_path / "t.jsonl", "echo"):
-        with pytest.raises(ConfigError, match=r"another rollout is writing '.*t.jsonl'; wait for it or give another "
-                                              r"--out"):
+        with pytest.raises(
+            ConfigError,
+            match=r"another rollout is writing '.*t.jsonl'; wait for it or give another "
+            r"--out",
+        ):
             TrajectoryFile(tmp_path / "t.jsonl", "echo").open()
     TrajectoryFile(tmp_path / "t.jsonl", "echo").open().close()  # free again once the first run is done

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 import uvicorn
+from containment import FIXTURE, PYTHON, world_dir
+from scripted_model import ScriptedModel, call
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 
 import openenv_mcp
-from containment import FIXTURE, PYTHON, world_dir
 from openenv_mcp import ConfigError
-from scripted_model import ScriptedModel, call
 
 ECHO = 'object = "openenv_mcp.tool_servers.echo:server"'
-CRITERIA = '''
+CRITERIA = """
 def said_it(ctx):
     return 1.0 if any(a.arguments.get("text") == ctx.task.data["phrase"] for a, _ in ctx.history) else 0.0
 
@@ -33,7 +33,7 @@ def broken(ctx):
     if ctx.history and ctx.history[-1][0].arguments.get("text") == "boom":
         raise RuntimeError("the grader crashed")
     return 0.0
-'''
+"""
 
 
 def write_env(folder: Path, criteria: str, *, answer: str = "42", extra: str = "") -> Path:
@@ -61,7 +61,9 @@ def say(env, text):
 
 
 def test_rubric_is_the_weighted_mean_of_its_criteria_each_in_info(tmp_path):
-    path = write_env(tmp_path, """
+    path = write_env(
+        tmp_path,
+        """
 [[reward.criteria]]
 name = "said_it"
 weight = 3
@@ -69,7 +71,8 @@ python = "crit:said_it"
 [[reward.criteria]]
 name = "short"
 python = "crit:short"
-""")
+""",
+    )
     with openenv_mcp.make(str(path)) as env:
         obs = env.reset(task_id="t1")
         assert obs.info["score"] == 0.0
@@ -83,14 +86,17 @@ python = "crit:short"
 
 
 def test_a_failing_criterion_is_a_named_reward_error_not_a_silent_zero(tmp_path):
-    path = write_env(tmp_path, """
+    path = write_env(
+        tmp_path,
+        """
 [[reward.criteria]]
 name = "short"
 python = "crit:short"
 [[reward.criteria]]
 name = "grader"
 python = "crit:broken"
-""")
+""",
+    )
     with openenv_mcp.make(str(path)) as env:
         env.reset(task_id="t1")
         assert say(env, "x").info["score"] == 0.5
@@ -98,21 +104,33 @@ python = "crit:broken"
         assert obs.reward == 0.0 and obs.info["score"] == 0.5 and "criteria" not in obs.info
         assert obs.info["reward_error"] == (
             "the reward function raised CriterionError: criterion 'grader' (python) failed: RuntimeError: the grader "
-            "crashed; this step's reward is 0.0 (the score is unchanged) and the episode goes on")
+            "crashed; this step's reward is 0.0 (the score is unchanged) and the episode goes on"
+        )
         assert env.state().reward_errors == 1
 
 
-@pytest.mark.parametrize("table, message", [
-    ("[[reward.criteria]]\nname = 'a'\npython = 'crit:short'\nverifier = 'exact'",
-     "rubric: invalid [reward] table: Value error, criterion 'a' needs exactly one of python, command, verifier, "
-     "judge, service (got python, verifier) at criteria.0"),
-    ("[[reward.criteria]]\nname = 'a'\npython = 'crit:short'\n[[reward.criteria]]\nname = 'a'\npython = 'crit:short'",
-     "rubric: invalid [reward] table: Value error, criterion names must be unique; repeated: ['a']"),
-    ("[[reward.criteria]]\nname = 'a'\njudge = { model = 'm' }",
-     "rubric: criterion 'a': invalid judge table: Field required at base_url"),
-    ("[[reward.criteria]]\nname = 'a'\nverifier = 'exact'\ncandidate = 'whatever'",
-     "rubric: criterion 'a': candidate must be last_arguments, last_result or argument:NAME, got 'whatever'"),
-])
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        (
+            "[[reward.criteria]]\nname = 'a'\npython = 'crit:short'\nverifier = 'exact'",
+            "rubric: invalid [reward] table: Value error, criterion 'a' needs exactly one of python, command, verifier, "
+            "judge, service (got python, verifier) at criteria.0",
+        ),
+        (
+            "[[reward.criteria]]\nname = 'a'\npython = 'crit:short'\n[[reward.criteria]]\nname = 'a'\npython = 'crit:short'",
+            "rubric: invalid [reward] table: Value error, criterion names must be unique; repeated: ['a']",
+        ),
+        (
+            "[[reward.criteria]]\nname = 'a'\njudge = { model = 'm' }",
+            "rubric: criterion 'a': invalid judge table: Field required at base_url",
+        ),
+        (
+            "[[reward.criteria]]\nname = 'a'\nverifier = 'exact'\ncandidate = 'whatever'",
+            "rubric: criterion 'a': candidate must be last_arguments, last_result or argument:NAME, got 'whatever'",
+        ),
+    ],
+)
 def test_an_invalid_rubric_is_refused_at_load_with_a_clear_message(tmp_path, table, message):
     with pytest.raises(ConfigError) as info:
         openenv_mcp.make(str(write_env(tmp_path, table)))
@@ -120,7 +138,9 @@ def test_an_invalid_rubric_is_refused_at_load_with_a_clear_message(tmp_path, tab
 
 
 def test_verifiers_compare_the_grader_only_answer_with_the_agents_answer(tmp_path):
-    path = write_env(tmp_path, """
+    path = write_env(
+        tmp_path,
+        """
 [[reward.criteria]]
 name = "exact"
 verifier = "exact"
@@ -128,7 +148,9 @@ verifier = "exact"
 name = "math"
 verifier = "math"
 candidate = "argument:text"
-""", answer="\\\\frac{1}{2}")
+""",
+        answer="\\\\frac{1}{2}",
+    )
     with openenv_mcp.make(str(path)) as env:
         obs = env.reset(task_id="t1")
         assert obs.task.answer is None and "frac" not in json.dumps(obs.task.model_dump())  # grader-only
@@ -188,8 +210,9 @@ def fair_judge(prompt: str) -> str:
     """Scores 1 when the trajectory says the phrase of the task."""
     phrase = re.search(r"say (\w+)", prompt).group(1)
     fenced = prompt.split(f"<<<TRAJECTORY {nonce_of(prompt)}>>>")[1]
-    return json.dumps({"nonce": nonce_of(prompt), "score": 1 if f'"text": "{phrase}"' in fenced else 0,
-                       "reason": "checked"})
+    return json.dumps(
+        {"nonce": nonce_of(prompt), "score": 1 if f'"text": "{phrase}"' in fenced else 0, "reason": "checked"}
+    )
 
 
 def test_the_judge_scores_through_an_openai_compatible_server_and_caches_its_verdicts(tmp_path):
@@ -205,15 +228,22 @@ def test_the_judge_scores_through_an_openai_compatible_server_and_caches_its_ver
             assert len(judge.judge_prompts) == 2 + 0  # two distinct trajectories judged once each
             body = judge.requests[0]
             assert body["temperature"] == 0 and body["model"] == "judge-1"
-            assert "say hello" in judge.judge_prompts[0] and "42" in judge.judge_prompts[0]  # the answer is for the judge
+            assert (
+                "say hello" in judge.judge_prompts[0] and "42" in judge.judge_prompts[0]
+            )  # the answer is for the judge
 
 
-@pytest.mark.parametrize("reply, error", [
-    (500, "criterion 'judge': the judge at {url} (model judge-1) failed after 1 retries: InternalServerError: "),
-    ("I think this deserves a 1.", "criterion 'judge': the judge's reply is not one JSON object: "
-                                   "'I think this deserves a 1.'"),
-    ('{"nonce": "NONCE", "score": 7}', "criterion 'judge': the judge's score must be a number from 0 to 1, got 7"),
-])
+@pytest.mark.parametrize(
+    "reply, error",
+    [
+        (500, "criterion 'judge': the judge at {url} (model judge-1) failed after 1 retries: InternalServerError: "),
+        (
+            "I think this deserves a 1.",
+            "criterion 'judge': the judge's reply is not one JSON object: 'I think this deserves a 1.'",
+        ),
+        ('{"nonce": "NONCE", "score": 7}', "criterion 'judge': the judge's score must be a number from 0 to 1, got 7"),
+    ],
+)
 def test_a_judge_failure_is_reported_as_such_never_a_silent_zero(tmp_path, reply, error):
     answer = (lambda p: reply.replace("NONCE", nonce_of(p))) if isinstance(reply, str) else (lambda p: reply)
     with ScriptedModel({}, judge=answer) as judge:
@@ -222,8 +252,9 @@ def test_a_judge_failure_is_reported_as_such_never_a_silent_zero(tmp_path, reply
             env.reset(task_id="t1")
             obs = say(env, "hello")
             assert obs.reward == 0.0 and "criteria" not in obs.info
-            assert obs.info["reward_error"].startswith("the reward function raised CriterionError: "
-                                                       + error.format(url=judge.url))
+            assert obs.info["reward_error"].startswith(
+                "the reward function raised CriterionError: " + error.format(url=judge.url)
+            )
             assert len(judge.judge_prompts) == (2 if reply == 500 else 1)  # 5xx retried, bad verdicts not cached
             say(env, "hello")
             assert len(judge.judge_prompts) == (4 if reply == 500 else 2)
@@ -248,8 +279,11 @@ class RewardServer:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}/grade"
-        self._server = uvicorn.Server(uvicorn.Config(Starlette(routes=[Route("/grade", grade, methods=["POST"])]),
-                                                     log_level="warning", lifespan="off"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                Starlette(routes=[Route("/grade", grade, methods=["POST"])]), log_level="warning", lifespan="off"
+            )
+        )
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
 
     def __enter__(self):
@@ -293,20 +327,30 @@ def test_a_reward_service_grades_over_http_with_a_documented_contract(tmp_path):
         assert len(sent["result"]) < 200 and "characters cut" in sent["result"]
 
 
-@pytest.mark.parametrize("status, payload, error", [
-    (404, "no such route", "criterion 'service': the reward service at {url} answered HTTP 404: no such route"),
-    (200, {"verdict": "good"}, "criterion 'service': the reward service at {url} answered '{{\"verdict\":\"good\"}}', "
-                               "expected {{\"score\": <number>, \"info\": {{...}}}}"),
-    (500, "down", "criterion 'service': the reward service at {url} failed after 2 attempts: HTTP 500: down"),
-])
+@pytest.mark.parametrize(
+    "status, payload, error",
+    [
+        (404, "no such route", "criterion 'service': the reward service at {url} answered HTTP 404: no such route"),
+        (
+            200,
+            {"verdict": "good"},
+            "criterion 'service': the reward service at {url} answered '{{\"verdict\":\"good\"}}', "
+            'expected {{"score": <number>, "info": {{...}}}}',
+        ),
+        (500, "down", "criterion 'service': the reward service at {url} failed after 2 attempts: HTTP 500: down"),
+    ],
+)
 def test_a_reward_service_failure_is_a_named_reward_error(tmp_path, status, payload, error):
     with RewardServer(lambda body, n: (200, {"score": 0}) if n == 1 else (status, payload)) as service:
         with openenv_mcp.make(str(write_env(tmp_path, SERVICE_TABLE.format(url=service.url)))) as env:
             env.reset(task_id="t1")
             obs = say(env, "hello")
-            assert obs.info["reward_error"] == ("the reward function raised CriterionError: "
-                                                + error.format(url=service.url) + "; this step's reward is 0.0 "
-                                                "(the score is unchanged) and the episode goes on")
+            assert obs.info["reward_error"] == (
+                "the reward function raised CriterionError: "
+                + error.format(url=service.url)
+                + "; this step's reward is 0.0 "
+                "(the score is unchanged) and the episode goes on"
+            )
 
 
 def test_an_unreachable_reward_service_is_a_named_reward_error(tmp_path):
@@ -317,24 +361,32 @@ def test_an_unreachable_reward_service_is_a_named_reward_error(tmp_path):
     with pytest.raises(openenv_mcp.OpenEnvError) as info:  # the initial score at reset fails: reset says so
         with openenv_mcp.make(str(write_env(tmp_path, SERVICE_TABLE.format(url=url)))) as env:
             env.reset(task_id="t1")
-    assert str(info.value).startswith(f"criterion 'service': the reward service at {url} failed after 2 attempts: "
-                                      "ConnectError: ")
+    assert str(info.value).startswith(
+        f"criterion 'service': the reward service at {url} failed after 2 attempts: ConnectError: "
+    )
 
 
 def test_rollout_lines_carry_each_criterions_score(tmp_path):
-    from openenv_mcp.rollout import OpenAIPolicy, rollout
     import anyio
 
-    path = write_env(tmp_path, """
+    from openenv_mcp.rollout import OpenAIPolicy, rollout
+
+    path = write_env(
+        tmp_path,
+        """
 [[reward.criteria]]
 name = "said_it"
 python = "crit:said_it"
 [[reward.criteria]]
 name = "short"
 python = "crit:short"
-""")
-    plans = {"say hello": [[call("echo", {"text": "a very long way of not saying it"})], [call("echo", {"text": "hello"})]]}
+""",
+    )
+    plans = {
+        "say hello": [[call("echo", {"text": "a very long way of not saying it"})], [call("echo", {"text": "hello"})]]
+    }
     with ScriptedModel(plans) as model:
+
         async def main():
             policy = OpenAIPolicy(model.url, "m")
             try:
@@ -349,9 +401,13 @@ python = "crit:short"
 
 
 def test_a_criterion_with_on_tools_rescores_only_after_those_tools_and_keeps_its_last_score(tmp_path):
-    (tmp_path / "count.py").write_text("CALLS = []\ndef said(ctx):\n    CALLS.append(ctx.step)\n"
-                                       "    return 1.0 if any(a.arguments.get('text') == 'hello' for a, _ in ctx.history) else 0.0\n")
-    path = write_env(tmp_path, """
+    (tmp_path / "count.py").write_text(
+        "CALLS = []\ndef said(ctx):\n    CALLS.append(ctx.step)\n"
+        "    return 1.0 if any(a.arguments.get('text') == 'hello' for a, _ in ctx.history) else 0.0\n"
+    )
+    path = write_env(
+        tmp_path,
+        """
 [[reward.criteria]]
 name = "said"
 python = "count:said"
@@ -360,7 +416,8 @@ on_tools = ["echo"]
 name = "short"
 python = "crit:short"
 on_tools = ["no_such_tool"]
-""")
+""",
+    )
     with openenv_mcp.make(str(path)) as env:
         env.reset(task_id="t1")
         obs = say(env, "x")  # short would say 1, but it is never re-scored
@@ -372,5 +429,6 @@ on_tools = ["no_such_tool"]
         env.reset(task_id="t1")  # a new episode does not inherit the last one's kept scores
         assert say(env, "y").info["criteria"] == {"said": 0.0, "short": 0.0}
     import sys
+
     calls = next(m for k, m in sys.modules.items() if k.endswith(".count")).CALLS
     assert calls == [1, 3, 1]  # only after echo calls (never at reset: no tool was called)

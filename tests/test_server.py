@@ -23,8 +23,12 @@ from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
 pytestmark = pytest.mark.anyio
 
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
 GENERATIONS = ["legacy", "2026-07-28"]
 
 
@@ -47,8 +51,11 @@ async def test_official_client_lists_and_calls_tools(generation):
         async with Client(f"{url}/mcp", mode=generation) as client:
             assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
             result = await client.call_tool("echo", {"text": "hello"})
-            assert (result.is_error, result.content[0].text, result.structured_content) == (False, "hello",
-                                                                                            {"result": "hello"})
+            assert (result.is_error, result.content[0].text, result.structured_content) == (
+                False,
+                "hello",
+                {"result": "hello"},
+            )
             bad = await client.call_tool("echo", {})
             assert bad.is_error is True
             assert bad.content[0].text == "Invalid arguments for tool 'echo': 'text' is a required property"
@@ -149,8 +156,9 @@ async def test_attach_control_plane_episode_driven_by_the_official_client():
 
 
 async def test_stdio_face_serves_one_episode():
-    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.cli", "stdio", "echo", "--seed", "1"],
-                                   cwd=ROOT)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "openenv_mcp.cli", "stdio", "echo", "--seed", "1"], cwd=ROOT
+    )
     async with Client(params, mode="legacy") as client:
         assert [t.name for t in (await client.list_tools()).tools] == ["echo"]
         result = await client.call_tool("echo", {"text": "over stdio"})
@@ -162,11 +170,15 @@ async def test_host_and_origin_are_validated_loopback_allowed():
     app = echo_app()
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
         port = url.rsplit(":", 1)[1]
-        ok = await http.post("/mcp", headers={**MCP_HEADERS, "host": f"localhost:{port}",
-                                              "origin": f"http://localhost:{port}"}, json=INIT)
+        ok = await http.post(
+            "/mcp",
+            headers={**MCP_HEADERS, "host": f"localhost:{port}", "origin": f"http://localhost:{port}"},
+            json=INIT,
+        )
         assert ok.status_code == 200 and "mcp-session-id" in ok.headers
-        evil = await http.post("/mcp", headers={**MCP_HEADERS, "host": "evil.example.com",
-                                                "origin": "http://evil.example.com"}, json=INIT)
+        evil = await http.post(
+            "/mcp", headers={**MCP_HEADERS, "host": "evil.example.com", "origin": "http://evil.example.com"}, json=INIT
+        )
         assert evil.status_code == 421
         assert evil.json()["error"]["code"] == "invalid_host"
         assert "--allowed-host" in evil.json()["error"]["message"]
@@ -181,8 +193,11 @@ async def test_host_and_origin_are_validated_loopback_allowed():
 async def test_allowed_host_and_origin_options():
     app = echo_app(allowed_hosts=["env.example.com"], allowed_origins=["https://app.example.com"])
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
-        r = await http.post("/mcp", headers={**MCP_HEADERS, "host": "env.example.com:8000",
-                                             "origin": "https://app.example.com"}, json=INIT)
+        r = await http.post(
+            "/mcp",
+            headers={**MCP_HEADERS, "host": "env.example.com:8000", "origin": "https://app.example.com"},
+            json=INIT,
+        )
         assert r.status_code == 200
         r = await http.post("/mcp", headers={**MCP_HEADERS, "origin": "https://other.example.com"}, json=INIT)
         assert r.status_code == 403
@@ -204,7 +219,9 @@ async def test_token_required_everywhere_but_health():
         with pytest.raises(InvalidStatus):
             async with connect(url.replace("http", "ws") + "/ws"):
                 pass
-        async with connect(url.replace("http", "ws") + "/ws", additional_headers={"authorization": "Bearer s3cret"}) as ws:
+        async with connect(
+            url.replace("http", "ws") + "/ws", additional_headers={"authorization": "Bearer s3cret"}
+        ) as ws:
             await ws.send(json.dumps({"id": 1, "op": "list"}))
             assert json.loads(await ws.recv())["ok"] is True
 
@@ -223,12 +240,20 @@ async def test_official_client_with_token():
 async def test_request_size_cap_is_a_clear_error():
     app = echo_app(max_request_bytes=2048)
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
-        big = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": "echo", "arguments": {"text": "x" * 5000}}}
+        big = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x" * 5000}},
+        }
         r = await http.post("/mcp", headers=MCP_HEADERS, json=big)
         assert r.status_code == 413
-        assert r.json()["error"] == {"code": "request_too_large", "message": (
-            f"request body of {len(r.request.content)} bytes exceeds the limit of 2048 bytes (--max-request-bytes)")}
+        assert r.json()["error"] == {
+            "code": "request_too_large",
+            "message": (
+                f"request body of {len(r.request.content)} bytes exceeds the limit of 2048 bytes (--max-request-bytes)"
+            ),
+        }
         r = await http.post("/episodes", json={"seed": 1, "pad": "y" * 5000})
         assert r.status_code == 413
 
@@ -239,8 +264,10 @@ async def test_request_size_cap_is_a_clear_error():
         for path in ("/episodes", "/mcp"):
             r = await http.post(path, content=chunks(), headers=MCP_HEADERS)
             assert r.status_code == 413, path
-            assert r.json()["error"] == {"code": "request_too_large",
-                                         "message": "request body exceeds the limit of 2048 bytes (--max-request-bytes)"}
+            assert r.json()["error"] == {
+                "code": "request_too_large",
+                "message": "request body exceeds the limit of 2048 bytes (--max-request-bytes)",
+            }
         assert (await http.post("/episodes", json={"seed": 1})).status_code == 201  # still answers
         async with connect(url.replace("http", "ws") + "/ws") as ws:
             await ws.send(json.dumps({"id": 1, "op": "list", "pad": "z" * 5000}))
@@ -268,9 +295,16 @@ async def test_malformed_json_rpc_gets_a_clean_error_and_the_server_still_answer
 async def test_prod_mode_has_no_control_plane_and_no_reward():
     app = echo_app(mode="prod")
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
-        for method, path in [("POST", "/episodes"), ("GET", "/episodes"), ("POST", "/episodes/x/step"),
-                             ("GET", "/episodes/x/state"), ("DELETE", "/episodes/x"), ("POST", "/episodes/x/reset"),
-                             ("POST", "/episodes/x/mcp"), ("GET", "/ws")]:
+        for method, path in [
+            ("POST", "/episodes"),
+            ("GET", "/episodes"),
+            ("POST", "/episodes/x/step"),
+            ("GET", "/episodes/x/state"),
+            ("DELETE", "/episodes/x"),
+            ("POST", "/episodes/x/reset"),
+            ("POST", "/episodes/x/mcp"),
+            ("GET", "/ws"),
+        ]:
             assert (await http.request(method, path, json={})).status_code == 404, path
         with pytest.raises(InvalidStatus):
             async with connect(url.replace("http", "ws") + "/ws"):
@@ -318,7 +352,8 @@ async def test_resources_and_prompts_of_a_tool_server_are_served(tmp_path, gener
     (tmp_path / "tasks.jsonl").write_text('{"id": "t", "prompt": "add"}\n')
     (tmp_path / "env.toml").write_text(
         '[env]\nname = "notes"\ntasks = "tasks.jsonl"\n\n'
-        '[[tool_servers]]\nname = "notes"\nnamespace = ""\nobject = "openenv_test_notes_server:server"\n')
+        '[[tool_servers]]\nname = "notes"\nnamespace = ""\nobject = "openenv_test_notes_server:server"\n'
+    )
     app = create_app(load_environment(str(tmp_path / "env.toml")))
     async with serving(app) as url:
         async with Client(f"{url}/mcp", mode=generation) as client:

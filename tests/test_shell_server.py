@@ -54,8 +54,13 @@ async def test_the_tool_is_described_and_structured(shell):
 async def test_exit_code_stdout_stderr_structured_and_text(shell):
     result = await run(shell, command="cat notes.txt; echo oops >&2; exit 3")
     assert result.is_error is False  # a failing command is a normal result
-    assert result.structured_content == {"exit_code": 3, "stdout": "alpha\nbeta\n", "stderr": "oops\n",
-                                         "timed_out": False, "truncated": False}
+    assert result.structured_content == {
+        "exit_code": 3,
+        "stdout": "alpha\nbeta\n",
+        "stderr": "oops\n",
+        "timed_out": False,
+        "truncated": False,
+    }
     assert result.content[0].text == "exit_code: 3\n--- stdout ---\nalpha\nbeta\n\n--- stderr ---\noops\n"
     result = await run(shell, command="true")
     assert result.content[0].text == "exit_code: 0\n(no output)"
@@ -80,8 +85,13 @@ async def test_timeout_kills_the_command_and_says_so(shell, tmp_path):
     result = await run(shell, command="echo before; sleep 30; echo after", timeout=0.5)
     assert time.monotonic() - started < 10
     assert result.is_error is True
-    assert result.structured_content == {"exit_code": None, "stdout": "before\n", "stderr": "",
-                                         "timed_out": True, "truncated": False}
+    assert result.structured_content == {
+        "exit_code": None,
+        "stdout": "before\n",
+        "stderr": "",
+        "timed_out": True,
+        "truncated": False,
+    }
     assert result.content[0].text.startswith("timed out after 0.5 s: the command was killed (exit_code null)\n")
 
 
@@ -125,8 +135,15 @@ async def test_lean_definitions_equal_what_fastmcp_lists(tmp_path):
 
 # -- standalone ------------------------------------------------------------------------
 def test_cli_help_and_bad_root(tmp_path):
-    run_cli = lambda *a: subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.shell", *a],  # noqa: E731
-                                        cwd=REPO, capture_output=True, text=True, timeout=60)
+    def run_cli(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "openenv_mcp.tool_servers.shell", *a],  # noqa: E731
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
     result = run_cli("--help")
     assert result.returncode == 0
     for flag in ("--root", "--transport", "--lean", "--host", "--port", "--max-output-bytes", "--max-timeout"):
@@ -141,14 +158,21 @@ def test_cli_help_and_bad_root(tmp_path):
 
 @pytest.mark.parametrize("lean", [False, True], ids=["fastmcp", "lean"])
 async def test_standalone_stdio_with_the_official_sdk_client(tmp_path, lean):
-    args = ["-m", "openenv_mcp.tool_servers.shell", "--root", str(tmp_path)] + (["--lean"] if lean else ["--namespace", ""])  # bare names (the default is the env's)
+    args = ["-m", "openenv_mcp.tool_servers.shell", "--root", str(tmp_path)] + (
+        ["--lean"] if lean else ["--namespace", ""]
+    )  # bare names (the default is the env's)
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(REPO))
     with anyio.fail_after(60):
         async with Client(params) as client:
             assert [t.name for t in (await client.list_tools()).tools] == ["run"]
             result = await client.call_tool("run", {"command": "echo hi > f.txt; cat f.txt; exit 4"})
-            assert result.structured_content == {"exit_code": 4, "stdout": "hi\n", "stderr": "",
-                                                 "timed_out": False, "truncated": False}
+            assert result.structured_content == {
+                "exit_code": 4,
+                "stdout": "hi\n",
+                "stderr": "",
+                "timed_out": False,
+                "truncated": False,
+            }
             assert result.content[0].text == "exit_code: 4\n--- stdout ---\nhi\n"
             result = await client.call_tool("run", {"command": ""})
             assert result.is_error and result.content[0].text == "command is empty; give a shell command such as 'ls'."

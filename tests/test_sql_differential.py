@@ -44,8 +44,11 @@ def _postgres_env(postgres_server, template) -> Environment:
     servers = []
     for server in base.spec.tool_servers:
         if server.name == "sql":
-            server = server.model_copy(update={"env": {"SQL_BACKEND": "postgres", "DATABASE_URL": postgres_server.url,
-                                                       "SQL_PG_TEMPLATE": template}})
+            server = server.model_copy(
+                update={
+                    "env": {"SQL_BACKEND": "postgres", "DATABASE_URL": postgres_server.url, "SQL_PG_TEMPLATE": template}
+                }
+            )
         servers.append(server)
     return Environment(base.spec.model_copy(update={"tool_servers": servers}))
 
@@ -63,8 +66,15 @@ async def _run(environment, task, kind):
                 break
             obs = await episode.act(action)
             info = {k: v for k, v in obs.info.items() if k not in ("episode_id", "elapsed_ms")}
-            steps.append({"action": action.name, "result": comparable(_wire(obs.result)), "reward": obs.reward,
-                          "done": obs.done, "info": info})
+            steps.append(
+                {
+                    "action": action.name,
+                    "result": comparable(_wire(obs.result)),
+                    "reward": obs.reward,
+                    "done": obs.done,
+                    "info": info,
+                }
+            )
         end = []
         for check in task.data.get("guards", []) + task.data.get("checks", []):
             if "sql" in check:

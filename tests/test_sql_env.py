@@ -60,11 +60,17 @@ def test_reset_restores_deleted_rows_and_episodes_are_isolated():
 async def test_no_tool_can_bring_rows_back():
     episode = await ENV.new_episode(seed=0, task_id="q01-customer-count")
     try:
-        assert sorted(t.name for t in episode.tools) == ["describe_table", "execute", "list_tables", "query",
-                                                         "submit_answer"]
+        assert sorted(t.name for t in episode.tools) == [
+            "describe_table",
+            "execute",
+            "list_tables",
+            "query",
+            "submit_answer",
+        ]
         await episode.call_tool("execute", {"sql": "DELETE FROM order_items WHERE quantity < 0"})
-        attach = await episode.call_tool("execute", {"sql": f"ATTACH DATABASE '{ENV.spec.path('workspace/shop.db')}' "
-                                                            "AS seed"})
+        attach = await episode.call_tool(
+            "execute", {"sql": f"ATTACH DATABASE '{ENV.spec.path('workspace/shop.db')}' AS seed"}
+        )
         assert attach.is_error and attach.structured_content["error"]["kind"] == "not_allowed"
         rows = await episode.call_tool("query", {"sql": "SELECT COUNT(*) AS n FROM order_items WHERE quantity < 0"})
         assert rows.structured_content["rows"] == [[0]]
@@ -80,9 +86,15 @@ async def test_no_tool_can_bring_rows_back():
 async def test_destructive_statement_zeroes_a_correct_fix_and_ends_the_episode():
     episode = await ENV.new_episode(seed=0, task_id="m02-country-names")
     try:
-        obs = await episode.act(CallTool(name="execute", arguments={
-            "sql": "UPDATE customers SET country = 'United States' WHERE country IN ('USA', 'US'); "
-                   "DELETE FROM order_items WHERE id = 1"}))
+        obs = await episode.act(
+            CallTool(
+                name="execute",
+                arguments={
+                    "sql": "UPDATE customers SET country = 'United States' WHERE country IN ('USA', 'US'); "
+                    "DELETE FROM order_items WHERE id = 1"
+                },
+            )
+        )
         assert obs.reward == 0.0 and obs.done
         assert obs.info["destructive"] == ["order_items"]
         assert obs.info["checks_passed"] == obs.info["checks"] == 2  # the fix itself was right
@@ -108,12 +120,19 @@ async def test_destructive_change_before_a_right_answer_scores_0():
 async def test_partial_fix_keeps_the_episode_open_at_0():
     episode = await ENV.new_episode(seed=0, task_id="m02-country-names")
     try:
-        obs = await episode.act(CallTool(name="execute", arguments={
-            "sql": "UPDATE customers SET country = 'United States' WHERE country = 'USA'"}))
+        obs = await episode.act(
+            CallTool(
+                name="execute",
+                arguments={"sql": "UPDATE customers SET country = 'United States' WHERE country = 'USA'"},
+            )
+        )
         assert obs.reward == 0.0 and not obs.done
         assert obs.info["checks_passed"] == 0 and "destructive" not in obs.info
-        obs = await episode.act(CallTool(name="execute", arguments={
-            "sql": "UPDATE customers SET country = 'United States' WHERE country = 'US'"}))
+        obs = await episode.act(
+            CallTool(
+                name="execute", arguments={"sql": "UPDATE customers SET country = 'United States' WHERE country = 'US'"}
+            )
+        )
         assert obs.reward == 1.0 and obs.done
     finally:
         await episode.close()
@@ -169,8 +188,10 @@ async def test_committed_seed_and_tasks_are_what_build_py_makes(tmp_path):
     try:
         for (table,) in old.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"):
             assert new.execute(f"SELECT * FROM {table}").fetchall() == old.execute(f"SELECT * FROM {table}").fetchall()
-        assert new.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall() == \
-            old.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall()
+        assert (
+            new.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall()
+            == old.execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall()
+        )
     finally:
         new.close()
         old.close()

@@ -77,12 +77,21 @@ async def test_tool_list_is_the_same_on_both_backends(backend):
 
 @pytest.mark.anyio
 async def test_query_returns_rows_as_structured_content_and_text_table(backend):
-    err, text, data = await call(build_server(backend), "query",
-                                 sql="SELECT id, title, price, published FROM books ORDER BY id")
+    err, text, data = await call(
+        build_server(backend), "query", sql="SELECT id, title, price, published FROM books ORDER BY id"
+    )
     assert not err
-    assert data == {"columns": ["id", "title", "price", "published"], "row_count": 4, "truncated": False,
-                    "rows": [[1, "Earthsea", 12.5, "1968-11-01"], [2, "Dispossessed", 14.25, "1974-05-01"],
-                             [3, "Solaris", 9.99, "1961-01-01"], [4, "Cyberiad", 20, None]]}
+    assert data == {
+        "columns": ["id", "title", "price", "published"],
+        "row_count": 4,
+        "truncated": False,
+        "rows": [
+            [1, "Earthsea", 12.5, "1968-11-01"],
+            [2, "Dispossessed", 14.25, "1974-05-01"],
+            [3, "Solaris", 9.99, "1961-01-01"],
+            [4, "Cyberiad", 20, None],
+        ],
+    }
     assert text == (
         "id | title        | price | published\n"
         "---+--------------+-------+-----------\n"
@@ -96,8 +105,11 @@ async def test_query_returns_rows_as_structured_content_and_text_table(backend):
 
 @pytest.mark.anyio
 async def test_aggregates_agree_across_engines(backend):
-    err, _, data = await call(build_server(backend), "query",
-                              sql="SELECT ROUND(AVG(price), 2), SUM(price), COUNT(*), MAX(published) FROM books")
+    err, _, data = await call(
+        build_server(backend),
+        "query",
+        sql="SELECT ROUND(AVG(price), 2), SUM(price), COUNT(*), MAX(published) FROM books",
+    )
     assert not err
     assert data["rows"] == [[14.19, 56.74, 4, "1974-05-01"]]
 
@@ -108,19 +120,24 @@ async def test_row_cap_marks_the_cut(backend):
     err, text, data = await call(server, "query", sql="SELECT id FROM books ORDER BY id")
     assert not err
     assert data == {"columns": ["id"], "rows": [[1], [2]], "row_count": 2, "truncated": True}
-    assert text.endswith("[truncated: showing the first 2 rows; more rows exist. "
-                         "Aggregate, or narrow the query with WHERE/LIMIT/OFFSET.]")
+    assert text.endswith(
+        "[truncated: showing the first 2 rows; more rows exist. "
+        "Aggregate, or narrow the query with WHERE/LIMIT/OFFSET.]"
+    )
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("sql", [
-    "DELETE FROM books",
-    "UPDATE books SET price = 0",
-    "INSERT INTO authors VALUES (3, 'Octavia')",
-    "DROP TABLE books",
-    "CREATE TABLE x (a INTEGER)",
-    "WITH gone AS (DELETE FROM books RETURNING id) SELECT COUNT(*) FROM gone",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM books",
+        "UPDATE books SET price = 0",
+        "INSERT INTO authors VALUES (3, 'Octavia')",
+        "DROP TABLE books",
+        "CREATE TABLE x (a INTEGER)",
+        "WITH gone AS (DELETE FROM books RETURNING id) SELECT COUNT(*) FROM gone",
+    ],
+)
 async def test_query_is_read_only_for_real(backend, sql):
     err, text, data = await call(build_server(backend), "query", sql=sql)
     assert err
@@ -148,30 +165,49 @@ async def test_read_only_error_points_to_execute(backend):
 @pytest.mark.anyio
 async def test_execute_runs_statements_in_one_transaction(backend):
     server = build_server(backend)
-    err, text, data = await call(server, "execute", sql=(
-        "INSERT INTO authors (id, name) VALUES (3, 'Octavia'); "
-        "UPDATE books SET status = 'out' WHERE status = 'draft'; "
-        "CREATE INDEX ix_books_author ON books(author_id); "
-        "DELETE FROM books WHERE id = 4 RETURNING id, title"))
+    err, text, data = await call(
+        server,
+        "execute",
+        sql=(
+            "INSERT INTO authors (id, name) VALUES (3, 'Octavia'); "
+            "UPDATE books SET status = 'out' WHERE status = 'draft'; "
+            "CREATE INDEX ix_books_author ON books(author_id); "
+            "DELETE FROM books WHERE id = 4 RETURNING id, title"
+        ),
+    )
     assert not err, text
-    assert data == {"rowcount": 3, "statements": [
-        {"statement": 1, "command": "INSERT", "rowcount": 1},
-        {"statement": 2, "command": "UPDATE", "rowcount": 1},
-        {"statement": 3, "command": "CREATE INDEX", "rowcount": None},
-        {"statement": 4, "command": "DELETE", "rowcount": 1, "columns": ["id", "title"], "rows": [[4, "Cyberiad"]],
-         "truncated": False},
-    ]}
-    assert text.splitlines()[:3] == ["statement 1: INSERT 1 row(s) affected", "statement 2: UPDATE 1 row(s) affected",
-                                     "statement 3: CREATE INDEX done"]
+    assert data == {
+        "rowcount": 3,
+        "statements": [
+            {"statement": 1, "command": "INSERT", "rowcount": 1},
+            {"statement": 2, "command": "UPDATE", "rowcount": 1},
+            {"statement": 3, "command": "CREATE INDEX", "rowcount": None},
+            {
+                "statement": 4,
+                "command": "DELETE",
+                "rowcount": 1,
+                "columns": ["id", "title"],
+                "rows": [[4, "Cyberiad"]],
+                "truncated": False,
+            },
+        ],
+    }
+    assert text.splitlines()[:3] == [
+        "statement 1: INSERT 1 row(s) affected",
+        "statement 2: UPDATE 1 row(s) affected",
+        "statement 3: CREATE INDEX done",
+    ]
     assert text.endswith("Committed (4 statements).")
     assert await count_books(backend) == 3
 
 
 @pytest.mark.anyio
 async def test_execute_is_all_or_nothing(backend):
-    err, text, data = await call(build_server(backend), "execute",
-                                 sql="DELETE FROM books WHERE id = 1; INSERT INTO books (id, author_id, title) "
-                                     "VALUES (9, 1, 'Solaris')")
+    err, text, data = await call(
+        build_server(backend),
+        "execute",
+        sql="DELETE FROM books WHERE id = 1; INSERT INTO books (id, author_id, title) VALUES (9, 1, 'Solaris')",
+    )
     assert err
     assert data["error"]["kind"] == "constraint" and data["error"]["statement"] == 2
     assert text.startswith("SQL error (constraint): statement 2: ")
@@ -187,9 +223,15 @@ async def test_foreign_keys_are_enforced_on_both(backend):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("sql, first", [("BEGIN; DELETE FROM books; COMMIT", "BEGIN"),
-                                        ("DELETE FROM books; ROLLBACK", "ROLLBACK"),
-                                        ("ATTACH DATABASE 'x.db' AS x", "ATTACH"), ("VACUUM", "VACUUM")])
+@pytest.mark.parametrize(
+    "sql, first",
+    [
+        ("BEGIN; DELETE FROM books; COMMIT", "BEGIN"),
+        ("DELETE FROM books; ROLLBACK", "ROLLBACK"),
+        ("ATTACH DATABASE 'x.db' AS x", "ATTACH"),
+        ("VACUUM", "VACUUM"),
+    ],
+)
 async def test_execute_refuses_transaction_control_and_attach(backend, sql, first):
     err, text, data = await call(build_server(backend), "execute", sql=sql)
     assert err and data["error"]["kind"] == "not_allowed"
@@ -198,16 +240,19 @@ async def test_execute_refuses_transaction_control_and_attach(backend, sql, firs
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("tool, args, kind", [
-    ("query", {"sql": "SELEC * FROM books"}, "syntax"),
-    ("query", {"sql": "SELECT * FROM nope"}, "undefined_table"),
-    ("query", {"sql": "SELECT nope FROM books"}, "undefined_column"),
-    ("execute", {"sql": "UPDATE nope SET a = 1"}, "undefined_table"),
-    ("execute", {"sql": "CREATE TABLE books (a INTEGER)"}, "already_exists"),
-    ("execute", {"sql": "INSERT INTO books (id, author_id) VALUES (7, 1)"}, "constraint"),
-    ("execute", {"sql": "   ;  "}, "syntax"),
-    ("describe_table", {"table": "nope"}, "undefined_table"),
-])
+@pytest.mark.parametrize(
+    "tool, args, kind",
+    [
+        ("query", {"sql": "SELEC * FROM books"}, "syntax"),
+        ("query", {"sql": "SELECT * FROM nope"}, "undefined_table"),
+        ("query", {"sql": "SELECT nope FROM books"}, "undefined_column"),
+        ("execute", {"sql": "UPDATE nope SET a = 1"}, "undefined_table"),
+        ("execute", {"sql": "CREATE TABLE books (a INTEGER)"}, "already_exists"),
+        ("execute", {"sql": "INSERT INTO books (id, author_id) VALUES (7, 1)"}, "constraint"),
+        ("execute", {"sql": "   ;  "}, "syntax"),
+        ("describe_table", {"table": "nope"}, "undefined_table"),
+    ],
+)
 async def test_bad_sql_is_a_clean_error_result_of_the_same_kind(backend, tool, args, kind):
     err, text, data = await call(build_server(backend), tool, **args)
     assert err
@@ -217,8 +262,11 @@ async def test_bad_sql_is_a_clean_error_result_of_the_same_kind(backend, tool, a
 
 @pytest.mark.anyio
 async def test_long_statements_are_cancelled(backend):
-    err, text, data = await call(build_server(backend), "query", sql=(
-        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"))
+    err, text, data = await call(
+        build_server(backend),
+        "query",
+        sql=("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"),
+    )
     assert err and data["error"]["kind"] == "timeout"
     assert text == "SQL error (timeout): statement cancelled: it ran longer than the time limit"
 
@@ -227,10 +275,12 @@ async def test_long_statements_are_cancelled(backend):
 async def test_list_tables(backend):
     err, text, data = await call(build_server(backend), "list_tables")
     assert not err
-    assert data == {"tables": [
-        {"name": "authors", "kind": "table", "columns": ["id", "name"]},
-        {"name": "books", "kind": "table", "columns": ["id", "author_id", "title", "price", "published", "status"]},
-    ]}
+    assert data == {
+        "tables": [
+            {"name": "authors", "kind": "table", "columns": ["id", "name"]},
+            {"name": "books", "kind": "table", "columns": ["id", "author_id", "title", "price", "published", "status"]},
+        ]
+    }
     assert text == "authors: id, name\nbooks: id, author_id, title, price, published, status"
 
 
@@ -239,7 +289,8 @@ async def test_describe_table(backend):
     err, text, data = await call(build_server(backend), "describe_table", table="books")
     assert not err
     assert data == {
-        "name": "books", "kind": "table",
+        "name": "books",
+        "kind": "table",
         "columns": [
             {"name": "id", "type": "INTEGER", "nullable": False, "default": None, "primary_key": True},
             {"name": "author_id", "type": "INTEGER", "nullable": False, "default": None, "primary_key": False},
@@ -311,9 +362,11 @@ async def test_create_server_postgres_episode_database_from_template(tmp_path, p
         conn.execute("CREATE TABLE t (a INTEGER)")
         conn.execute("INSERT INTO t VALUES (1), (2)")
     episode = uuid.uuid4().hex
-    ctx = ServerContext(episode_id=episode, workspace=tmp_path,
-                        env={"SQL_BACKEND": "postgres", "DATABASE_URL": postgres_server.url,
-                             "SQL_PG_TEMPLATE": template})
+    ctx = ServerContext(
+        episode_id=episode,
+        workspace=tmp_path,
+        env={"SQL_BACKEND": "postgres", "DATABASE_URL": postgres_server.url, "SQL_PG_TEMPLATE": template},
+    )
     try:
         server = await create_server(ctx)
         assert server.sql_backend.episode_database == episode_database_name(episode)
@@ -325,8 +378,9 @@ async def test_create_server_postgres_episode_database_from_template(tmp_path, p
             assert conn.execute("SELECT COUNT(*) FROM t").fetchone() == (2,)
         await server.openenv_close()  # what the in-process boundary calls when the episode closes
         with psycopg.connect(postgres_server.url, autocommit=True) as conn:
-            assert conn.execute("SELECT COUNT(*) FROM pg_database WHERE datname = %s",
-                                (episode_database_name(episode),)).fetchone() == (0,)
+            assert conn.execute(
+                "SELECT COUNT(*) FROM pg_database WHERE datname = %s", (episode_database_name(episode),)
+            ).fetchone() == (0,)
     finally:
         await drop_database(postgres_server.url, episode_database_name(episode))
         await drop_database(postgres_server.url, template)
@@ -335,8 +389,13 @@ async def test_create_server_postgres_episode_database_from_template(tmp_path, p
 def test_help_runs():
     import subprocess
 
-    out = subprocess.run([sys.executable, "-m", "openenv_mcp.tool_servers.sql", "--help"], capture_output=True, text=True,
-                         cwd=ROOT, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.tool_servers.sql", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert out.returncode == 0 and "--database-url" in out.stdout and "--sqlite" in out.stdout
 
 
@@ -347,8 +406,12 @@ async def test_standalone_stdio_with_the_official_client(tmp_path):
 
     db = tmp_path / "x.db"
     await SQLiteBackend(db).execute(SCHEMA, 10)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "openenv_mcp.tool_servers.sql", "--sqlite", str(db)],
-                                   cwd=str(ROOT), env={"PATH": os.environ.get("PATH", "")})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "openenv_mcp.tool_servers.sql", "--sqlite", str(db)],
+        cwd=str(ROOT),
+        env={"PATH": os.environ.get("PATH", "")},
+    )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await asyncio.wait_for(session.initialize(), 60)
         names = sorted(t.name for t in (await session.list_tools()).tools)
@@ -383,12 +446,16 @@ async def test_standalone_http_on_postgres_with_the_official_client(postgres_ser
 
 # -- hardening (issue 10): what the agent's SQL may do, and how much ---------------------------------
 
-DOUBLING = ("WITH RECURSIVE s(x, n) AS (SELECT CAST('aaaaaaaaaa' AS TEXT), 0 UNION ALL "
-            "SELECT x || x, n + 1 FROM s WHERE n < 16) SELECT x FROM s")
+DOUBLING = (
+    "WITH RECURSIVE s(x, n) AS (SELECT CAST('aaaaaaaaaa' AS TEXT), 0 UNION ALL "
+    "SELECT x || x, n + 1 FROM s WHERE n < 16) SELECT x FROM s"
+)
 """17 rows, the last 655 KB: together over the 1 MB result cap, each under SQLite's 1 MB value limit."""
 
-CAP_TEXT = ("the result is larger than 1000000 bytes, the limit of one result: select fewer or shorter columns, "
-            "aggregate, or add LIMIT")
+CAP_TEXT = (
+    "the result is larger than 1000000 bytes, the limit of one result: select fewer or shorter columns, "
+    "aggregate, or add LIMIT"
+)
 
 
 @pytest.mark.anyio
@@ -410,8 +477,9 @@ async def test_rows_past_max_rows_are_counted_not_kept_and_writing_ctes_still_ru
     rows = await backend.query(many, 3)
     assert rows.rows == [[1], [2], [3]] and rows.truncated
     if backend.engine == "postgres":  # a data-modifying WITH cannot go through a server-side cursor
-        [result] = await backend.execute("WITH gone AS (DELETE FROM books WHERE id = 4 RETURNING id) "
-                                         "SELECT COUNT(*) AS n FROM gone", 10)
+        [result] = await backend.execute(
+            "WITH gone AS (DELETE FROM books WHERE id = 4 RETURNING id) SELECT COUNT(*) AS n FROM gone", 10
+        )
         assert result.rows.rows == [[1]] and await count_books(backend) == 3
 
 
@@ -419,8 +487,11 @@ async def test_rows_past_max_rows_are_counted_not_kept_and_writing_ctes_still_ru
 async def test_sqlite_value_limit_refuses_amplification_inside_the_engine(tmp_path):
     b = SQLiteBackend(tmp_path / "t.db", max_value_bytes=1000)
     await b.execute(SCHEMA, 10)
-    for sql in ("SELECT zeroblob(1001)", "SELECT length(replace(hex(zeroblob(400)), '0', 'aa'))",
-                "SELECT randomblob(5000)"):
+    for sql in (
+        "SELECT zeroblob(1001)",
+        "SELECT length(replace(hex(zeroblob(400)), '0', 'aa'))",
+        "SELECT randomblob(5000)",
+    ):
         with pytest.raises(SqlError) as e:
             await b.query(sql, 10)
         assert (e.value.kind, e.value.message) == ("too_large", "string or blob too big"), sql
@@ -438,20 +509,33 @@ async def test_sqlite_database_file_cannot_grow_past_its_cap(tmp_path):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("tool, sql, message", [
-    ("query", "SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer() is not allowed through this tool"),
-    ("execute", "SELECT fts3_tokenizer('x', x'4141414141414141')",
-     "the function fts3_tokenizer() is not allowed through this tool"),
-    ("query", "SELECT load_extension('x')", "the function load_extension() is not allowed through this tool"),
-    ("query", "SELECT sqlite_compileoption_get(0)",
-     "the function sqlite_compileoption_get() is not allowed through this tool"),
-    ("query", "SELECT name FROM dbstat", "reading the internal table dbstat is not allowed through this tool"),
-    ("query", "SELECT sql FROM sqlite_stmt", "reading the internal table sqlite_stmt is not allowed through this tool"),
-    ("execute", "CREATE VIRTUAL TABLE ft USING fts5(a)", "CREATE VIRTUAL TABLE is not allowed through this tool"),
-    ("query", "PRAGMA database_list", "PRAGMA database_list is not allowed through this tool"),
-    ("execute", "PRAGMA journal_mode = OFF", "setting PRAGMA journal_mode is not allowed through this tool"),
-    ("query", "ATTACH DATABASE ':memory:' AS m", "ATTACH is not allowed through this tool"),
-])
+@pytest.mark.parametrize(
+    "tool, sql, message",
+    [
+        ("query", "SELECT fts3_tokenizer('simple')", "the function fts3_tokenizer() is not allowed through this tool"),
+        (
+            "execute",
+            "SELECT fts3_tokenizer('x', x'4141414141414141')",
+            "the function fts3_tokenizer() is not allowed through this tool",
+        ),
+        ("query", "SELECT load_extension('x')", "the function load_extension() is not allowed through this tool"),
+        (
+            "query",
+            "SELECT sqlite_compileoption_get(0)",
+            "the function sqlite_compileoption_get() is not allowed through this tool",
+        ),
+        ("query", "SELECT name FROM dbstat", "reading the internal table dbstat is not allowed through this tool"),
+        (
+            "query",
+            "SELECT sql FROM sqlite_stmt",
+            "reading the internal table sqlite_stmt is not allowed through this tool",
+        ),
+        ("execute", "CREATE VIRTUAL TABLE ft USING fts5(a)", "CREATE VIRTUAL TABLE is not allowed through this tool"),
+        ("query", "PRAGMA database_list", "PRAGMA database_list is not allowed through this tool"),
+        ("execute", "PRAGMA journal_mode = OFF", "setting PRAGMA journal_mode is not allowed through this tool"),
+        ("query", "ATTACH DATABASE ':memory:' AS m", "ATTACH is not allowed through this tool"),
+    ],
+)
 async def test_sqlite_authorizer_refuses_what_no_task_needs(tmp_path, tool, sql, message):
     b = SQLiteBackend(tmp_path / "t.db")
     await b.execute(SCHEMA, 10)
@@ -467,14 +551,19 @@ async def test_sqlite_authorizer_allows_ordinary_functions_views_triggers_and_al
     rows = await b.query(
         "SELECT upper(title) AS t, round(price, 1) AS p, strftime('%Y', published) AS y, "
         "rank() OVER (ORDER BY price DESC) AS r, json_extract(json_object('a', id), '$.a') AS j, "
-        "printf('%05.1f', sqrt(price)) AS s, coalesce(nullif(status, 'out'), '-') AS st FROM books ORDER BY id", 10)
+        "printf('%05.1f', sqrt(price)) AS s, coalesce(nullif(status, 'out'), '-') AS st FROM books ORDER BY id",
+        10,
+    )
     assert rows.rows[0] == ["EARTHSEA", 12.5, "1968", 3, 1, "003.5", "-"]
-    await b.execute("ALTER TABLE books RENAME COLUMN status TO state; ALTER TABLE authors RENAME TO writers; "
-                    "ALTER TABLE books ADD COLUMN note TEXT; ALTER TABLE books DROP COLUMN note; "
-                    "CREATE VIEW cheap AS SELECT title FROM books WHERE price < 13; "
-                    "CREATE TRIGGER up AFTER UPDATE OF price ON books BEGIN "
-                    "UPDATE books SET state = lower(state) WHERE id = new.id; END; "
-                    "CREATE INDEX ix ON books(price); ANALYZE; UPDATE books SET price = price WHERE id = 1", 10)
+    await b.execute(
+        "ALTER TABLE books RENAME COLUMN status TO state; ALTER TABLE authors RENAME TO writers; "
+        "ALTER TABLE books ADD COLUMN note TEXT; ALTER TABLE books DROP COLUMN note; "
+        "CREATE VIEW cheap AS SELECT title FROM books WHERE price < 13; "
+        "CREATE TRIGGER up AFTER UPDATE OF price ON books BEGIN "
+        "UPDATE books SET state = lower(state) WHERE id = new.id; END; "
+        "CREATE INDEX ix ON books(price); ANALYZE; UPDATE books SET price = price WHERE id = 1",
+        10,
+    )
     assert (await b.query("SELECT COUNT(*) FROM cheap", 10)).rows == [[2]]
     with pytest.raises(SqlError) as e:  # ALTER TABLE's helpers are not callable from SQL
         await b.execute("SELECT sqlite_rename_table('main', 'table', 'x', 'CREATE TABLE x(a)', 'x', 'y', 0)", 10)
@@ -518,8 +607,9 @@ async def test_sqlite_runaway_statement_runs_off_the_event_loop_and_really_stops
 
 @pytest.mark.anyio
 async def test_describe_table_shows_partial_and_expression_indexes_alike_on_both_backends(backend):
-    await backend.execute("CREATE INDEX ix_cheap ON books(price) WHERE price < 10; "
-                          "CREATE INDEX ix_lower ON books(lower(title))", 10)
+    await backend.execute(
+        "CREATE INDEX ix_cheap ON books(price) WHERE price < 10; CREATE INDEX ix_lower ON books(lower(title))", 10
+    )
     err, text, data = await call(build_server(backend), "describe_table", table="books")
     assert not err
     assert data["indexes"] == [
@@ -565,16 +655,21 @@ async def test_postgres_episode_database_is_used_through_an_unprivileged_role(tm
     marker = tmp_path / "pwned"
     b = await PostgresBackend.for_episode(postgres_server.url, template, episode)
     try:
-        for tool, sql in [("query", "SELECT pg_read_file('/etc/hostname') AS f"),
-                          ("execute", f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'"),
-                          ("execute", "ALTER ROLE CURRENT_USER SUPERUSER")]:
+        for tool, sql in [
+            ("query", "SELECT pg_read_file('/etc/hostname') AS f"),
+            ("execute", f"COPY (SELECT 1) TO PROGRAM 'touch {marker}'"),
+            ("execute", "ALTER ROLE CURRENT_USER SUPERUSER"),
+        ]:
             with pytest.raises(SqlError) as e:
                 await (b.query(sql, 10) if tool == "query" else b.execute(sql, 10))
             assert e.value.kind == "not_allowed", (sql, e.value.message)
         assert not marker.exists()
         # what the tasks need still works: data, DDL on the copied tables, indexes, views
-        await b.execute("INSERT INTO t (a) VALUES (3); ALTER TABLE t RENAME COLUMN a TO b; CREATE INDEX ix ON t(b); "
-                        "DROP VIEW v; CREATE VIEW v AS SELECT b FROM t; CREATE TABLE u (x INTEGER)", 10)
+        await b.execute(
+            "INSERT INTO t (a) VALUES (3); ALTER TABLE t RENAME COLUMN a TO b; CREATE INDEX ix ON t(b); "
+            "DROP VIEW v; CREATE VIEW v AS SELECT b FROM t; CREATE TABLE u (x INTEGER)",
+            10,
+        )
         assert (await b.query("SELECT COUNT(*) AS n, MAX(id) AS m FROM t", 10)).rows == [[3, 3]]
         await b.close()
         with psycopg.connect(postgres_server.url, autocommit=True) as conn:
@@ -598,8 +693,11 @@ def test_statement_splitting_is_linear_in_a_script_of_many_semicolons():
 async def test_sql_text_over_the_limit_is_refused_before_parsing(backend):
     for tool in ("query", "execute"):
         err, text, data = await call(build_server(backend), tool, sql="SELECT 1; " + " " * 1_000_000)
-        assert err and data["error"] == {"kind": "too_large", "statement": None,
-                                         "message": "the SQL text is 1000010 characters long; the limit is 1000000"}
+        assert err and data["error"] == {
+            "kind": "too_large",
+            "statement": None,
+            "message": "the SQL text is 1000010 characters long; the limit is 1000000",
+        }
 
 
 @pytest.mark.anyio

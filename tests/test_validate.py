@@ -9,32 +9,32 @@ from pathlib import Path
 
 import anyio
 import pytest
-
 from conftest import need
+from scripted_model import ScriptedModel, plans_from_solutions
+
 from openenv_mcp.cli.main import main
 from openenv_mcp.rollout import OpenAIPolicy
 from openenv_mcp.validate import validate
 from openenv_mcp.validate.report import html_report
-from scripted_model import ScriptedModel, call, plans_from_solutions
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HACKABLE_REWARD = '''
+HACKABLE_REWARD = """
 def score(ctx):
     for action, result in ctx.history:
         text = action.arguments.get("text")
         if text == ctx.task.data["phrase"] or text == "*":  # the "*" shortcut is the planted hack
             return 1.0
     return 0.0
-'''
-HACKABLE_SOLUTIONS = '''
+"""
+HACKABLE_SOLUTIONS = """
 def reference(task):
     return [{"name": "echo", "arguments": {"text": task.data["phrase"]}}]
 
 def wrong(task):
     text = task.data["phrase"] if task.id == "t3" else "nope"  # t3's wrong solution is right: a finding
     return [{"name": "echo", "arguments": {"text": text}}]
-'''
+"""
 
 
 def hackable_env(folder: Path) -> Path:
@@ -68,10 +68,16 @@ def test_validate_names_every_probe_that_scores_and_every_bad_solution(tmp_path)
     ]
     data = report.to_json()
     assert data["ok"] is False and data["summary"] == {
-        "tasks": 3, "reference_failures": 0, "wrong_successes": 1, "scoring_probes": 4, "steps_with_reward_errors": 0}
+        "tasks": 3,
+        "reference_failures": 0,
+        "wrong_successes": 1,
+        "scoring_probes": 4,
+        "steps_with_reward_errors": 0,
+    }
     checks = {(c["task_id"], c["check"]) for c in data["checks"]}
-    assert checks == {(t, c) for t in ("t1", "t2", "t3") for c in ("reference", "wrong", "nothing", "random",
-                                                                    "degenerate")} | {("t2", "replay"), ("t3", "replay")}
+    assert checks == {
+        (t, c) for t in ("t1", "t2", "t3") for c in ("reference", "wrong", "nothing", "random", "degenerate")
+    } | {("t2", "replay"), ("t3", "replay")}
 
 
 def test_validate_passes_on_echo_and_the_cli_exit_code_says_so(tmp_path, capsys):
@@ -84,11 +90,14 @@ def test_validate_passes_on_echo_and_the_cli_exit_code_says_so(tmp_path, capsys)
 
 # The built-in environments: every check on a few tasks each (the full runs, and what they found, are in each
 # environment's README; `openenv-mcp validate ENV` re-runs them).
-@pytest.mark.parametrize("env, tasks", [
-    ("files", ["rename-notes", "count-csv-rows", "collect-emails"]),
-    ("sql", None),
-    ("coding", None),
-])
+@pytest.mark.parametrize(
+    "env, tasks",
+    [
+        ("files", ["rename-notes", "count-csv-rows", "collect-emails"]),
+        ("sql", None),
+        ("coding", None),
+    ],
+)
 def test_validate_finds_nothing_on_the_built_in_environments(env, tasks):
     if env == "coding":
         need(shutil.which("bwrap") is not None, "bubblewrap is not installed (apt-get install bubblewrap)")
@@ -114,9 +123,30 @@ def test_rollouts_give_pass_at_k_variance_share_and_difficulty_flags(tmp_path):
 
     ids = ["echo-00", "echo-01", "echo-02"]
     with ScriptedModel({}, variants=_variant_plans(load_environment("echo"), ids)) as model:
-        code = main(["validate", "echo", "--base-url", model.url, "--model", "scripted", "-k", "4",
-                     "--task", "echo-00", "--task", "echo-01", "--task", "echo-02", "--probes", "",
-                     "--json", str(tmp_path / "v.json"), "--html", str(tmp_path / "v.html")])
+        code = main(
+            [
+                "validate",
+                "echo",
+                "--base-url",
+                model.url,
+                "--model",
+                "scripted",
+                "-k",
+                "4",
+                "--task",
+                "echo-00",
+                "--task",
+                "echo-01",
+                "--task",
+                "echo-02",
+                "--probes",
+                "",
+                "--json",
+                str(tmp_path / "v.json"),
+                "--html",
+                str(tmp_path / "v.html"),
+            ]
+        )
     data = json.loads((tmp_path / "v.json").read_text())
     rows = {r["task_id"]: r for r in data["rollouts"]}
     assert [rows[i]["rewards"] for i in ids] == [[1.0] * 4, [0.0] * 4, [1.0, 0.0, 1.0, 0.0]]
@@ -126,8 +156,10 @@ def test_rollouts_give_pass_at_k_variance_share_and_difficulty_flags(tmp_path):
     summary = data["summary"]
     assert summary["variance_share"] == pytest.approx(1 / 3) and summary["pass@1"] == pytest.approx(0.5)
     assert (summary["too_easy"], summary["too_hard"], summary["k"]) == (["echo-00"], ["echo-01"], 4)
-    assert data["findings"] == ["task 'echo-00' is too easy for scripted (pass@1 1.00, reward mean 1.00)",
-                                "task 'echo-01' is too hard for scripted (pass@1 0.00, reward mean 0.00)"]
+    assert data["findings"] == [
+        "task 'echo-00' is too easy for scripted (pass@1 1.00, reward mean 1.00)",
+        "task 'echo-01' is too hard for scripted (pass@1 0.00, reward mean 0.00)",
+    ]
     assert code == 1
     page = (tmp_path / "v.html").read_text()
     assert "<script" not in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
@@ -140,7 +172,10 @@ def test_the_html_report_renders_in_chromium_with_its_plots(tmp_path):
     node = _node()
     need(node is not None, "node >= 20 is needed to drive Chromium (playwright-core)")
     need(CHROMIUM.exists(), f"Chromium not found at {CHROMIUM}: apt-get install chromium")
-    need((BROWSER / "node_modules" / "playwright-core").is_dir(), "playwright-core is not installed: cd tests/browser && npm ci")
+    need(
+        (BROWSER / "node_modules" / "playwright-core").is_dir(),
+        "playwright-core is not installed: cd tests/browser && npm ci",
+    )
     from openenv_mcp.client.registry import load_environment
 
     ids = ["echo-00", "echo-01", "echo-02", "echo-03"]
@@ -161,15 +196,23 @@ def test_the_html_report_renders_in_chromium_with_its_plots(tmp_path):
         report = anyio.run(run)
     (tmp_path / "report.html").write_text(html_report(report))
     shot = ROOT / "docs" / "validate.png"
-    proc = subprocess.run([node, str(BROWSER / "report.mjs"), str(tmp_path / "report.html"), str(shot)],
-                          cwd=BROWSER, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [node, str(BROWSER / "report.mjs"), str(tmp_path / "report.html"), str(shot)],
+        cwd=BROWSER,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["ok"], out.get("error")
     assert out["console_errors"] == [] and all(u.startswith("file://") for u in out["requests"])
     assert out["title"] == "validate: echo" and out["verdict"] == "2 finding(s)"
-    assert [p["label"] for p in out["plots"]] == ["pass@1 per task", "reward histogram (all rollouts)",
-                                                  "difficulty: tasks by pass@1"]
+    assert [p["label"] for p in out["plots"]] == [
+        "pass@1 per task",
+        "reward histogram (all rollouts)",
+        "difficulty: tasks by pass@1",
+    ]
     assert [p["bars"] for p in out["plots"]] == [4, 10, 5] and all(p["height"] > 100 for p in out["plots"])
     assert out["rows"] == 5 and shot.stat().st_size > 10_000
 
@@ -179,7 +222,7 @@ def test_a_wrong_answer_that_ends_the_episode_is_not_counted_as_success(tmp_path
     folder = tmp_path / "env"
     folder.mkdir()
     hackable_env(folder)
-    (folder / "reward.py").write_text('''
+    (folder / "reward.py").write_text("""
 from openenv_mcp.types import Score
 
 def score(ctx):
@@ -187,19 +230,25 @@ def score(ctx):
         return 0.0
     right = ctx.history[-1][0].arguments.get("text") == ctx.task.data["phrase"]
     return Score(score=1.0 if right else 0.0, done=True)
-''')
+""")
     report = anyio.run(lambda: validate(str(folder / "env.toml"), task_ids=["t1"], probes=()))
     wrong = next(c for c in report.checks if c.check == "wrong")
     assert (wrong.done, wrong.success, wrong.score) == (True, False, 0.0)
     assert report.findings() == []
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--base-url", "http://127.0.0.1:9/v1"], "error: give both --base-url and --model for rollouts (or neither)"),
-    (["--probes", "bogus"], "error: unknown probe(s) ['bogus']; known: nothing, random, degenerate, replay"),
-    (["--task", "nope"], "error: unknown task id(s) ['nope']; known: echo-00, echo-01, echo-02, echo-03, echo-04, "
-                         "echo-05, echo-06, echo-07..."),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--base-url", "http://127.0.0.1:9/v1"], "error: give both --base-url and --model for rollouts (or neither)"),
+        (["--probes", "bogus"], "error: unknown probe(s) ['bogus']; known: nothing, random, degenerate, replay"),
+        (
+            ["--task", "nope"],
+            "error: unknown task id(s) ['nope']; known: echo-00, echo-01, echo-02, echo-03, echo-04, "
+            "echo-05, echo-06, echo-07...",
+        ),
+    ],
+)
 def test_validate_refuses_bad_options_with_a_clear_message(argv, message, capsys):
     assert main(["validate", "echo", *argv]) == 2
     assert " ".join(capsys.readouterr().err.split()) == message

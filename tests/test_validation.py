@@ -9,9 +9,18 @@ import pytest
 
 from openenv_mcp.core.validation import ArgumentValidator, _compile_flat, validator_for
 
-FLAT = {"type": "object", "additionalProperties": False, "required": ["text"],
-        "properties": {"text": {"type": "string"}, "n": {"type": "integer", "default": 1},
-                       "x": {"type": "number"}, "flag": {"type": "boolean"}, "any": {"title": "Any"}}}
+FLAT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["text"],
+    "properties": {
+        "text": {"type": "string"},
+        "n": {"type": "integer", "default": 1},
+        "x": {"type": "number"},
+        "flag": {"type": "boolean"},
+        "any": {"title": "Any"},
+    },
+}
 VALUES = ["s", 1, 1.0, 1.5, True, None, [], {}]
 
 
@@ -33,14 +42,20 @@ def test_richer_schemas_take_the_full_validator():
     assert _compile_flat({"type": "object", "anyOf": [{}]}) is None
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    ({}, "Invalid arguments for tool 't': 'text' is a required property"),
-    ({"text": 3}, "Invalid arguments for tool 't' at 'text': 3 is not of type 'string'"),
-    ({"text": "a", "n": True}, "Invalid arguments for tool 't' at 'n': True is not of type 'integer'"),
-    ({"text": "a", "zz": 1}, "Invalid arguments for tool 't': Additional properties are not allowed ('zz' was unexpected)"),
-    ([1], "Invalid arguments for tool 't': arguments must be an object"),
-    ({"text": "a", "n": 2.0, "x": 3, "any": [1]}, None),
-])
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({}, "Invalid arguments for tool 't': 'text' is a required property"),
+        ({"text": 3}, "Invalid arguments for tool 't' at 'text': 3 is not of type 'string'"),
+        ({"text": "a", "n": True}, "Invalid arguments for tool 't' at 'n': True is not of type 'integer'"),
+        (
+            {"text": "a", "zz": 1},
+            "Invalid arguments for tool 't': Additional properties are not allowed ('zz' was unexpected)",
+        ),
+        ([1], "Invalid arguments for tool 't': arguments must be an object"),
+        ({"text": "a", "n": 2.0, "x": 3, "any": [1]}, None),
+    ],
+)
 def test_errors_name_the_tool_the_place_and_the_problem(arguments, message):
     assert ArgumentValidator(FLAT).error("t", arguments) == message
 

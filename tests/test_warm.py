@@ -71,6 +71,7 @@ def test_servers_start_together_and_one_failing_stops_the_others(tmp_path):
     environment.servers = [good, bad, good.model_copy(update={"name": "h2", "namespace": "two"})]
     with env, pytest.raises(BoundaryError) as info:
         env.reset(seed=0)
-    assert str(info.value) == ("tool server 'bad' wrote non-JSON-RPC output to stdout: 'Welcome to my server!' "
-                               "before answering initialize")
+    assert str(info.value) == (
+        "tool server 'bad' wrote non-JSON-RPC output to stdout: 'Welcome to my server!' before answering initialize"
+    )
     assert_no_leak(marker)  # the servers that did start were stopped

@@ -113,8 +113,20 @@ def installed(tmp_path_factory):
         (tiny / name).write_text(textwrap.dedent(text).lstrip())
     tiny_dist = base / "tiny-dist"
     tiny_dist.mkdir()
-    run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps", "--no-build-isolation",
-         str(build_wheel(tiny, tiny_dist))], cwd=base)
+    run(
+        [
+            str(py),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-build-isolation",
+            str(build_wheel(tiny, tiny_dist)),
+        ],
+        cwd=base,
+    )
     scratch = base / "scratch"
     scratch.mkdir()
     return py, venv / "bin" / "openenv-mcp", scratch, wheel
@@ -125,10 +137,16 @@ def test_wheel_installs_only_openenv_mcp_import_names(installed):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.startswith("openenv_mcp")} == set()
-    for data in ("openenv_mcp/envs/files/seeds/fix-typo/README.md", "openenv_mcp/envs/coding/hidden/deep-merge/test_hidden.py",
-                 "openenv_mcp/envs/coding/solutions.py", "openenv_mcp/envs/sql/workspace/shop.db",
-                 "openenv_mcp/conformance/data/official-not-applicable.toml", "openenv_mcp/conformance/data/node-tools.sh",
-                 "openenv_mcp/serve/static/index.html", "openenv_mcp/tool_servers/lean.py"):
+    for data in (
+        "openenv_mcp/envs/files/seeds/fix-typo/README.md",
+        "openenv_mcp/envs/coding/hidden/deep-merge/test_hidden.py",
+        "openenv_mcp/envs/coding/solutions.py",
+        "openenv_mcp/envs/sql/workspace/shop.db",
+        "openenv_mcp/conformance/data/official-not-applicable.toml",
+        "openenv_mcp/conformance/data/node-tools.sh",
+        "openenv_mcp/serve/static/index.html",
+        "openenv_mcp/tool_servers/lean.py",
+    ):
         assert data in names
 
 
@@ -137,8 +155,15 @@ def test_the_installed_cli_lists_every_builtin_and_a_third_party_env(installed):
     out = run([str(cli), "list"], cwd=scratch).stdout
     for name in [*BUILTINS, "tiny"]:
         assert name in out, out
-    where = run([str(py), "-c", "import openenv_mcp, json; print(json.dumps([openenv_mcp.__file__, "
-                 "[s.name for s in openenv_mcp.list_envs()]]))"], cwd=scratch).stdout
+    where = run(
+        [
+            str(py),
+            "-c",
+            "import openenv_mcp, json; print(json.dumps([openenv_mcp.__file__, "
+            "[s.name for s in openenv_mcp.list_envs()]]))",
+        ],
+        cwd=scratch,
+    ).stdout
     file, names = json.loads(where)
     assert not Path(file).is_relative_to(ROOT)
     assert names == sorted([*BUILTINS, "tiny"])

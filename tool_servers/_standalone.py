@@ -22,23 +22,34 @@ it was trained on the environment or deployed on the server alone (``--namespace
 ``--lean`` (what an environment starts) serves bare names: the environment adds its namespace."""
 
 
-def parser(name: str, description: str, *, port: int, root_help: str | None = None,
-           lean: bool = False) -> argparse.ArgumentParser:
+def parser(
+    name: str, description: str, *, port: int, root_help: str | None = None, lean: bool = False
+) -> argparse.ArgumentParser:
     """A parser with ``--root`` (when ``root_help``), ``--transport``, ``--host``, ``--port`` [, ``--lean``]."""
     p = argparse.ArgumentParser(prog=f"python -m openenv_mcp.tool_servers.{name}", description=description)
     if root_help:
         p.add_argument("--root", required=True, type=Path, help=root_help)
     if name in NAMESPACES:
-        p.add_argument("--namespace", default=None,
-                       help=f"tool-name prefix, as in the built-in environments (default {NAMESPACES[name]!r}: "
-                            f"{NAMESPACES[name]}_TOOL); '' for bare names; not with --lean")
+        p.add_argument(
+            "--namespace",
+            default=None,
+            help=f"tool-name prefix, as in the built-in environments (default {NAMESPACES[name]!r}: "
+            f"{NAMESPACES[name]}_TOOL); '' for bare names; not with --lean",
+        )
         p.set_defaults(default_namespace=NAMESPACES[name])
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio",
-                   help="stdio (for IDE mcpServers configs, default) or streamable HTTP")
+    p.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (for IDE mcpServers configs, default) or streamable HTTP",
+    )
     if lean:
-        p.add_argument("--lean", action="store_true",
-                       help="serve stdio with the built-in dependency-free MCP loop (starts in ~50 ms instead of "
-                            "~1 s; same tools and results; what environments use)")
+        p.add_argument(
+            "--lean",
+            action="store_true",
+            help="serve stdio with the built-in dependency-free MCP loop (starts in ~50 ms instead of "
+            "~1 s; same tools and results; what environments use)",
+        )
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=port, help=f"HTTP port (default {port}); the endpoint is /mcp")
     return p
@@ -46,10 +57,18 @@ def parser(name: str, description: str, *, port: int, root_help: str | None = No
 
 def add_timeout_flags(p: argparse.ArgumentParser, limits: dict[str, Any], what: str) -> None:
     """``--default-timeout`` and ``--max-timeout`` for servers that run ``what`` (code, commands)."""
-    p.add_argument("--default-timeout", type=float, default=limits["default_timeout"],
-                   help=f"seconds {what} may run when the call gives no timeout (default %(default)s)")
-    p.add_argument("--max-timeout", type=float, default=limits["max_timeout"],
-                   help="largest timeout a call may ask for (default %(default)s)")
+    p.add_argument(
+        "--default-timeout",
+        type=float,
+        default=limits["default_timeout"],
+        help=f"seconds {what} may run when the call gives no timeout (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-timeout",
+        type=float,
+        default=limits["max_timeout"],
+        help="largest timeout a call may ask for (default %(default)s)",
+    )
 
 
 def root_dir(args: argparse.Namespace) -> Path | None:
@@ -86,8 +105,7 @@ def serve_lean(loop: Callable[..., Coroutine[Any, Any, None]], args: argparse.Na
         print("error: --lean serves stdio only; drop --lean for --transport http", file=sys.stderr)
         return 2
     if getattr(args, "namespace", None):
-        print("error: --lean serves bare tool names for an environment to namespace; drop --namespace",
-              file=sys.stderr)
+        print("error: --lean serves bare tool names for an environment to namespace; drop --namespace", file=sys.stderr)
         return 2
     asyncio.run(loop(*a, **kw))
     return 0

@@ -56,15 +56,19 @@ def _error(code: int, message: str) -> dict[str, Any]:
     return {"code": code, "message": message}
 
 
-async def _answer(message: dict[str, Any], info: dict[str, Any], tools: list[dict[str, Any]],
-                  handlers: dict[str, Handler]) -> dict[str, Any] | None:
+async def _answer(
+    message: dict[str, Any], info: dict[str, Any], tools: list[dict[str, Any]], handlers: dict[str, Handler]
+) -> dict[str, Any] | None:
     method = message.get("method")
     params = message.get("params") or {}
     if method == "initialize":
         asked = params.get("protocolVersion")
         version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
-        result: dict[str, Any] = {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
-                                  "serverInfo": {"name": info["name"], "version": info.get("version", "1.0.0")}}
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": info["name"], "version": info.get("version", "1.0.0")},
+        }
         if info.get("instructions"):
             result["instructions"] = info["instructions"]
         return {"result": result}

@@ -101,8 +101,10 @@ class Hidden(NamedTuple):
         return json.dumps({"setup": self.setup, "tests": [{"steps": t.steps} for t in self.tests]})
 
 
-_FORMS = ("`assert ACTUAL == LITERAL`, `assert ACTUAL is True|False|None`, `assert not ACTUAL` "
-          "or `assert math.isclose(ACTUAL, NUMBER)`")
+_FORMS = (
+    "`assert ACTUAL == LITERAL`, `assert ACTUAL is True|False|None`, `assert not ACTUAL` "
+    "or `assert math.isclose(ACTUAL, NUMBER)`"
+)
 
 
 def _check(node: ast.Assert, where: str) -> tuple[ast.expr, str, Any]:
@@ -116,15 +118,21 @@ def _check(node: ast.Assert, where: str) -> tuple[ast.expr, str, Any]:
                 return test.left, "is", right.value
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return test.operand, "not", None
-        if (isinstance(test, ast.Call) and ast.unparse(test.func) == "math.isclose" and len(test.args) == 2
-                and not test.keywords):
+        if (
+            isinstance(test, ast.Call)
+            and ast.unparse(test.func) == "math.isclose"
+            and len(test.args) == 2
+            and not test.keywords
+        ):
             expected = ast.literal_eval(test.args[1])
             if isinstance(expected, (int, float)) and not isinstance(expected, bool):
                 return test.args[0], "isclose", expected
     except ValueError:
         pass
-    raise ConfigError(f"{where}: line {node.lineno}: unsupported assertion {ast.unparse(test)!r}; "
-                      f"a hidden test asserts {_FORMS}, so that the expected side stays with the reward")
+    raise ConfigError(
+        f"{where}: line {node.lineno}: unsupported assertion {ast.unparse(test)!r}; "
+        f"a hidden test asserts {_FORMS}, so that the expected side stays with the reward"
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -137,8 +145,12 @@ def parse_hidden(path: Path) -> Hidden:
             setup.append(ast.unparse(node))
         elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a docstring
-        elif (isinstance(node, ast.FunctionDef) and node.name.startswith("test_") and not node.decorator_list
-              and not (node.args.args or node.args.posonlyargs or node.args.kwonlyargs or node.args.vararg)):
+        elif (
+            isinstance(node, ast.FunctionDef)
+            and node.name.startswith("test_")
+            and not node.decorator_list
+            and not (node.args.args or node.args.posonlyargs or node.args.kwonlyargs or node.args.vararg)
+        ):
             steps, checks = [], []
             for stmt in node.body:
                 if isinstance(stmt, ast.Assert):
@@ -151,8 +163,10 @@ def parse_hidden(path: Path) -> Hidden:
                 raise ConfigError(f"{path}: {node.name} asserts nothing")
             tests.append(HiddenTest(node.name, tuple(steps), tuple(checks)))
         else:
-            raise ConfigError(f"{path}: line {node.lineno}: a hidden test file holds only imports and "
-                              "argument-less, undecorated test_* functions")
+            raise ConfigError(
+                f"{path}: line {node.lineno}: a hidden test file holds only imports and "
+                "argument-less, undecorated test_* functions"
+            )
     return Hidden("\n".join(setup), tuple(tests))
 
 
@@ -260,13 +274,16 @@ class _Walk:
                 return  # what the workspace's owner could not read (a hard link to a host file) stays out
             self.total += st.st_size
             if self.total > QUOTA_BYTES:
-                raise Refused(f"the workspace holds more than {QUOTA_BYTES // 2**20} MiB (files counted at "
-                              "their apparent size): the hidden tests were not run")
+                raise Refused(
+                    f"the workspace holds more than {QUOTA_BYTES // 2**20} MiB (files counted at "
+                    "their apparent size): the hidden tests were not run"
+                )
             self.digest.update(b"F" + path + b"\0" + st.st_size.to_bytes(8, "little"))
             copy = None
             if out is not None:
-                copy = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                               dir_fd=out)
+                copy = os.open(
+                    name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=out
+                )
                 os.fchmod(copy, 0o755 if st.st_mode & 0o100 else 0o644)  # never a set-id bit
             try:
                 left = st.st_size  # never more than the size it had: a growing file cannot pass the quota
@@ -275,7 +292,7 @@ class _Walk:
                     self.digest.update(chunk)
                     view = memoryview(chunk)
                     while copy is not None and view:
-                        view = view[os.write(copy, view):]
+                        view = view[os.write(copy, view) :]
             finally:
                 if copy is not None:
                     os.close(copy)
@@ -304,7 +321,7 @@ def decode(value: Any, depth: int = 0) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict) and len(value) == 1:
-        (tag, body), = value.items()
+        ((tag, body),) = value.items()
         try:
             if tag in ("list", "tuple", "set") and isinstance(body, list):
                 items = [decode(item, depth + 1) for item in body]
@@ -337,8 +354,7 @@ def holds(kind: str, expected: Any, actual: Any) -> bool:
         if kind == "not":
             return not actual
         if kind == "isclose":
-            return (isinstance(actual, (int, float)) and not isinstance(actual, bool)
-                    and math.isclose(actual, expected))
+            return isinstance(actual, (int, float)) and not isinstance(actual, bool) and math.isclose(actual, expected)
     except (TypeError, ValueError, OverflowError, RecursionError):
         return False
     return False
@@ -392,10 +408,19 @@ def _limits(episode: Any) -> Limits:
 async def run_hidden(project: Path, hidden: Hidden, limits: Limits) -> tuple[int, str | None, bool]:
     """Evaluate ``hidden`` against the folder ``project`` in the sandbox:
     (tests passed, error, whether that is a verdict on the project rather than a failed run)."""
-    argv = [sys.executable, "-I", "-S", "-B", "-c", RUNNER.read_text(encoding="utf-8"), hidden.plan(),
-            SANDBOX_WORKSPACE]
-    spec = ToolServerSpec(name="coding-reward", command=argv, isolation="sandbox", hide=[".", "../../.git"],
-                          limits=limits)
+    argv = [
+        sys.executable,
+        "-I",
+        "-S",
+        "-B",
+        "-c",
+        RUNNER.read_text(encoding="utf-8"),
+        hidden.plan(),
+        SANDBOX_WORKSPACE,
+    ]
+    spec = ToolServerSpec(
+        name="coding-reward", command=argv, isolation="sandbox", hide=[".", "../../.git"], limits=limits
+    )
     ctx = ServerContext(episode_id=f"coding-reward-{secrets.token_hex(8)}", workspace=project)
     conn = SandboxConnection(spec, ctx, base_dir=ENV_DIR)  # a uid of its own, killed whole on close
     try:
@@ -412,8 +437,9 @@ async def run_hidden(project: Path, hidden: Hidden, limits: Limits) -> tuple[int
     return verdict[0], verdict[1], True
 
 
-async def evaluate(data: dict[str, Any], workspace: Path, task_id: str = "",
-                   limits: Limits | None = None) -> tuple[int, dict[str, Any]]:
+async def evaluate(
+    data: dict[str, Any], workspace: Path, task_id: str = "", limits: Limits | None = None
+) -> tuple[int, dict[str, Any]]:
     """(tests passed, info) for a task's ``data`` against ``workspace`` (cached by snapshot digest)."""
     hidden = parse_hidden(ENV_DIR / data["hidden"])
     total = data["hidden_tests"]

@@ -91,8 +91,12 @@ def _text(workspace: Path, rel: str) -> str | None:
 
 def _same_type_equal(a: Any, b: Any) -> bool:
     # JSON true must not pass for 1, nor "8081" for 8081.
-    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                                       and not isinstance(a, bool) and not isinstance(b, bool)):
+    if type(a) is not type(b) and not (
+        isinstance(a, (int, float))
+        and isinstance(b, (int, float))
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         return False
     return a == b
 
@@ -131,8 +135,11 @@ def check(item: dict[str, Any], workspace: Path, seed: Path) -> bool:
             parser.read_string(text)
         except configparser.Error:
             return False
-        return all(parser.has_option(sec, key) and parser.get(sec, key) == val
-                   for sec, keys in item["ini"].items() for key, val in keys.items())
+        return all(
+            parser.has_option(sec, key) and parser.get(sec, key) == val
+            for sec, keys in item["ini"].items()
+            for key, val in keys.items()
+        )
     if "json" in item or "json_at" in item:
         try:
             value = json.loads(text)

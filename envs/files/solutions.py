@@ -32,13 +32,21 @@ REFERENCE: dict[str, list[dict]] = {
     ],
     "ini-database-host": [
         _c("read", path="settings.ini"),
-        _c("edit", path="settings.ini", old_text="[database]\nhost = localhost",
-           new_text="[database]\nhost = db.internal"),
+        _c(
+            "edit",
+            path="settings.ini",
+            old_text="[database]\nhost = localhost",
+            new_text="[database]\nhost = db.internal",
+        ),
     ],
     "yaml-scale-web": [
         _c("read", path="deploy.yaml"),
-        _c("edit", path="deploy.yaml", old_text="    replicas: 1\n    port: 8080",
-           new_text="    replicas: 3\n    port: 8080"),
+        _c(
+            "edit",
+            path="deploy.yaml",
+            old_text="    replicas: 1\n    port: 8080",
+            new_text="    replicas: 3\n    port: 8080",
+        ),
     ],
     "count-todos": [
         _c("search", pattern="TODO", path="src"),
@@ -80,8 +88,12 @@ REFERENCE: dict[str, list[dict]] = {
     ],
     "changelog-entry": [
         _c("read", path="CHANGELOG.md"),
-        _c("edit", path="CHANGELOG.md", old_text="## Unreleased\n",
-           new_text="## Unreleased\n- Fixed login timeout (#42)\n"),
+        _c(
+            "edit",
+            path="CHANGELOG.md",
+            old_text="## Unreleased\n",
+            new_text="## Unreleased\n- Fixed login timeout (#42)\n",
+        ),
     ],
     "merge-lists": [
         _c("read", path="a.txt"),
@@ -154,8 +166,12 @@ WRONG: dict[str, list[dict]] = {
     ],
     # scales the worker
     "yaml-scale-web": [
-        _c("edit", path="deploy.yaml", old_text="    image: shop/worker:1.8\n    replicas: 1",
-           new_text="    image: shop/worker:1.8\n    replicas: 3"),
+        _c(
+            "edit",
+            path="deploy.yaml",
+            old_text="    image: shop/worker:1.8\n    replicas: 1",
+            new_text="    image: shop/worker:1.8\n    replicas: 3",
+        ),
     ],
     # case-insensitive count
     "count-todos": [
@@ -190,8 +206,12 @@ WRONG: dict[str, list[dict]] = {
     "create-gitignore": [_c("write", path=".gitignore", content="pycache\n*.pyo\n")],
     # appended at the end, under the oldest release
     "changelog-entry": [
-        _c("edit", path="CHANGELOG.md", old_text="- First public release\n",
-           new_text="- First public release\n- Fixed login timeout (#42)\n"),
+        _c(
+            "edit",
+            path="CHANGELOG.md",
+            old_text="- First public release\n",
+            new_text="- First public release\n- Fixed login timeout (#42)\n",
+        ),
     ],
     # concatenated, not deduplicated nor sorted
     "merge-lists": [_c("write", path="all.txt", content="apple\nbanana\ncherry\nbanana\ndate\napple\nelderberry\n")],

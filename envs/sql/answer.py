@@ -23,9 +23,15 @@ def create_server(ctx: Any) -> FastMCP:
 
     @server.tool
     async def submit_answer(
-        answer: Annotated[Answer, Field(description=(
-            "The answer: a single value (number or text), a list of values (one column or one row), "
-            "or a list of rows (each a list of values)."))],
+        answer: Annotated[
+            Answer,
+            Field(
+                description=(
+                    "The answer: a single value (number or text), a list of values (one column or one row), "
+                    "or a list of rows (each a list of values)."
+                )
+            ),
+        ],
     ) -> str:
         """Submit the final answer to the question. Only the first submission counts."""
         if state["submitted"]:

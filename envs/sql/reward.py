@@ -43,6 +43,7 @@ LIST_TOOL = "list_tables"
 
 # -- fingerprints (used by build.py to write the guards) -------------------------------
 
+
 def fingerprint_sql(table: str, columns: dict[str, str], where: str | None = None) -> str:
     """One portable aggregate row that changes when rows of ``table`` are deleted,
     inserted or edited. ``columns`` maps column -> kind (``int``, ``money``, ``text``, ``date``)."""
@@ -66,6 +67,7 @@ def fingerprint_sql(table: str, columns: dict[str, str], where: str | None = Non
 
 
 # -- comparing ----------------------------------------------------------------------------
+
 
 def _num(v: Any) -> float | None:
     if isinstance(v, bool):
@@ -100,8 +102,10 @@ def same_rows(got: list[list[Any]], expected: list[list[Any]], *, ordered: bool,
     if len(got) != len(expected) or any(len(g) != len(e) for g, e in zip(got, expected, strict=True) if ordered):
         return False
     if ordered:
-        return all(len(g) == len(e) and all(same_value(x, y, lenient=lenient) for x, y in zip(g, e, strict=True))
-                   for g, e in zip(got, expected, strict=True))
+        return all(
+            len(g) == len(e) and all(same_value(x, y, lenient=lenient) for x, y in zip(g, e, strict=True))
+            for g, e in zip(got, expected, strict=True)
+        )
     remaining = list(got)
     for row in expected:
         for i, cand in enumerate(remaining):
@@ -129,6 +133,7 @@ def answer_rows(answer: Any, expected: list[list[Any]]) -> list[list[Any]]:
 
 # -- the reward ---------------------------------------------------------------------------
 
+
 async def _rows(ctx: Any, sql: str) -> list[list[Any]] | None:
     result = await ctx.call_tool(QUERY_TOOL, {"sql": sql})
     if result.is_error or not result.structured_content:
@@ -144,7 +149,8 @@ async def _index_exists(ctx: Any, spec: dict[str, Any]) -> bool:
         if ix.get("partial"):  # a WHERE-limited index (``WHERE 0``) enforces nothing on most rows
             continue
         if [str(c).lower() for c in ix["columns"]] == [c.lower() for c in spec["columns"]] and (
-                ix["unique"] or not spec.get("unique")):
+            ix["unique"] or not spec.get("unique")
+        ):
             return True
     return False
 
@@ -196,8 +202,9 @@ async def score(ctx: Any) -> Score:
         given, answer = submitted_answer(ctx)
         if not given:
             return Score(score=0.0)
-        correct = same_rows(answer_rows(answer, data["expected"]), data["expected"],
-                            ordered=data.get("ordered", False), lenient=True)
+        correct = same_rows(
+            answer_rows(answer, data["expected"]), data["expected"], ordered=data.get("ordered", False), lenient=True
+        )
         info["answer_correct"] = correct
         goal = correct
     else:

@@ -92,18 +92,98 @@ def schema(dialect: str) -> list[str]:
     return [_DDL[t].format(id=ident) for t in TABLES] + list(_INDEXES)
 
 
-FIRST = ["Ada", "Alan", "Grace", "Linus", "Margaret", "Dennis", "Barbara", "Ken", "Frances", "John", "Radia",
-         "Edsger", "Donald", "Sophie", "Tim", "Katherine", "Guido", "Hedy", "Bjarne", "Lena", "Omar", "Priya",
-         "Wei", "Yuki", "Carlos", "Fatima", "Ivan", "Noor", "Mateo", "Amara", "Jonas", "Elif", "Kofi", "Mina"]
-LAST = ["Lovelace", "Turing", "Hopper", "Torvalds", "Hamilton", "Ritchie", "Liskov", "Thompson", "Allen",
-        "McCarthy", "Perlman", "Dijkstra", "Knuth", "Wilson", "Berners", "Johnson", "Rossum", "Lamarr",
-        "Stroustrup", "Berg", "Haddad", "Patel", "Zhang", "Sato", "Garcia", "Khan", "Petrov", "Ali", "Rossi",
-        "Okafor", "Schmidt", "Yilmaz", "Mensah", "Kim"]
-CITIES = [("Berlin", "Germany"), ("Munich", "Germany"), ("Paris", "France"), ("Lyon", "France"),
-          ("Madrid", "Spain"), ("Rome", "Italy"), ("Milan", "Italy"), ("London", "United Kingdom"),
-          ("Leeds", "United Kingdom"), ("Toronto", "Canada"), ("Austin", "United States"),
-          ("Boston", "United States"), ("Seattle", "United States"), ("Tokyo", "Japan"), ("Osaka", "Japan"),
-          ("Lagos", "Nigeria"), ("Nairobi", "Kenya"), ("Sydney", "Australia")]
+FIRST = [
+    "Ada",
+    "Alan",
+    "Grace",
+    "Linus",
+    "Margaret",
+    "Dennis",
+    "Barbara",
+    "Ken",
+    "Frances",
+    "John",
+    "Radia",
+    "Edsger",
+    "Donald",
+    "Sophie",
+    "Tim",
+    "Katherine",
+    "Guido",
+    "Hedy",
+    "Bjarne",
+    "Lena",
+    "Omar",
+    "Priya",
+    "Wei",
+    "Yuki",
+    "Carlos",
+    "Fatima",
+    "Ivan",
+    "Noor",
+    "Mateo",
+    "Amara",
+    "Jonas",
+    "Elif",
+    "Kofi",
+    "Mina",
+]
+LAST = [
+    "Lovelace",
+    "Turing",
+    "Hopper",
+    "Torvalds",
+    "Hamilton",
+    "Ritchie",
+    "Liskov",
+    "Thompson",
+    "Allen",
+    "McCarthy",
+    "Perlman",
+    "Dijkstra",
+    "Knuth",
+    "Wilson",
+    "Berners",
+    "Johnson",
+    "Rossum",
+    "Lamarr",
+    "Stroustrup",
+    "Berg",
+    "Haddad",
+    "Patel",
+    "Zhang",
+    "Sato",
+    "Garcia",
+    "Khan",
+    "Petrov",
+    "Ali",
+    "Rossi",
+    "Okafor",
+    "Schmidt",
+    "Yilmaz",
+    "Mensah",
+    "Kim",
+]
+CITIES = [
+    ("Berlin", "Germany"),
+    ("Munich", "Germany"),
+    ("Paris", "France"),
+    ("Lyon", "France"),
+    ("Madrid", "Spain"),
+    ("Rome", "Italy"),
+    ("Milan", "Italy"),
+    ("London", "United Kingdom"),
+    ("Leeds", "United Kingdom"),
+    ("Toronto", "Canada"),
+    ("Austin", "United States"),
+    ("Boston", "United States"),
+    ("Seattle", "United States"),
+    ("Tokyo", "Japan"),
+    ("Osaka", "Japan"),
+    ("Lagos", "Nigeria"),
+    ("Nairobi", "Kenya"),
+    ("Sydney", "Australia"),
+]
 CATEGORIES = {
     "Books": ["Guide", "Handbook", "Novel", "Atlas", "Cookbook"],
     "Electronics": ["Headphones", "Charger", "Keyboard", "Monitor", "Speaker"],
@@ -113,10 +193,22 @@ CATEGORIES = {
     "Toys": ["Puzzle", "Robot", "Kite", "Blocks", "Train"],
 }
 ADJECTIVES = ["Classic", "Smart", "Mini", "Pro", "Eco", "Deluxe", "Travel", "Family"]
-DEPARTMENTS = [("Sales", "850000.00"), ("Support", "420000.00"), ("Engineering", "1250000.00"),
-               ("Marketing", "530000.00"), ("Finance", "310000.00"), ("Logistics", "470000.00")]
-TITLES = {"Sales": "Account Executive", "Support": "Support Specialist", "Engineering": "Software Engineer",
-          "Marketing": "Marketing Manager", "Finance": "Accountant", "Logistics": "Logistics Coordinator"}
+DEPARTMENTS = [
+    ("Sales", "850000.00"),
+    ("Support", "420000.00"),
+    ("Engineering", "1250000.00"),
+    ("Marketing", "530000.00"),
+    ("Finance", "310000.00"),
+    ("Logistics", "470000.00"),
+]
+TITLES = {
+    "Sales": "Account Executive",
+    "Support": "Support Specialist",
+    "Engineering": "Software Engineer",
+    "Marketing": "Marketing Manager",
+    "Finance": "Accountant",
+    "Logistics": "Logistics Coordinator",
+}
 
 START = dt.date(2023, 1, 1)
 
@@ -147,8 +239,19 @@ def rows() -> dict[str, list[tuple[Any, ...]]]:
             title = f"Head of {dep}" if head else TITLES[dep]
             salary = _money(r, 95000, 140000) if head else _money(r, 42000, 90000)
             hire = START - dt.timedelta(days=r.randint(30, 2500))
-            out["employees"].append((eid, first, last, f"{first}.{last}{eid}@shop.example".lower(), dep_id,
-                                     None if head else heads[dep_id], title, salary, hire.isoformat()))
+            out["employees"].append(
+                (
+                    eid,
+                    first,
+                    last,
+                    f"{first}.{last}{eid}@shop.example".lower(),
+                    dep_id,
+                    None if head else heads[dep_id],
+                    title,
+                    salary,
+                    hire.isoformat(),
+                )
+            )
     # customers (dirty: e-mail case/whitespace, duplicates, country spellings)
     for cid in range(1, 601):
         first, last = r.choice(FIRST), r.choice(LAST)
@@ -176,8 +279,7 @@ def rows() -> dict[str, list[tuple[Any, ...]]]:
                 pid += 1
                 category = None if pid % 23 == 0 else cat
                 status = "discontinued" if pid % 13 == 0 else "active"
-                out["products"].append((pid, f"{adj} {kind}", category, _money(r, 4, 400), r.randint(0, 250),
-                                        status))
+                out["products"].append((pid, f"{adj} {kind}", category, _money(r, 4, 400), r.randint(0, 250), status))
     prices = {p[0]: p[3] for p in out["products"]}
     sales_reps = [e[0] for e in out["employees"] if e[4] == 1]
     # orders and their lines; a few products are never ordered (two of them discontinued)

@@ -56,12 +56,15 @@ def find_project(target: str) -> Project:
     else:
         spec = find_env(target)
         env_name = spec.name
-        root = next((d for d in [Path(spec.base_dir), *Path(spec.base_dir).parents]
-                     if (d / "pyproject.toml").is_file()), None)  # type: ignore[assignment]
+        root = next(
+            (d for d in [Path(spec.base_dir), *Path(spec.base_dir).parents] if (d / "pyproject.toml").is_file()), None
+        )  # type: ignore[assignment]
         if root is None:
-            raise ConfigError(f"environment {env_name!r} at {str(spec.base_dir)!r} has no package source "
-                              "(no pyproject.toml above it): give the path of its package folder, "
-                              "e.g. `openenv-mcp build ./my-env`")
+            raise ConfigError(
+                f"environment {env_name!r} at {str(spec.base_dir)!r} has no package source "
+                "(no pyproject.toml above it): give the path of its package folder, "
+                "e.g. `openenv-mcp build ./my-env`"
+            )
     try:
         project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
         return Project(root=root, name=project["name"], version=str(project.get("version", "0")), env_name=env_name)
@@ -73,8 +76,10 @@ def _env_name_of(root: Path) -> str:
     data = tomllib.loads((root / "pyproject.toml").read_text())
     eps = data.get("project", {}).get("entry-points", {}).get("openenv_mcp.envs", {})
     if len(eps) != 1:
-        raise ConfigError(f"{root / 'pyproject.toml'} registers {len(eps)} environments in the entry-point group "
-                          "openenv_mcp.envs; build needs exactly one (give its name instead)")
+        raise ConfigError(
+            f"{root / 'pyproject.toml'} registers {len(eps)} environments in the entry-point group "
+            "openenv_mcp.envs; build needs exactly one (give its name instead)"
+        )
     return next(iter(eps))
 
 
@@ -116,7 +121,7 @@ def local_source(dist: str = "openenv-mcp") -> Path | None:
     url = json.loads(raw).get("url", "") if raw else ""
     if not url.startswith("file://"):
         return None
-    path = Path(unquote(url[len("file://"):]))
+    path = Path(unquote(url[len("file://") :]))
     if path.is_dir() and (path / "pyproject.toml").is_file():
         return path
     return path if path.is_file() and path.suffix == ".whl" else None
@@ -150,12 +155,18 @@ def build_image(project: Project, base_image: str, tag: str | None = None) -> st
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("build", help="build an environment package's wheel and Docker image",
-                       description="Build the wheel (into the package's dist/) and the Docker image of an "
-                                   "environment package, and print how to run both.")
+    p = sub.add_parser(
+        "build",
+        help="build an environment package's wheel and Docker image",
+        description="Build the wheel (into the package's dist/) and the Docker image of an "
+        "environment package, and print how to run both.",
+    )
     p.add_argument("env", help="environment name (installed from its source folder) or the package folder")
-    p.add_argument("--base-image", default=os.environ.get("BASE_IMAGE", DEFAULT_BASE_IMAGE),
-                   help=f"BASE_IMAGE build argument (default: $BASE_IMAGE or {DEFAULT_BASE_IMAGE})")
+    p.add_argument(
+        "--base-image",
+        default=os.environ.get("BASE_IMAGE", DEFAULT_BASE_IMAGE),
+        help=f"BASE_IMAGE build argument (default: $BASE_IMAGE or {DEFAULT_BASE_IMAGE})",
+    )
     p.add_argument("--tag", default=None, help="image tag (default: NAME:VERSION)")
     p.add_argument("--no-image", action="store_true", help="only the wheel")
     p.set_defaults(func=run)

@@ -12,22 +12,38 @@ __all__ = ["add_parser", "run"]
 
 def add_parser(sub: Any) -> None:
     """Add the ``conformance`` subcommand to the CLI's subparsers."""
-    p = sub.add_parser("conformance", help="check that an environment (or any MCP server) keeps the promise",
-                       description="Run the conformance rules against TARGET and print the report. "
-                                   "Exit code 0 only when no rule of severity error failed.")
+    p = sub.add_parser(
+        "conformance",
+        help="check that an environment (or any MCP server) keeps the promise",
+        description="Run the conformance rules against TARGET and print the report. "
+        "Exit code 0 only when no rule of severity error failed.",
+    )
     p.add_argument("target", nargs="?", help="environment name, env.toml path or folder, or URL of a running server")
     p.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON")
-    p.add_argument("--only", action="append", default=None, metavar="RULES",
-                   help="run only these rules (comma-separated ids or prefixes: tools, env.parity, official)")
+    p.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="RULES",
+        help="run only these rules (comma-separated ids or prefixes: tools, env.parity, official)",
+    )
     p.add_argument("--skip", action="append", default=None, metavar="RULES", help="skip these rules")
-    p.add_argument("--known-failures", metavar="FILE", default=None,
-                   help="TOML or JSON file accepting listed failures, each with a reason")
+    p.add_argument(
+        "--known-failures",
+        metavar="FILE",
+        default=None,
+        help="TOML or JSON file accepting listed failures, each with a reason",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the episodes and generated arguments")
     p.add_argument("--token", default=None, help="bearer token of a server started with `serve --token`")
     p.add_argument("--no-official", action="store_true", help="do not run the official MCP conformance suite")
-    p.add_argument("--official-not-applicable", metavar="FILE", default=None,
-                   help="official scenarios to skip, [scenario.NAME] reason = ... (default: "
-                        "conformance/official-not-applicable.toml, the scenarios needing the suite's fixtures)")
+    p.add_argument(
+        "--official-not-applicable",
+        metavar="FILE",
+        default=None,
+        help="official scenarios to skip, [scenario.NAME] reason = ... (default: "
+        "conformance/official-not-applicable.toml, the scenarios needing the suite's fixtures)",
+    )
     p.add_argument("--list-rules", action="store_true", help="print the rules and exit")
     p.set_defaults(func=run)
 
@@ -55,14 +71,23 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("give a TARGET: an environment name, an env.toml path or folder, or a server URL")
     err = Console(stderr=True)
     with err.status(f"conformance: {args.target}") as status:
+
         def progress(rule_id: str) -> None:
             status.update(f"conformance: {args.target}: {rule_id}")
 
-        report = anyio.run(lambda: check_env_async(
-            args.target, only=args.only, skip=args.skip, known_failures=args.known_failures, seed=args.seed,
-            official=False if args.no_official else None, progress=progress,
-            official_not_applicable=args.official_not_applicable,
-            **({"token": args.token} if args.token else {})))
+        report = anyio.run(
+            lambda: check_env_async(
+                args.target,
+                only=args.only,
+                skip=args.skip,
+                known_failures=args.known_failures,
+                seed=args.seed,
+                official=False if args.no_official else None,
+                progress=progress,
+                official_not_applicable=args.official_not_applicable,
+                **({"token": args.token} if args.token else {}),
+            )
+        )
     report.print(console)
     if not args.only and not args.skip:  # a full run is the verdict `openenv-mcp discover` shows
         _cache_verdict(args.target, report)

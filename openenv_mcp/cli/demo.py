@@ -47,7 +47,6 @@ def _text(result: Any) -> str:
     return text if len(text) <= 100 else text[:99] + "…"
 
 
-
 def cli_command() -> str:
     """How to type ``openenv-mcp`` here: the bare name when PATH finds this one, else its path
     (``.venv/bin/openenv-mcp`` after ``make demo``), so a copied next step works as printed."""
@@ -60,6 +59,7 @@ def cli_command() -> str:
     except ValueError:
         return str(script)
 
+
 async def _episode(base: str, target: str, seed: int) -> None:
     from mcp.client.client import Client
 
@@ -71,8 +71,10 @@ async def _episode(base: str, target: str, seed: int) -> None:
         task = created["observation"]["task"]
         console.rule(f"one episode · task {task['id']} · seed {seed}")
         console.print(f"[bold]task:[/bold] {task['prompt']}")
-        console.print(f"[dim]trainer: POST /episodes -> episode {episode_id[:12]}…; "
-                      f"agent: MCP client on {created['mcp_url']}[/dim]")
+        console.print(
+            f"[dim]trainer: POST /episodes -> episode {episode_id[:12]}…; "
+            f"agent: MCP client on {created['mcp_url']}[/dim]"
+        )
         from ..types import Task
 
         actions = environment.trajectory(Task.model_validate(task), "reference")  # full task looked up by id
@@ -83,19 +85,27 @@ async def _episode(base: str, target: str, seed: int) -> None:
                 args = ", ".join(f"{k}={json.dumps(v)[:40]}" for k, v in action.arguments.items())
                 console.print(f"[cyan]{action.name}[/cyan]({args})\n  -> {flag}{_text(result)}")
         state = (await http.get(f"/episodes/{episode_id}/state")).raise_for_status().json()["state"]
-        console.print(f"[bold]trainer reads state:[/bold] steps {state['step_count']}, "
-                      f"reward [green]{state['cumulative_reward']:.2f}[/green], done {state['done']}")
+        console.print(
+            f"[bold]trainer reads state:[/bold] steps {state['step_count']}, "
+            f"reward [green]{state['cumulative_reward']:.2f}[/green], done {state['done']}"
+        )
         await http.delete(f"/episodes/{episode_id}")
 
 
-async def tour(target: str = "files", *, host: str = "127.0.0.1", port: int = 8000, seed: int = 0,
-               once: bool = False) -> None:
+async def tour(
+    target: str = "files", *, host: str = "127.0.0.1", port: int = 8000, seed: int = 0, once: bool = False
+) -> None:
     """Serve ``target``, print how to connect, play one reference episode over MCP."""
     import uvicorn
 
     environment = load_environment(target)
-    app = create_app(environment, mode="sim", host=host, extra_routes=playground_routes(environment, "sim", None),
-                     public_paths=("/health", *PUBLIC_PATHS))
+    app = create_app(
+        environment,
+        mode="sim",
+        host=host,
+        extra_routes=playground_routes(environment, "sim", None),
+        public_paths=("/health", *PUBLIC_PATHS),
+    )
     port = _free_port(host, port)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     base = f"http://{host}:{port}"
@@ -105,20 +115,25 @@ async def tour(target: str = "files", *, host: str = "127.0.0.1", port: int = 80
             while not server.started:
                 await anyio.sleep(0.02)
         snippet = json.dumps({"mcpServers": {f"openenv-{environment.name}": {"url": f"{base}/mcp"}}}, indent=2)
-        console.print(Panel.fit(
-            f"[bold]openenv-mcp[/bold] serving [cyan]{environment.name}[/cyan]: {environment.spec.description}\n\n"
-            f"MCP (streamable HTTP)  [bold]{base}/mcp[/bold]\n"
-            f"playground (browser)   {base}/\n"
-            f"control plane          {base}/ws  ·  {base}/episodes\n"
-            f"health / metrics       {base}/health  ·  {base}/metrics\n"
-            f"MCP over stdio         {cli_command()} stdio {environment.name}\n\n"
-            f"mcpServers snippet for an IDE or desktop client:\n{snippet}",
-            title="the tour"))
+        console.print(
+            Panel.fit(
+                f"[bold]openenv-mcp[/bold] serving [cyan]{environment.name}[/cyan]: {environment.spec.description}\n\n"
+                f"MCP (streamable HTTP)  [bold]{base}/mcp[/bold]\n"
+                f"playground (browser)   {base}/\n"
+                f"control plane          {base}/ws  ·  {base}/episodes\n"
+                f"health / metrics       {base}/health  ·  {base}/metrics\n"
+                f"MCP over stdio         {cli_command()} stdio {environment.name}\n\n"
+                f"mcpServers snippet for an IDE or desktop client:\n{snippet}",
+                title="the tour",
+            )
+        )
         await _episode(base, target, seed)
         cli = cli_command()
-        console.print(f"\n[bold]next:[/bold] {cli} list · {cli} run files --episodes 5 · "
-                      f"{cli} conformance files · {cli} mcp-config files (an IDE's mcpServers entry) · "
-                      "python: openenv_mcp.make(\"files\") (see README)")
+        console.print(
+            f"\n[bold]next:[/bold] {cli} list · {cli} run files --episodes 5 · "
+            f"{cli} conformance files · {cli} mcp-config files (an IDE's mcpServers entry) · "
+            'python: openenv_mcp.make("files") (see README)'
+        )
         if once:
             server.should_exit = True
         else:

@@ -13,18 +13,30 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("init", help="create a new environment package in ./NAME, ready to install and share",
-                       description="Create ./NAME: pyproject.toml registering the environment, env.toml, a tool "
-                                   "server (a FastMCP skeleton, or a wrapped command/URL), tasks, reward, "
-                                   "solutions, tests, README and Dockerfile.")
+    p = sub.add_parser(
+        "init",
+        help="create a new environment package in ./NAME, ready to install and share",
+        description="Create ./NAME: pyproject.toml registering the environment, env.toml, a tool "
+        "server (a FastMCP skeleton, or a wrapped command/URL), tasks, reward, "
+        "solutions, tests, README and Dockerfile.",
+    )
     p.add_argument("name", help="environment name (lower case, e.g. my-env); the Python package is my_env")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--from-command", nargs=argparse.REMAINDER, default=None, metavar="CMD",
-                     help="wrap this stdio MCP server (the rest of the line: program and arguments)")
+    src.add_argument(
+        "--from-command",
+        nargs=argparse.REMAINDER,
+        default=None,
+        metavar="CMD",
+        help="wrap this stdio MCP server (the rest of the line: program and arguments)",
+    )
     src.add_argument("--from-url", default=None, metavar="URL", help="wrap this streamable-HTTP MCP server")
-    p.add_argument("--isolation", default=None, choices=["inprocess", "process", "sandbox", "docker"],
-                   help="boundary of the tool server (default: inprocess for the skeleton; sandbox for a wrapped "
-                        "command, which is untrusted: `process` fails conformance's containment rules)")
+    p.add_argument(
+        "--isolation",
+        default=None,
+        choices=["inprocess", "process", "sandbox", "docker"],
+        help="boundary of the tool server (default: inprocess for the skeleton; sandbox for a wrapped "
+        "command, which is untrusted: `process` fails conformance's containment rules)",
+    )
     p.add_argument("--description", default=None, help="one line shown by `openenv-mcp list`")
     p.add_argument("--dir", default=".", help="folder to create NAME in (default: the current folder)")
     p.set_defaults(func=run)
@@ -39,8 +51,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.from_command is not None and not args.from_command:
         raise ConfigError("--from-command needs the server's command, e.g. --from-command npx -y my-mcp-server")
-    s = Scaffold(name=args.name, root=Path(args.dir), from_command=args.from_command, from_url=args.from_url,
-                 isolation=args.isolation)
+    s = Scaffold(
+        name=args.name,
+        root=Path(args.dir),
+        from_command=args.from_command,
+        from_url=args.from_url,
+        isolation=args.isolation,
+    )
     console = Console()
     if s.from_command or s.from_url:
         where = shlex.join(s.from_command) if s.from_command else s.from_url
@@ -49,12 +66,14 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"{len(s.tools)} tools: {', '.join(t.name for t in s.tools)}")
     target = create(s, args.description)
     shown_str = str(target) if target.is_absolute() else f"./{target}"
-    console.print(f"[green]created[/green] {escape(shown_str)}/ "
-                  f"(environment [bold]{s.name}[/bold], package {s.pkg})\n"
-                  "next:\n"
-                  f"  pip install -e {escape(repr(shown_str + '[test]'))}    # registers it: openenv-mcp list\n"
-                  f"  openenv-mcp conformance {s.name}\n"
-                  f"  openenv-mcp run {s.name}\n"
-                  f"  (cd {escape(shown_str)} && pytest)\n"
-                  f"  openenv-mcp serve {s.name}          # play it at http://127.0.0.1:8000/")
+    console.print(
+        f"[green]created[/green] {escape(shown_str)}/ "
+        f"(environment [bold]{s.name}[/bold], package {s.pkg})\n"
+        "next:\n"
+        f"  pip install -e {escape(repr(shown_str + '[test]'))}    # registers it: openenv-mcp list\n"
+        f"  openenv-mcp conformance {s.name}\n"
+        f"  openenv-mcp run {s.name}\n"
+        f"  (cd {escape(shown_str)} && pytest)\n"
+        f"  openenv-mcp serve {s.name}          # play it at http://127.0.0.1:8000/"
+    )
     return 0

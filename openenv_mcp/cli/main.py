@@ -39,9 +39,19 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 # -- run -------------------------------------------------------------------------
-async def run_reference(target: str, episodes: int, seed: int | None, policy: str = "reference",
-                        progress: bool = True, show_steps: bool = False, *, all_tasks: bool = False,
-                        repeat: int = 1, tasks: str | None = None, split: str | None = None) -> list[dict[str, Any]]:
+async def run_reference(
+    target: str,
+    episodes: int,
+    seed: int | None,
+    policy: str = "reference",
+    progress: bool = True,
+    show_steps: bool = False,
+    *,
+    all_tasks: bool = False,
+    repeat: int = 1,
+    tasks: str | None = None,
+    split: str | None = None,
+) -> list[dict[str, Any]]:
     """Run the environment's scripted ``policy`` for ``episodes`` episodes (or every task,
     ``repeat`` times each, with ``all_tasks``); one row per episode."""
     from ..client.registry import load_environment
@@ -70,8 +80,17 @@ async def run_reference(target: str, episodes: int, seed: int | None, policy: st
                         console.print(f"[cyan]{action.name}[/cyan]({_args(action.arguments)})")
                         console.print(f"  -> {flag}{_clip(text)}  [dim]reward {obs.reward:+.2f}[/dim]")
                 state = episode.state()
-                rows.append({"episode": i, "task": state.task_id, "seed": state.seed, "steps": state.step_count,
-                             "reward": state.cumulative_reward, "done": state.done, "truncated": state.truncated})
+                rows.append(
+                    {
+                        "episode": i,
+                        "task": state.task_id,
+                        "seed": state.seed,
+                        "steps": state.step_count,
+                        "reward": state.cumulative_reward,
+                        "done": state.done,
+                        "truncated": state.truncated,
+                    }
+                )
             finally:
                 await episode.close()
             bar.advance(job)
@@ -92,21 +111,37 @@ def _summary(rows: list[dict[str, Any]], title: str) -> None:
     for col in ("episode", "task", "seed", "steps", "reward", "done", "truncated"):
         table.add_column(col, justify="right" if col in ("episode", "seed", "steps", "reward") else "left")
     for row in rows:
-        table.add_row(*(f"{row[c]:.2f}" if c == "reward" else str(row[c]) for c in
-                        ("episode", "task", "seed", "steps", "reward", "done", "truncated")))
+        table.add_row(
+            *(
+                f"{row[c]:.2f}" if c == "reward" else str(row[c])
+                for c in ("episode", "task", "seed", "steps", "reward", "done", "truncated")
+            )
+        )
     console.print(table)
     rewards = [r["reward"] for r in rows]
     success = sum(1 for r in rows if r["done"]) / len(rows)
     std = statistics.pstdev(rewards) if len(rewards) > 1 else 0.0
-    console.print(f"[bold]{len(rows)} episodes[/bold]: reward mean {statistics.mean(rewards):.3f} "
-                  f"(std {std:.3f}), success rate {success:.0%}, "
-                  f"mean steps {statistics.mean(r['steps'] for r in rows):.1f}")
+    console.print(
+        f"[bold]{len(rows)} episodes[/bold]: reward mean {statistics.mean(rewards):.3f} "
+        f"(std {std:.3f}), success rate {success:.0%}, "
+        f"mean steps {statistics.mean(r['steps'] for r in rows):.1f}"
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    rows = anyio.run(lambda: run_reference(args.env, args.episodes, args.seed, args.policy,
-                                           show_steps=args.show_steps, all_tasks=args.all_tasks,
-                                           repeat=args.repeat, tasks=args.tasks, split=args.split))
+    rows = anyio.run(
+        lambda: run_reference(
+            args.env,
+            args.episodes,
+            args.seed,
+            args.policy,
+            show_steps=args.show_steps,
+            all_tasks=args.all_tasks,
+            repeat=args.repeat,
+            tasks=args.tasks,
+            split=args.split,
+        )
+    )
     _summary(rows, f"{args.env}: {args.policy} policy")
     return 0
 
@@ -132,20 +167,35 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from ..serve.playground import PUBLIC_PATHS, playground_routes
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
-        err_console.print(f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
-                          "anyone who can reach the port can drive the environment")
-    err_console.print(f"[bold]openenv-mcp[/bold] serving [cyan]{args.env}[/cyan] ({args.mode}) on "
-                      f"http://{args.host}:{args.port}  playground: /  MCP: /mcp"
-                      + ("  control plane: /ws, /episodes" if args.mode == "sim" else ""))
+        err_console.print(
+            f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
+            "anyone who can reach the port can drive the environment"
+        )
+    err_console.print(
+        f"[bold]openenv-mcp[/bold] serving [cyan]{args.env}[/cyan] ({args.mode}) on "
+        f"http://{args.host}:{args.port}  playground: /  MCP: /mcp"
+        + ("  control plane: /ws, /episodes" if args.mode == "sim" else "")
+    )
     from ..serve.manager import default_max_episodes
 
     max_episodes = default_max_episodes() if args.max_episodes is None else (args.max_episodes or None)
-    serve(args.env, host=args.host, port=args.port, mode=args.mode, token=args.token,
-          admin_token=args.admin_token or os.environ.get("OPENENV_MCP_ADMIN_TOKEN") or None,
-          allowed_hosts=args.allowed_host, allowed_origins=args.allowed_origin,
-          max_episodes=max_episodes, idle_timeout=args.idle_timeout or None,
-          max_request_bytes=args.max_request_bytes, log_level=args.log_level,
-          extra_routes=playground_routes, public_paths=("/health", *PUBLIC_PATHS), **_prod_options(args))
+    serve(
+        args.env,
+        host=args.host,
+        port=args.port,
+        mode=args.mode,
+        token=args.token,
+        admin_token=args.admin_token or os.environ.get("OPENENV_MCP_ADMIN_TOKEN") or None,
+        allowed_hosts=args.allowed_host,
+        allowed_origins=args.allowed_origin,
+        max_episodes=max_episodes,
+        idle_timeout=args.idle_timeout or None,
+        max_request_bytes=args.max_request_bytes,
+        log_level=args.log_level,
+        extra_routes=playground_routes,
+        public_paths=("/health", *PUBLIC_PATHS),
+        **_prod_options(args),
+    )
     return 0
 
 
@@ -161,28 +211,47 @@ def _prod_options(args: argparse.Namespace) -> dict[str, Any]:
     """``--workspace``/``--read-only``/``--database-url``: production on the user's own data."""
     if args.database_url:
         if args.mode != "prod":
-            raise OpenEnvError("--database-url is for production (--mode prod); simulation episodes use their "
-                               "own copy of the task's database")
+            raise OpenEnvError(
+                "--database-url is for production (--mode prod); simulation episodes use their "
+                "own copy of the task's database"
+            )
         os.environ["DATABASE_URL"] = args.database_url  # tool servers get it through their pass_env only
     return {"workspace": args.workspace, "read_only": args.read_only}
 
 
 def _add_prod_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--workspace", default=None, metavar="DIR",
-                   help="production: the folder the tools work on, in place (bound at /workspace in a sandbox)")
+    p.add_argument(
+        "--workspace",
+        default=None,
+        metavar="DIR",
+        help="production: the folder the tools work on, in place (bound at /workspace in a sandbox)",
+    )
     p.add_argument("--read-only", action="store_true", help="production: the tools may read --workspace, not change it")
-    p.add_argument("--database-url", default=None, metavar="URL",
-                   help="production: the database of SQL tool servers (default: $DATABASE_URL)")
+    p.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="production: the database of SQL tool servers (default: $DATABASE_URL)",
+    )
 
 
 # -- parser ---------------------------------------------------------------------
 def add_task_arguments(p: argparse.ArgumentParser) -> None:
     """``--all-tasks``, ``--repeat``, ``--tasks``, ``--split``: which tasks a command plays."""
     p.add_argument("--all-tasks", action="store_true", help="play every task exactly once, in order")
-    p.add_argument("--repeat", type=int, default=1, metavar="K",
-                   help="with --all-tasks (or --task): K episodes per task, with distinct seeds")
-    p.add_argument("--tasks", default=None, metavar="SET_OR_PATH",
-                   help="a named task set of the env file (train, eval...), a JSONL file or a dataset path")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="K",
+        help="with --all-tasks (or --task): K episodes per task, with distinct seeds",
+    )
+    p.add_argument(
+        "--tasks",
+        default=None,
+        metavar="SET_OR_PATH",
+        help="a named task set of the env file (train, eval...), a JSONL file or a dataset path",
+    )
     p.add_argument("--split", default=None, help="the dataset split to load (dataset-backed tasks)")
 
 
@@ -225,45 +294,96 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=None, help="system prompt (default: a short agent instruction)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
     p.add_argument("--max-retries", type=int, default=5, help="retries of 429/5xx/connection errors")
-    p.add_argument("--out", default="trajectories.jsonl",
-                   help="JSONL file, one episode per line; appended to, episodes already in it are skipped")
-    p.add_argument("--n", type=int, default=1,
-                   help="completions per prompt: n episodes per task and seed, sampled as one group")
-    p.add_argument("--logprobs", action="store_true",
-                   help="ask for token logprobs and record them per turn")
-    p.add_argument("--token-ids", action="store_true",
-                   help="ask for token ids too (vLLM's return_token_ids) and record them per turn")
+    p.add_argument(
+        "--out",
+        default="trajectories.jsonl",
+        help="JSONL file, one episode per line; appended to, episodes already in it are skipped",
+    )
+    p.add_argument(
+        "--n", type=int, default=1, help="completions per prompt: n episodes per task and seed, sampled as one group"
+    )
+    p.add_argument("--logprobs", action="store_true", help="ask for token logprobs and record them per turn")
+    p.add_argument(
+        "--token-ids",
+        action="store_true",
+        help="ask for token ids too (vLLM's return_token_ids) and record them per turn",
+    )
     add_task_arguments(p)
-    p.add_argument("--harness", default=None, choices=["openai-agents", "pydantic-ai"],
-                   help="play with this agent harness over the episode's MCP address (docs/deploy.md)")
-    p.add_argument("--harness-cmd", default=None, metavar="CMD",
-                   help="play with any command; {mcp_url} {prompt_file} {mcp_config} {base_url} {model} are filled in")
-    p.add_argument("--harness-timeout", type=float, default=600.0,
-                   help="seconds one harness run may take before it is stopped (default 600)")
-    p.add_argument("--action-style", choices=("tools", "codeact"), default="tools",
-                   help="tools: function calling; codeact: the model writes Python code blocks (docs/codeact.md)")
+    p.add_argument(
+        "--harness",
+        default=None,
+        choices=["openai-agents", "pydantic-ai"],
+        help="play with this agent harness over the episode's MCP address (docs/deploy.md)",
+    )
+    p.add_argument(
+        "--harness-cmd",
+        default=None,
+        metavar="CMD",
+        help="play with any command; {mcp_url} {prompt_file} {mcp_config} {base_url} {model} are filled in",
+    )
+    p.add_argument(
+        "--harness-timeout",
+        type=float,
+        default=600.0,
+        help="seconds one harness run may take before it is stopped (default 600)",
+    )
+    p.add_argument(
+        "--action-style",
+        choices=("tools", "codeact"),
+        default="tools",
+        help="tools: function calling; codeact: the model writes Python code blocks (docs/codeact.md)",
+    )
     p.set_defaults(func=_cmd_rollout)
 
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")
     p.add_argument("env", help="environment name, env.toml path or folder")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--mode", choices=["sim", "prod"], default="sim",
-                   help="sim: control plane + rewards; prod: MCP, /health and /metrics only")
+    p.add_argument(
+        "--mode",
+        choices=["sim", "prod"],
+        default="sim",
+        help="sim: control plane + rewards; prod: MCP, /health and /metrics only",
+    )
     p.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN' on every route but /health")
-    p.add_argument("--allowed-host", action="append", default=[], metavar="HOST",
-                   help="another Host header to accept (name or name:port; repeatable; '*' for any)")
-    p.add_argument("--allowed-origin", action="append", default=[], metavar="ORIGIN",
-                   help="another Origin to accept (scheme://host[:port]; repeatable; '*' for any)")
-    p.add_argument("--admin-token", default=None,
-                   help="'Authorization: Bearer ADMIN_TOKEN' sees and drives every episode (env: "
-                        "OPENENV_MCP_ADMIN_TOKEN); everyone else reaches only its own episodes")
-    p.add_argument("--max-episodes", type=int, default=None,
-                   help="cap on live episodes (0: none; default: min(32 x CPUs, RAM / 64 MiB), 16..4096)")
-    p.add_argument("--idle-timeout", type=float, default=1800.0,
-                   help="close episodes and MCP sessions idle this many seconds (0: never; default 1800)")
-    p.add_argument("--max-request-bytes", type=int, default=4 * 1024 * 1024,
-                   help="cap on one request body or WebSocket message (default 4 MiB)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="another Host header to accept (name or name:port; repeatable; '*' for any)",
+    )
+    p.add_argument(
+        "--allowed-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="another Origin to accept (scheme://host[:port]; repeatable; '*' for any)",
+    )
+    p.add_argument(
+        "--admin-token",
+        default=None,
+        help="'Authorization: Bearer ADMIN_TOKEN' sees and drives every episode (env: "
+        "OPENENV_MCP_ADMIN_TOKEN); everyone else reaches only its own episodes",
+    )
+    p.add_argument(
+        "--max-episodes",
+        type=int,
+        default=None,
+        help="cap on live episodes (0: none; default: min(32 x CPUs, RAM / 64 MiB), 16..4096)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=1800.0,
+        help="close episodes and MCP sessions idle this many seconds (0: never; default 1800)",
+    )
+    p.add_argument(
+        "--max-request-bytes",
+        type=int,
+        default=4 * 1024 * 1024,
+        help="cap on one request body or WebSocket message (default 4 MiB)",
+    )
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     _add_prod_flags(p)
     p.set_defaults(func=_cmd_serve)

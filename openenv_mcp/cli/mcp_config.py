@@ -19,20 +19,32 @@ __all__ = ["add_parser", "entry", "run"]
 
 def add_parser(sub: Any) -> None:
     """Add the ``mcp-config`` subcommand to the CLI's subparsers."""
-    p = sub.add_parser("mcp-config", help="print an mcpServers entry (absolute paths) that serves ENV over stdio",
-                       description=(__doc__ or "").partition("\n")[0])
+    p = sub.add_parser(
+        "mcp-config",
+        help="print an mcpServers entry (absolute paths) that serves ENV over stdio",
+        description=(__doc__ or "").partition("\n")[0],
+    )
     p.add_argument("env", help="environment name, env.toml path or folder")
-    p.add_argument("--mode", choices=["sim", "prod"], default="sim",
-                   help="prod: the production variant of the tool servers (default sim)")
-    p.add_argument("--workspace", metavar="DIR", default=None,
-                   help="production: the user's folder the tools work on, in place (see docs/deploy.md)")
+    p.add_argument(
+        "--mode",
+        choices=["sim", "prod"],
+        default="sim",
+        help="prod: the production variant of the tool servers (default sim)",
+    )
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        default=None,
+        help="production: the user's folder the tools work on, in place (see docs/deploy.md)",
+    )
     p.add_argument("--read-only", action="store_true", help="production: the tools may read --workspace, not change it")
     p.add_argument("--name", default=None, help="key of the entry (default: openenv-ENV)")
     p.set_defaults(func=run)
 
 
-def entry(env: str, mode: str = "sim", workspace: str | None = None,
-          read_only: bool = False) -> tuple[str, dict[str, Any]]:
+def entry(
+    env: str, mode: str = "sim", workspace: str | None = None, read_only: bool = False
+) -> tuple[str, dict[str, Any]]:
     """(name, server entry) for ``openenv-mcp stdio env``; raises an OpenEnvError for an unknown env
     or a workspace the environment cannot run on (checked here, not in the MCP client)."""
     from ..client.registry import find_env

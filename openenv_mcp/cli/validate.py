@@ -18,16 +18,25 @@ __all__ = ["add_parser", "run"]
 def add_parser(sub: Any) -> None:
     """Add the ``validate`` subcommand to the CLI's subparsers."""
     p = sub.add_parser(
-        "validate", help="check an environment is worth training on: solutions, reward-hacking probes, pass@k",
+        "validate",
+        help="check an environment is worth training on: solutions, reward-hacking probes, pass@k",
         description="Play every task's reference and wrong solutions and the reward-hacking probes; with "
-                    "--base-url/--model, K rollouts per task give pass@k, reward mean and variance and "
-                    "too-easy/too-hard flags. Exit code 0 only when nothing was found.")
+        "--base-url/--model, K rollouts per task give pass@k, reward mean and variance and "
+        "too-easy/too-hard flags. Exit code 0 only when nothing was found.",
+    )
     p.add_argument("env", help="environment name, env.toml path or folder")
-    p.add_argument("--all-tasks", action="store_true", default=True,
-                   help="every task once, in order (the default; --task narrows it)")
+    p.add_argument(
+        "--all-tasks",
+        action="store_true",
+        default=True,
+        help="every task once, in order (the default; --task narrows it)",
+    )
     p.add_argument("--task", action="append", default=None, metavar="ID", help="validate only this task (repeatable)")
-    p.add_argument("--probes", default=",".join(_probes()),
-                   help="comma-separated reward-hacking probes to run ('' for none; default: all)")
+    p.add_argument(
+        "--probes",
+        default=",".join(_probes()),
+        help="comma-separated reward-hacking probes to run ('' for none; default: all)",
+    )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible API root for the K rollouts per task")
     p.add_argument("--model", default=None, help="model name sent to the server")
     p.add_argument("--api-key", default=None, help="bearer key (default: $OPENAI_API_KEY)")
@@ -67,17 +76,31 @@ def run(args: argparse.Namespace) -> int:
         if args.base_url:
             from ..rollout import OpenAIPolicy
 
-            policy = OpenAIPolicy(args.base_url, args.model, args.api_key or os.environ.get("OPENAI_API_KEY") or None,
-                                  temperature=args.temperature, timeout=args.timeout,
-                                  max_connections=max(args.concurrency, 1))
+            policy = OpenAIPolicy(
+                args.base_url,
+                args.model,
+                args.api_key or os.environ.get("OPENAI_API_KEY") or None,
+                temperature=args.temperature,
+                timeout=args.timeout,
+                max_connections=max(args.concurrency, 1),
+            )
         try:
             with err.status(f"validating {args.env}...") as status:
+
                 def progress(check: Any) -> None:
                     status.update(f"validating {args.env}: {check.check} on task {check.task_id}")
 
-                return await validate(args.env, probes=probes, policy=policy, k=args.k, concurrency=args.concurrency,
-                                      max_steps=args.max_steps, seed=args.seed, task_ids=args.task,
-                                      on_check=progress)
+                return await validate(
+                    args.env,
+                    probes=probes,
+                    policy=policy,
+                    k=args.k,
+                    concurrency=args.concurrency,
+                    max_steps=args.max_steps,
+                    seed=args.seed,
+                    task_ids=args.task,
+                    on_check=progress,
+                )
         finally:
             if policy is not None:
                 await policy.aclose()

@@ -59,8 +59,14 @@ def save_report(spec: EnvSpec, report: Any) -> Path:
     """Cache ``report`` as the verdict of ``spec`` (atomically; the folder is created)."""
     path = _file(spec.name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    entry = {"env": spec.name, "digest": env_digest(spec), "ok": report.ok, "summary": report.summary(),
-             "errors": [f"{r.rule}: {r.message}" for r in report.errors], "checked_at": time.time()}
+    entry = {
+        "env": spec.name,
+        "digest": env_digest(spec),
+        "ok": report.ok,
+        "summary": report.summary(),
+        "errors": [f"{r.rule}: {r.message}" for r in report.errors],
+        "checked_at": time.time(),
+    }
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(entry, indent=2) + "\n")
     tmp.replace(path)
@@ -76,8 +82,12 @@ def cached_status(spec: EnvSpec) -> dict[str, Any]:
         return {"status": "unknown"}
     if not isinstance(entry, dict) or entry.get("digest") != env_digest(spec):
         return {"status": "stale", "checked_at": entry.get("checked_at") if isinstance(entry, dict) else None}
-    return {"status": "conformant" if entry.get("ok") else "not conformant", "summary": entry.get("summary"),
-            "errors": entry.get("errors", []), "checked_at": entry.get("checked_at")}
+    return {
+        "status": "conformant" if entry.get("ok") else "not conformant",
+        "summary": entry.get("summary"),
+        "errors": entry.get("errors", []),
+        "checked_at": entry.get("checked_at"),
+    }
 
 
 async def describe(spec: EnvSpec, tools: bool = True, timeout: float = 30.0) -> dict[str, Any]:
@@ -87,10 +97,14 @@ async def describe(spec: EnvSpec, tools: bool = True, timeout: float = 30.0) -> 
     from ..core.environment import Environment
 
     entry: dict[str, Any] = {
-        "name": spec.name, "description": spec.description,
+        "name": spec.name,
+        "description": spec.description,
         "boundaries": sorted({s.isolation or "" for s in spec.tool_servers}),
         "tool_servers": [s.name for s in spec.tool_servers],
-        "tasks": None, "tools": None, "conformance": cached_status(spec), "error": None,
+        "tasks": None,
+        "tools": None,
+        "conformance": cached_status(spec),
+        "error": None,
     }
     try:
         environment = Environment(spec)
@@ -100,8 +114,9 @@ async def describe(spec: EnvSpec, tools: bool = True, timeout: float = 30.0) -> 
             try:
                 with anyio.fail_after(timeout):
                     episode = await environment.new_episode(seed=0)
-                    entry["tools"] = [{"name": t.name, "description": " ".join((t.description or "").split())}
-                                      for t in episode.tools]
+                    entry["tools"] = [
+                        {"name": t.name, "description": " ".join((t.description or "").split())} for t in episode.tools
+                    ]
             finally:
                 if episode is not None:
                     with anyio.CancelScope(shield=True):

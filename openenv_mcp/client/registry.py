@@ -30,8 +30,16 @@ from .env import AsyncEnv, Env
 if TYPE_CHECKING:
     from .remote import RemoteAsyncEnv
 
-__all__ = ["ENTRY_POINT_GROUP", "env_dirs", "find_env", "list_envs", "load_environment", "make", "make_async",
-           "registered"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "env_dirs",
+    "find_env",
+    "list_envs",
+    "load_environment",
+    "make",
+    "make_async",
+    "registered",
+]
 
 ENTRY_POINT_GROUP = "openenv_mcp.envs"
 """The entry-point group environments are registered in (built-in and third-party)."""
@@ -94,7 +102,8 @@ def find_env(target: str | Path | EnvSpec) -> EnvSpec:
         # a folder without env.toml is still a name when one is registered by it: e.g. the package folder
         # `openenv-mcp init NAME` just created, next to which the user runs `openenv-mcp run NAME`
         is_path = str(target) not in registered() and not any(
-            (root / str(target) / "env.toml").is_file() for root in env_dirs())
+            (root / str(target) / "env.toml").is_file() for root in env_dirs()
+        )
     if is_path:
         if path.exists():
             return load_env_file(path)

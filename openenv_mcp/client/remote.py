@@ -87,12 +87,19 @@ class RemoteConnection:
 
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
         try:
-            self._ws = await connect(self.url, additional_headers=headers, max_size=None, compression=None,
-                                     open_timeout=self.open_timeout, ping_interval=None)
+            self._ws = await connect(
+                self.url,
+                additional_headers=headers,
+                max_size=None,
+                compression=None,
+                open_timeout=self.open_timeout,
+                ping_interval=None,
+            )
         except Exception as e:
             raise _errors.BoundaryError(
                 f"cannot open the control plane at {self.url}: {e}. Is `openenv-mcp serve` running there "
-                "(in sim mode), with the right --token and --allowed-host?") from None
+                "(in sim mode), with the right --token and --allowed-host?"
+            ) from None
         self._closed_error = None
         self._reader = asyncio.get_running_loop().create_task(self._read())
         return self._ws
@@ -151,8 +158,10 @@ def _episode_options(max_steps: int | None, call_timeout: float | None) -> dict[
 
 def _check_options(mode: str | None, workdir: Any) -> None:
     if mode not in (None, "sim"):
-        raise ConfigError(f"a remote environment is driven through the control plane, which exists only in sim "
-                          f"mode (got mode={mode!r}); connect an MCP client to /mcp for a prod server")
+        raise ConfigError(
+            f"a remote environment is driven through the control plane, which exists only in sim "
+            f"mode (got mode={mode!r}); connect an MCP client to /mcp for a prod server"
+        )
     if workdir is not None:
         raise ConfigError("workdir is chosen by the server (OPENENV_MCP_WORKDIR where it runs), not by the client")
 
@@ -167,8 +176,16 @@ class RemoteAsyncEnv:
         call_timeout: per-episode tool-call time limit override, seconds.
     """
 
-    def __init__(self, url: str, *, token: str | None = None, max_steps: int | None = None,
-                 call_timeout: float | None = None, mode: str | None = None, workdir: Any = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        max_steps: int | None = None,
+        call_timeout: float | None = None,
+        mode: str | None = None,
+        workdir: Any = None,
+    ) -> None:
         _check_options(mode, workdir)
         self.url = url
         self.connection = RemoteConnection(url, token=token)
@@ -208,14 +225,20 @@ class RemoteAsyncEnv:
         """Take one action; agent errors come back as ``result.isError``."""
         action = _coerce(action)
         result = await self.connection.request(
-            {"op": "step", "episode_id": self.episode_id, "episode_key": self.episode_key,
-             "action": action.model_dump(mode="json")})
+            {
+                "op": "step",
+                "episode_id": self.episode_id,
+                "episode_key": self.episode_key,
+                "action": action.model_dump(mode="json"),
+            }
+        )
         return Observation.model_validate(result["observation"])
 
     async def state(self) -> State:
         """Episode id, step count, task id, seed and cumulative reward."""
-        result = await self.connection.request({"op": "state", "episode_id": self.episode_id,
-                                                "episode_key": self.episode_key})
+        result = await self.connection.request(
+            {"op": "state", "episode_id": self.episode_id, "episode_key": self.episode_key}
+        )
         return State.model_validate(result["state"])
 
     async def close(self) -> None:
@@ -224,8 +247,9 @@ class RemoteAsyncEnv:
         try:
             if episode_id is not None and self.connection.connected:
                 try:
-                    await self.connection.request({"op": "close", "episode_id": episode_id,
-                                                   "episode_key": self.episode_key})
+                    await self.connection.request(
+                        {"op": "close", "episode_id": episode_id, "episode_key": self.episode_key}
+                    )
                 except OpenEnvError:
                     pass
         finally:
@@ -247,8 +271,17 @@ class AsyncVectorEnv:
     in its place.
     """
 
-    def __init__(self, url: str, num_envs: int, *, token: str | None = None, max_steps: int | None = None,
-                 call_timeout: float | None = None, mode: str | None = None, workdir: Any = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        num_envs: int,
+        *,
+        token: str | None = None,
+        max_steps: int | None = None,
+        call_timeout: float | None = None,
+        mode: str | None = None,
+        workdir: Any = None,
+    ) -> None:
         if num_envs < 1:
             raise ConfigError("num_envs must be at least 1")
         _check_options(mode, workdir)
@@ -280,14 +313,29 @@ class AsyncVectorEnv:
         return self.episode_ids
 
     @overload
-    async def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-                    *, return_exceptions: Literal[False] = False) -> list[Observation]: ...
+    async def reset(
+        self,
+        seeds: Iterable[int | None] | None = None,
+        task_ids: Iterable[str | None] | None = None,
+        *,
+        return_exceptions: Literal[False] = False,
+    ) -> list[Observation]: ...
     @overload
-    async def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-                    *, return_exceptions: bool) -> list[Observation | Exception]: ...
+    async def reset(
+        self,
+        seeds: Iterable[int | None] | None = None,
+        task_ids: Iterable[str | None] | None = None,
+        *,
+        return_exceptions: bool,
+    ) -> list[Observation | Exception]: ...
 
-    async def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-                    *, return_exceptions: bool = False) -> list[Observation] | list[Observation | Exception]:
+    async def reset(
+        self,
+        seeds: Iterable[int | None] | None = None,
+        task_ids: Iterable[str | None] | None = None,
+        *,
+        return_exceptions: bool = False,
+    ) -> list[Observation] | list[Observation | Exception]:
         """Reset every episode (creating them the first time); one seed / task id per episode."""
         seeds_l = list(seeds) if seeds is not None else [None] * self.num_envs
         tasks_l = list(task_ids) if task_ids is not None else [None] * self.num_envs
@@ -313,14 +361,17 @@ class AsyncVectorEnv:
         self.mcp_urls = [r.get("mcp_url", "") if not isinstance(r, Exception) else "" for r in results]
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 
-    async def step(self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *,
-                   return_exceptions: bool = False) -> list[Observation]:
+    async def step(
+        self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *, return_exceptions: bool = False
+    ) -> list[Observation]:
         """One action per episode, all in one batch message."""
         ids = self._ids()
         if len(actions) != len(ids):
             raise ConfigError(f"give one action per episode ({len(ids)}), got {len(actions)}")
-        items = [{"episode_id": e, "episode_key": self.episode_keys.get(e), "action": _coerce(a).model_dump(mode="json")}
-                 for e, a in zip(ids, actions, strict=True)]
+        items = [
+            {"episode_id": e, "episode_key": self.episode_keys.get(e), "action": _coerce(a).model_dump(mode="json")}
+            for e, a in zip(ids, actions, strict=True)
+        ]
         results = await self._batch(items, return_exceptions)
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 
@@ -330,8 +381,10 @@ class AsyncVectorEnv:
     async def state(self, *, return_exceptions: bool) -> list[State | Exception]: ...
 
     async def state(self, *, return_exceptions: bool = False) -> list[State] | list[State | Exception]:
-        results = await self._batch([{"op": "state", "episode_id": e, "episode_key": self.episode_keys.get(e)}
-                                     for e in self._ids()], return_exceptions)
+        results = await self._batch(
+            [{"op": "state", "episode_id": e, "episode_key": self.episode_keys.get(e)} for e in self._ids()],
+            return_exceptions,
+        )
         return [r if isinstance(r, Exception) else State.model_validate(r["state"]) for r in results]
 
     async def close(self) -> None:
@@ -339,8 +392,9 @@ class AsyncVectorEnv:
         ids, self.episode_ids = self.episode_ids, None
         try:
             if ids and self.connection.connected:
-                await self._batch([{"op": "close", "episode_id": e, "episode_key": self.episode_keys.get(e)}
-                                   for e in ids], True)
+                await self._batch(
+                    [{"op": "close", "episode_id": e, "episode_key": self.episode_keys.get(e)} for e in ids], True
+                )
         finally:
             await self.connection.close()
 
@@ -367,20 +421,36 @@ class VectorEnv:
         return self._async
 
     @overload
-    def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-              *, return_exceptions: Literal[False] = False) -> list[Observation]: ...
+    def reset(
+        self,
+        seeds: Iterable[int | None] | None = None,
+        task_ids: Iterable[str | None] | None = None,
+        *,
+        return_exceptions: Literal[False] = False,
+    ) -> list[Observation]: ...
     @overload
-    def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-              *, return_exceptions: bool) -> list[Observation | Exception]: ...
+    def reset(
+        self,
+        seeds: Iterable[int | None] | None = None,
+        task_ids: Iterable[str | None] | None = None,
+        *,
+        return_exceptions: bool,
+    ) -> list[Observation | Exception]: ...
 
-    def reset(self, seeds: Iterable[int | None] | None = None, task_ids: Iterable[str | None] | None = None,
-              *, return_exceptions: bool = False) -> list[Observation] | list[Observation | Exception]:
+    def reset(
+        self,
+        seeds: Iterable[int | None] | None = None,
+        task_ids: Iterable[str | None] | None = None,
+        *,
+        return_exceptions: bool = False,
+    ) -> list[Observation] | list[Observation | Exception]:
         seeds = list(seeds) if seeds is not None else None
         task_ids = list(task_ids) if task_ids is not None else None
         return self._portal.call(lambda: self._async.reset(seeds, task_ids, return_exceptions=return_exceptions))
 
-    def step(self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *,
-             return_exceptions: bool = False) -> list[Observation]:
+    def step(
+        self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *, return_exceptions: bool = False
+    ) -> list[Observation]:
         return self._portal.call(lambda: self._async.step(actions, return_exceptions=return_exceptions))
 
     @overload

@@ -37,8 +37,9 @@ def _resolve(schema: Any, root: dict[str, Any]) -> Any:
     return schema
 
 
-def generate_value(schema: Any, rng: random.Random, root: dict[str, Any] | None = None, depth: int = 0,
-                   words: list[str] | None = None) -> Any:
+def generate_value(
+    schema: Any, rng: random.Random, root: dict[str, Any] | None = None, depth: int = 0, words: list[str] | None = None
+) -> Any:
     """One value valid for ``schema`` (best effort; bounded size). Strings come from ``words``."""
     root = root if root is not None else (schema if isinstance(schema, dict) else {})
     schema = _resolve(schema, root)
@@ -74,7 +75,10 @@ def generate_value(schema: Any, rng: random.Random, root: dict[str, Any] | None 
     if kind in ("integer", "number"):
         lo = schema.get("minimum", schema.get("exclusiveMinimum", -5))
         hi = schema.get("maximum", schema.get("exclusiveMaximum", 100))
-        lo, hi = int(lo) + (1 if "exclusiveMinimum" in schema else 0), int(hi) - (1 if "exclusiveMaximum" in schema else 0)
+        lo, hi = (
+            int(lo) + (1 if "exclusiveMinimum" in schema else 0),
+            int(hi) - (1 if "exclusiveMaximum" in schema else 0),
+        )
         hi = max(lo, min(hi, lo + 1000))
         value = rng.randint(lo, hi)
         step = schema.get("multipleOf")

@@ -66,8 +66,9 @@ RULES: dict[str, Rule] = {}
 """Every rule, by id, in registration (= run) order."""
 
 
-def rule(id: str, severity: Severity, title: str, *, needs: tuple[str, ...] = ("mcp",),
-         timeout: float = 60.0) -> Callable[[Callable[[Context], Awaitable[None]]], Callable[[Context], Awaitable[None]]]:
+def rule(
+    id: str, severity: Severity, title: str, *, needs: tuple[str, ...] = ("mcp",), timeout: float = 60.0
+) -> Callable[[Callable[[Context], Awaitable[None]]], Callable[[Context], Awaitable[None]]]:
     """Register ``check_*`` as rule ``id``. ``needs``: subject capabilities it requires
     (``mcp``, ``episodes``, ``local``, ``http``)."""
 

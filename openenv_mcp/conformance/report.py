@@ -144,9 +144,11 @@ class Report(BaseModel):
         """One line: the verdict and the counts."""
         c = self.counts()
         verdict = "CONFORMANT" if self.ok else "NOT CONFORMANT"
-        return (f"{verdict}: {self.target}: {c['passed']} passed, {len(self.errors)} errors, "
-                f"{len(self.warnings)} warnings, {c['known']} known failures, {c['skipped']} skipped "
-                f"in {self.duration:.1f} s")
+        return (
+            f"{verdict}: {self.target}: {c['passed']} passed, {len(self.errors)} errors, "
+            f"{len(self.warnings)} warnings, {c['known']} known failures, {c['skipped']} skipped "
+            f"in {self.duration:.1f} s"
+        )
 
     def apply_known(self, known: dict[str, str]) -> None:
         """Mark failures listed in ``known`` as accepted (their reason is appended)."""

@@ -32,8 +32,11 @@ def _split(value: str | list[str] | tuple[str, ...] | None) -> list[str]:
 
 
 def _matches(rule_id: str, selector: str) -> bool:
-    return rule_id == selector or rule_id.startswith(selector + ".") or (
-        selector == "official" and rule_id.startswith("official"))
+    return (
+        rule_id == selector
+        or rule_id.startswith(selector + ".")
+        or (selector == "official" and rule_id.startswith("official"))
+    )
 
 
 def select_rules(only: Any = None, skip: Any = None) -> list[Rule]:
@@ -69,25 +72,46 @@ async def _run_rule(rule: Any, ctx: Context) -> Result:
                 status, message = "failed", f"the rule did not finish within {rule.timeout:g} s"
             else:  # the target broke the check itself: that is a failure, with the cause
                 status, message = "failed", f"{type(e).__name__}: {e}"
-    return Result(rule=rule.id, severity=rule.severity, status=status, message=message,
-                  duration=time.perf_counter() - started, title=rule.title)
+    return Result(
+        rule=rule.id,
+        severity=rule.severity,
+        status=status,
+        message=message,
+        duration=time.perf_counter() - started,
+        title=rule.title,
+    )
 
 
-async def check_env_async(target: Any, *, only: Any = None, skip: Any = None,
-                          known_failures: str | Path | dict[str, str] | None = None, seed: int = 0,
-                          calls: int = 12, max_tasks: int = 4, official: bool | None = None,
-                          progress: Any = None,
-                          official_not_applicable: str | Path | dict[str, str] | None = None,
-                          official_scenarios: list[str] | None = None, **options: Any) -> Report:
+async def check_env_async(
+    target: Any,
+    *,
+    only: Any = None,
+    skip: Any = None,
+    known_failures: str | Path | dict[str, str] | None = None,
+    seed: int = 0,
+    calls: int = 12,
+    max_tasks: int = 4,
+    official: bool | None = None,
+    progress: Any = None,
+    official_not_applicable: str | Path | dict[str, str] | None = None,
+    official_scenarios: list[str] | None = None,
+    **options: Any,
+) -> Report:
     """Check ``target`` and return a :class:`Report` (see :func:`check_env`)."""
-    known = (known_failures if isinstance(known_failures, dict)
-             else load_known_failures(known_failures) if known_failures else {})
+    known = (
+        known_failures
+        if isinstance(known_failures, dict)
+        else load_known_failures(known_failures)
+        if known_failures
+        else {}
+    )
     rules = select_rules(only, skip)
     if official is None:  # default: when Node 22 tooling is there and the selection allows it
         from . import official_suite
 
         official = official_suite.available() and (
-            not _split(only) or any(_matches("official", s) for s in _split(only)))
+            not _split(only) or any(_matches("official", s) for s in _split(only))
+        )
     want_official = official and not any(_matches("official", s) for s in _split(skip))
     subject: Subject = make_subject(target, **options)
     report = Report(target=subject.label)
@@ -104,9 +128,11 @@ async def check_env_async(target: Any, *, only: Any = None, skip: Any = None,
         if want_official:
             from .official import official_results
 
-            report.results.extend(await official_results(subject, progress=progress,
-                                                         not_applicable=official_not_applicable,
-                                                         scenarios=official_scenarios))
+            report.results.extend(
+                await official_results(
+                    subject, progress=progress, not_applicable=official_not_applicable, scenarios=official_scenarios
+                )
+            )
     finally:
         await subject.aclose()
     report.duration = time.perf_counter() - started

@@ -243,8 +243,10 @@ async def _url_client(url: str, mode: str = "auto", headers: dict[str, str] | No
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
-    async with create_mcp_http_client(headers=headers) as http, \
-            Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+    async with (
+        create_mcp_http_client(headers=headers) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
         yield client
 
 
@@ -292,8 +294,11 @@ class RemoteEpisodeHandle(EpisodeHandle):
         return State.model_validate((await self._call("GET", f"/episodes/{self.id}/state"))["state"])
 
     def mcp(self) -> Any:
-        return _url_client(self.mcp_url, headers=dict(getattr(self.http, "headers", {}) or {}) or None) \
-            if self.token else Client(self.mcp_url)
+        return (
+            _url_client(self.mcp_url, headers=dict(getattr(self.http, "headers", {}) or {}) or None)
+            if self.token
+            else Client(self.mcp_url)
+        )
 
     @property
     def token(self) -> bool:

@@ -25,7 +25,16 @@ from mcp.types import CallToolResult, TextContent, Tool
 if TYPE_CHECKING:
     from .spec import EnvSpec
 
-__all__ = ["ENDED", "MAX_RECORDED_CALLS", "RUN_CODE", "RUN_CODE_TOOL", "code_result", "grader_files", "reply_for", "result_text"]
+__all__ = [
+    "ENDED",
+    "MAX_RECORDED_CALLS",
+    "RUN_CODE",
+    "RUN_CODE_TOOL",
+    "code_result",
+    "grader_files",
+    "reply_for",
+    "result_text",
+]
 
 RUN_CODE = "run_code"
 """The MCP tool name of CodeAct (reserved when an environment sets ``codeact = true``)."""
@@ -44,8 +53,12 @@ RUN_CODE_TOOL = Tool(
         "Variables persist between runs. The value of a final expression is reported, with stdout, "
         "stderr and any exception."
     ),
-    inputSchema={"type": "object", "properties": {"code": {"type": "string", "description": "Python source"}},
-                 "required": ["code"], "additionalProperties": False},
+    inputSchema={
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "Python source"}},
+        "required": ["code"],
+        "additionalProperties": False,
+    },
 )
 
 
@@ -56,8 +69,11 @@ def result_text(result: CallToolResult) -> str:
 
 def reply_for(result: CallToolResult) -> dict[str, Any]:
     """What the interpreter's ``tools`` function receives for one result."""
-    return {"is_error": bool(result.is_error), "text": result_text(result),
-            "structured": None if result.is_error else result.structured_content}
+    return {
+        "is_error": bool(result.is_error),
+        "text": result_text(result),
+        "structured": None if result.is_error else result.structured_content,
+    }
 
 
 def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]], made: int | None = None) -> CallToolResult:
@@ -75,8 +91,11 @@ def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]], made: int 
     structured = {**outcome, "calls": calls}
     if made > len(calls):
         structured["calls_omitted"] = made - len(calls)
-    return CallToolResult(content=[TextContent(type="text", text="\n".join(parts))],
-                          structured_content=structured, is_error=bool(outcome.get("exception")))
+    return CallToolResult(
+        content=[TextContent(type="text", text="\n".join(parts))],
+        structured_content=structured,
+        is_error=bool(outcome.get("exception")),
+    )
 
 
 def grader_files(spec: EnvSpec) -> list[Path]:

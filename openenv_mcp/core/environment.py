@@ -12,7 +12,6 @@ from ..types import CallTool, Task, action_from_json
 from .episode import Episode
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
 from .tasks import TaskSet, parse_tasks_value, resolve_tasks
-from ..types import CallTool, Task, action_from_json
 from .warm import WarmPool, World
 from .workspace import UserWorkspace
 
@@ -41,10 +40,20 @@ class Environment:
         read_only: production only: the tools may read ``workspace`` but not change it.
     """
 
-    def __init__(self, spec: EnvSpec, *, mode: str = "sim", call_timeout: float | None = None,
-                 max_steps: int | None = None, workdir: Path | None = None, warm_pool: int | None = None,
-                 tasks: Any = None, split: str | None = None,
-                 workspace: str | Path | None = None, read_only: bool = False) -> None:
+    def __init__(
+        self,
+        spec: EnvSpec,
+        *,
+        mode: str = "sim",
+        call_timeout: float | None = None,
+        max_steps: int | None = None,
+        workdir: Path | None = None,
+        warm_pool: int | None = None,
+        tasks: Any = None,
+        split: str | None = None,
+        workspace: str | Path | None = None,
+        read_only: bool = False,
+    ) -> None:
         if mode not in ("sim", "prod"):
             raise ConfigError(f"mode must be 'sim' or 'prod', got {mode!r}")
         self.user_workspace: UserWorkspace | None = check_user_workspace(spec, mode, workspace, read_only)
@@ -112,8 +121,9 @@ class Environment:
         if pool is not None:
             await pool.close()
 
-    async def new_episode(self, seed: int | None = None, task_id: str | None = None,
-                          episode_id: str | None = None) -> Episode:
+    async def new_episode(
+        self, seed: int | None = None, task_id: str | None = None, episode_id: str | None = None
+    ) -> Episode:
         """Create and start an episode (its own workspace and tool servers)."""
         task, seed = self.tasks.pick(seed, task_id)
         episode = Episode(self, task, seed, episode_id)
@@ -151,42 +161,59 @@ docker) hand each episode's workspace to an unprivileged uid, which would change
 the user's files: they refuse a user's folder until they can run as its owner."""
 
 
-def check_user_workspace(spec: EnvSpec, mode: str, workspace: str | Path | None,
-                         read_only: bool) -> UserWorkspace | None:
+def check_user_workspace(
+    spec: EnvSpec, mode: str, workspace: str | Path | None, read_only: bool
+) -> UserWorkspace | None:
     """The user's folder for production, or a :class:`ConfigError` saying why this
     environment cannot run on it (raised when the environment loads, i.e. at start)."""
     name = spec.name
     if mode == "prod" and not os.environ.get("DATABASE_URL"):
         needs = [s.name for s in spec.tool_servers if "DATABASE_URL" in s.variant("prod").pass_env]
         if needs:
-            raise ConfigError(f"{name} in production uses the database at $DATABASE_URL (tool servers {needs}): "
-                              "give --database-url URL or set DATABASE_URL, e.g. postgresql://user@host:5432/db")
+            raise ConfigError(
+                f"{name} in production uses the database at $DATABASE_URL (tool servers {needs}): "
+                "give --database-url URL or set DATABASE_URL, e.g. postgresql://user@host:5432/db"
+            )
     if mode != "prod":
         if workspace is not None or read_only:
-            raise ConfigError(f"{name}: --workspace and --read-only are for production (--mode prod); a simulation "
-                              "episode always works on a private copy of its task's files")
+            raise ConfigError(
+                f"{name}: --workspace and --read-only are for production (--mode prod); a simulation "
+                "episode always works on a private copy of its task's files"
+            )
         return None
     if workspace is None:
         if spec.prod_workspace == "required":
-            raise ConfigError(f"{name} works on a folder in production: give --workspace DIR (the folder its "
-                              "tools may see and change; add --read-only to forbid changes)")
+            raise ConfigError(
+                f"{name} works on a folder in production: give --workspace DIR (the folder its "
+                "tools may see and change; add --read-only to forbid changes)"
+            )
         if read_only:
             raise ConfigError(f"{name}: --read-only needs --workspace DIR")
         return None
     if spec.prod_workspace == "none":
-        raise ConfigError(f"{name} does not work on a folder in production (its tools use no workspace); "
-                          "drop --workspace" + (" and give --database-url or $DATABASE_URL" if
-                                               any("DATABASE_URL" in s.variant("prod").pass_env
-                                                   for s in spec.tool_servers) else ""))
+        raise ConfigError(
+            f"{name} does not work on a folder in production (its tools use no workspace); "
+            "drop --workspace"
+            + (
+                " and give --database-url or $DATABASE_URL"
+                if any("DATABASE_URL" in s.variant("prod").pass_env for s in spec.tool_servers)
+                else ""
+            )
+        )
     path = Path(workspace).expanduser()
     if not path.is_dir():
         raise ConfigError(f"--workspace {str(path)!r} is not a folder; create it or give an existing one")
-    walled = [f"{s.name} ({s.isolation})" for s in (t.variant("prod") for t in spec.tool_servers)
-              if s.isolation not in IN_PLACE_BOUNDARIES]
+    walled = [
+        f"{s.name} ({s.isolation})"
+        for s in (t.variant("prod") for t in spec.tool_servers)
+        if s.isolation not in IN_PLACE_BOUNDARIES
+    ]
     if walled:
-        raise ConfigError(f"{name} cannot run on a user's folder yet: tool servers {', '.join(walled)} run behind a "
-                          "process-level boundary, which gives the workspace to an unprivileged uid and would "
-                          "change the owner of your files; serve it in simulation mode, or on a copy of the folder")
+        raise ConfigError(
+            f"{name} cannot run on a user's folder yet: tool servers {', '.join(walled)} run behind a "
+            "process-level boundary, which gives the workspace to an unprivileged uid and would "
+            "change the owner of your files; serve it in simulation mode, or on a copy of the folder"
+        )
     return UserWorkspace(path, read_only=read_only)
 
 

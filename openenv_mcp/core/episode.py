@@ -39,6 +39,7 @@ log = logging.getLogger("openenv_mcp.core.episode")
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 """Control-plane names: never a tool, whatever a tool server calls its tools."""
 
+
 @dataclass
 class RewardContext:
     """What a reward function sees after each step."""
@@ -205,8 +206,13 @@ class Episode:
             info["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 3)
             info.update(extra)
             return Observation.model_construct(
-                tools=None, result=result, task=self.public_task, reward=reward,
-                done=self.done, truncated=self.truncated, info=info,
+                tools=None,
+                result=result,
+                task=self.public_task,
+                reward=reward,
+                done=self.done,
+                truncated=self.truncated,
+                info=info,
             )
 
     async def _step(self, action: CallTool) -> tuple[CallToolResult, float, dict[str, Any]]:
@@ -236,14 +242,21 @@ class Episode:
         calls: list[dict[str, Any]] = []
         reward, extra, made = 0.0, {}, 0
 
-        def record(name: str, arguments: dict[str, Any], result: CallToolResult, step_reward: float,
-                   started: float) -> dict[str, Any]:
+        def record(
+            name: str, arguments: dict[str, Any], result: CallToolResult, step_reward: float, started: float
+        ) -> dict[str, Any]:
             nonlocal made
             made += 1
             if len(calls) < MAX_RECORDED_CALLS:  # a loop of calls must not grow the observation without bound
-                calls.append({"name": name, "arguments": arguments, "result": result.model_dump(
-                    mode="json", by_alias=True, exclude_none=True), "reward": step_reward,
-                    "elapsed_ms": round((time.perf_counter() - started) * 1000, 3)})
+                calls.append(
+                    {
+                        "name": name,
+                        "arguments": arguments,
+                        "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                        "reward": step_reward,
+                        "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+                    }
+                )
             return reply_for(result)
 
         async def dispatch(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -257,9 +270,14 @@ class Episode:
             return record(name, arguments, result, step_reward, started)
 
         if self.interpreter is None:
-            self.interpreter = CodeInterpreter(self.id, self.tools, self.env.spec.base_dir,
-                                               limits=self.env.spec.code_limits, workdir=self.env.workdir,
-                                               grader_files=grader_files(self.env.spec))
+            self.interpreter = CodeInterpreter(
+                self.id,
+                self.tools,
+                self.env.spec.base_dir,
+                limits=self.env.spec.code_limits,
+                workdir=self.env.workdir,
+                grader_files=grader_files(self.env.spec),
+            )
         outcome = await self.interpreter.run(code, dispatch)
         if not made:  # a run with no tool call still spends one step of the budget
             self.step_count += 1
@@ -271,10 +289,12 @@ class Episode:
         """The tools the MCP face lists: the episode's, plus ``run_code`` when the env opts in."""
         return [*self.tools, RUN_CODE_TOOL] if self.env.spec.codeact else self.tools
 
-    async def _score(self, action: CallTool | None, result: CallToolResult | None,
-                     extra: dict[str, Any] | None = None) -> float:
-        ctx = RewardContext(task=self.task, step=self.step_count,
-                            action=action, result=result, history=self.history, episode=self)
+    async def _score(
+        self, action: CallTool | None, result: CallToolResult | None, extra: dict[str, Any] | None = None
+    ) -> float:
+        ctx = RewardContext(
+            task=self.task, step=self.step_count, action=action, result=result, history=self.history, episode=self
+        )
         reward_fn = self.env.reward_fn
         assert reward_fn is not None, "only an environment with a reward function is scored"  # callers check
         value = reward_fn(ctx)
@@ -298,11 +318,14 @@ class Episode:
         text = f"{type(error).__name__}: {error}"
         if len(text) > 2000:
             text = text[:2000] + f"... ({len(text) - 2000} more characters)"
-        log.warning("reward of %s raised at step %d of episode %s: %s", self.env.spec.name,
-                    self.step_count, self.id, text)
+        log.warning(
+            "reward of %s raised at step %d of episode %s: %s", self.env.spec.name, self.step_count, self.id, text
+        )
         extra.clear()
-        extra["reward_error"] = (f"the reward function raised {text}; this step's reward is 0.0 "
-                                 "(the score is unchanged) and the episode goes on")
+        extra["reward_error"] = (
+            f"the reward function raised {text}; this step's reward is 0.0 "
+            "(the score is unchanged) and the episode goes on"
+        )
         self.reward_errors += 1
         return self.score
 
@@ -314,9 +337,17 @@ class Episode:
         return Observation(tools=self.tools, task=self.public_task, info=self._info())
 
     def state(self) -> State:
-        return State(episode_id=self.id, step_count=self.step_count, task_id=self.task.id, seed=self.seed,
-                     cumulative_reward=self.cumulative_reward, done=self.done, truncated=self.truncated,
-                     max_steps=self.env.max_steps, reward_errors=self.reward_errors)
+        return State(
+            episode_id=self.id,
+            step_count=self.step_count,
+            task_id=self.task.id,
+            seed=self.seed,
+            cumulative_reward=self.cumulative_reward,
+            done=self.done,
+            truncated=self.truncated,
+            max_steps=self.env.max_steps,
+            reward_errors=self.reward_errors,
+        )
 
     # -- resources and prompts (MCP face) -------------------------------------
     async def list_resources(self) -> list[Resource]:

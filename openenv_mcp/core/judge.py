@@ -46,8 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..types import Score
 from .rubric import CriterionError, result_text, trajectory_text, truncate
 
-__all__ = ["DEFAULT_JUDGE_PROMPT", "JudgeConfig", "LLMJudge", "RewardService", "ServiceConfig",
-           "parse_verdict"]
+__all__ = ["DEFAULT_JUDGE_PROMPT", "JudgeConfig", "LLMJudge", "RewardService", "ServiceConfig", "parse_verdict"]
 
 DEFAULT_JUDGE_PROMPT = """You grade an AI agent's work on a task. Reply with ONLY one JSON object:
 {{"nonce": "{nonce}", "score": <number from 0 to 1>, "reason": "<one sentence>"}}
@@ -120,8 +119,10 @@ def parse_verdict(text: str | None, nonce: str) -> float:
     if not isinstance(value, dict):
         raise CriterionError(f"the judge's reply is not one JSON object: {shown!r}")
     if value.get("nonce") != nonce:
-        raise CriterionError("the judge's verdict does not carry this request's nonce (a verdict copied from "
-                             f"the trajectory, or a judge not following the format): {shown!r}")
+        raise CriterionError(
+            "the judge's verdict does not carry this request's nonce (a verdict copied from "
+            f"the trajectory, or a judge not following the format): {shown!r}"
+        )
     score = value.get("score")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= score <= 1.0:
         raise CriterionError(f"the judge's score must be a number from 0 to 1, got {score!r}")
@@ -143,10 +144,15 @@ class LLMJudge:
             try:
                 from openai import AsyncOpenAI
             except ImportError as e:
-                raise CriterionError("the LLM judge needs the openai package: pip install 'openenv-mcp[rewards]'") from e
-            self._client = AsyncOpenAI(base_url=self.config.base_url,
-                                       api_key=os.environ.get(self.config.api_key_env) or "not-set",
-                                       timeout=self.config.timeout, max_retries=self.config.retries)
+                raise CriterionError(
+                    "the LLM judge needs the openai package: pip install 'openenv-mcp[rewards]'"
+                ) from e
+            self._client = AsyncOpenAI(
+                base_url=self.config.base_url,
+                api_key=os.environ.get(self.config.api_key_env) or "not-set",
+                timeout=self.config.timeout,
+                max_retries=self.config.retries,
+            )
         return self._client
 
     async def __call__(self, ctx: Any) -> Score:
@@ -154,25 +160,42 @@ class LLMJudge:
         if not ctx.history:  # nothing done yet (the initial score): nothing to judge, no request
             return Score(score=0.0, info={"judged": False})
         trajectory = trajectory_text(ctx, c.max_chars)
-        answer = "" if ctx.task.answer is None else (ctx.task.answer if isinstance(ctx.task.answer, str)
-                                                     else json.dumps(ctx.task.answer, sort_keys=True))
-        key = hashlib.sha256(json.dumps([self.name, c.base_url, c.model, c.prompt, c.max_tokens, ctx.task.id,
-                                         ctx.task.prompt, answer, trajectory]).encode()).hexdigest()
+        answer = (
+            ""
+            if ctx.task.answer is None
+            else (ctx.task.answer if isinstance(ctx.task.answer, str) else json.dumps(ctx.task.answer, sort_keys=True))
+        )
+        key = hashlib.sha256(
+            json.dumps(
+                [
+                    self.name,
+                    c.base_url,
+                    c.model,
+                    c.prompt,
+                    c.max_tokens,
+                    ctx.task.id,
+                    ctx.task.prompt,
+                    answer,
+                    trajectory,
+                ]
+            ).encode()
+        ).hexdigest()
         if c.cache_size and key in _VERDICTS:
             _VERDICTS.move_to_end(key)
             self.cache_hits += 1
             return Score(score=_VERDICTS[key], info={"cached": True})
         nonce = secrets.token_hex(8)
-        prompt = render(c.prompt, {"task": ctx.task.prompt, "answer": answer, "trajectory": trajectory,
-                                   "nonce": nonce})
+        prompt = render(c.prompt, {"task": ctx.task.prompt, "answer": answer, "trajectory": trajectory, "nonce": nonce})
         self.calls += 1
         try:
             reply = await self._openai().chat.completions.create(
-                model=c.model, messages=[{"role": "user", "content": prompt}], temperature=0,
-                max_tokens=c.max_tokens)
+                model=c.model, messages=[{"role": "user", "content": prompt}], temperature=0, max_tokens=c.max_tokens
+            )
         except Exception as e:  # the SDK's errors: timeouts, connection, 4xx/5xx after retries
-            raise CriterionError(f"criterion {self.name!r}: the judge at {c.base_url} (model {c.model}) failed "
-                                 f"after {c.retries} retries: {type(e).__name__}: {e}") from e
+            raise CriterionError(
+                f"criterion {self.name!r}: the judge at {c.base_url} (model {c.model}) failed "
+                f"after {c.retries} retries: {type(e).__name__}: {e}"
+            ) from e
         try:
             score = parse_verdict(reply.choices[0].message.content if reply.choices else None, nonce)
         except CriterionError as e:
@@ -197,11 +220,19 @@ class RewardService:
         limit = self.config.max_chars
         task = ctx.task
         return {
-            "contract": self.CONTRACT, "criterion": self.name,
+            "contract": self.CONTRACT,
+            "criterion": self.name,
             "task": {"id": task.id, "prompt": task.prompt, "data": task.data, "answer": task.answer},
             "step": ctx.step,
-            "trajectory": [{"name": a.name, "arguments": a.arguments, "result": truncate(result_text(r), limit),
-                            "is_error": bool(r.is_error)} for a, r in ctx.history],
+            "trajectory": [
+                {
+                    "name": a.name,
+                    "arguments": a.arguments,
+                    "result": truncate(result_text(r), limit),
+                    "is_error": bool(r.is_error),
+                }
+                for a, r in ctx.history
+            ],
         }
 
     async def __call__(self, ctx: Any) -> Score:
@@ -214,7 +245,7 @@ class RewardService:
         async with httpx.AsyncClient(timeout=c.timeout) as client:
             for attempt in range(c.retries + 1):
                 if attempt:
-                    await anyio.sleep(min(0.2 * 2 ** attempt, 2.0))
+                    await anyio.sleep(min(0.2 * 2**attempt, 2.0))
                 try:
                     response = await client.post(c.url, json=body, headers=headers)
                 except httpx.HTTPError as e:
@@ -224,11 +255,14 @@ class RewardService:
                     problem = f"HTTP {response.status_code}: {response.text[:200]}"
                     continue
                 if response.status_code != 200:
-                    raise CriterionError(f"criterion {self.name!r}: the reward service at {c.url} answered HTTP "
-                                         f"{response.status_code}: {response.text[:200]}")
+                    raise CriterionError(
+                        f"criterion {self.name!r}: the reward service at {c.url} answered HTTP "
+                        f"{response.status_code}: {response.text[:200]}"
+                    )
                 return self._score(response)
-        raise CriterionError(f"criterion {self.name!r}: the reward service at {c.url} failed after "
-                             f"{c.retries + 1} attempts: {problem}")
+        raise CriterionError(
+            f"criterion {self.name!r}: the reward service at {c.url} failed after {c.retries + 1} attempts: {problem}"
+        )
 
     def _score(self, response: httpx.Response) -> Score:
         try:
@@ -237,7 +271,14 @@ class RewardService:
             value = None
         score = value.get("score") if isinstance(value, dict) else None
         info = value.get("info", {}) if isinstance(value, dict) else None
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or score != score or not isinstance(info, dict):
-            raise CriterionError(f"criterion {self.name!r}: the reward service at {self.config.url} answered "
-                                 f"{response.text[:200]!r}, expected {{\"score\": <number>, \"info\": {{...}}}}")
+        if (
+            isinstance(score, bool)
+            or not isinstance(score, (int, float))
+            or score != score
+            or not isinstance(info, dict)
+        ):
+            raise CriterionError(
+                f"criterion {self.name!r}: the reward service at {self.config.url} answered "
+                f'{response.text[:200]!r}, expected {{"score": <number>, "info": {{...}}}}'
+            )
         return Score(score=float(score), info=info)

@@ -55,20 +55,27 @@ class CommandReward:
         try:
             self.config = RewardCommand.model_validate(table)
         except ValidationError as e:
-            raise ConfigError(f"{env_name}: invalid reward table: {e.errors()[0]['msg']} at {e.errors()[0]['loc']}") from e
+            raise ConfigError(
+                f"{env_name}: invalid reward table: {e.errors()[0]['msg']} at {e.errors()[0]['loc']}"
+            ) from e
         if not self.config.command:
             raise ConfigError(f"{env_name}: reward.command is empty")
         if self.config.server is not None and self.config.server not in server_names:
-            raise ConfigError(f"{env_name}: reward.server {self.config.server!r} is not a tool server "
-                              f"(known: {', '.join(server_names)})")
+            raise ConfigError(
+                f"{env_name}: reward.server {self.config.server!r} is not a tool server "
+                f"(known: {', '.join(server_names)})"
+            )
         self.server = self.config.server or server_names[0]
 
     async def __call__(self, ctx: Any) -> float | Score:
         episode = ctx.episode
         conn = next(c for c in episode.connections if c.spec.name == self.server)
         public = episode.public_task  # never the grader-only fields: agent code can read this process
-        env = {"OPENENV_TASK_ID": public.id, "OPENENV_TASK_JSON": public.model_dump_json(),
-               "OPENENV_STEP": str(ctx.step)}
+        env = {
+            "OPENENV_TASK_ID": public.id,
+            "OPENENV_TASK_JSON": public.model_dump_json(),
+            "OPENENV_STEP": str(ctx.step),
+        }
         code, out, err = await conn.run_command(list(self.config.command), env, self.config.timeout)
         shown = " ".join(self.config.command)
         if code != 0:
@@ -81,11 +88,14 @@ class CommandReward:
             value = None
         if isinstance(value, bool) or not isinstance(value, (int, float, dict)):
             printed = last if len(last) <= 100 else f"{last[:100]}... ({len(last)} characters)"
-            raise OpenEnvError(f"reward command `{shown}` printed {printed!r} last, expected a number "
-                               'or {"score": ..., "done": ...}')
+            raise OpenEnvError(
+                f'reward command `{shown}` printed {printed!r} last, expected a number or {{"score": ..., "done": ...}}'
+            )
         if isinstance(value, dict):
             try:
                 return Score.model_validate(value)
             except ValidationError as e:
-                raise OpenEnvError(f"reward command `{shown}` printed an invalid score object: {e.errors()[0]['msg']}") from e
+                raise OpenEnvError(
+                    f"reward command `{shown}` printed an invalid score object: {e.errors()[0]['msg']}"
+                ) from e
         return float(value)

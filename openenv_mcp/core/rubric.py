@@ -25,10 +25,9 @@ from __future__ import annotations
 import inspect
 import json
 import weakref
-
-import anyio
 from typing import Any, Literal
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import ConfigError, OpenEnvError
@@ -72,8 +71,10 @@ class Criterion(BaseModel):
     def _one_kind(self) -> Criterion:
         kinds = [k for k in ("python", "command", "verifier", "judge", "service") if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError(f"criterion {self.name!r} needs exactly one of python, command, verifier, judge, "
-                             f"service (got {', '.join(kinds) or 'none'})")
+            raise ValueError(
+                f"criterion {self.name!r} needs exactly one of python, command, verifier, judge, "
+                f"service (got {', '.join(kinds) or 'none'})"
+            )
         return self
 
     @property
@@ -155,7 +156,10 @@ def _verify(kind: str, gold: Any, candidate: str) -> float:
     except ImportError as e:  # checked at load time too; kept for a package removed later
         raise CriterionError("the math verifier needs the math-verify package: pip install math-verify") from e
     gold_text = gold if isinstance(gold, str) else str(gold)
-    wrap = (lambda s: s if "$" in s or "\\" in s else f"${s}$")
+
+    def wrap(s: str) -> str:
+        return s if "$" in s or "\\" in s else f"${s}$"
+
     # math-verify's own timeouts use signal.alarm (main thread only); this runs in a worker
     # thread under MATH_VERIFY_TIMEOUT instead, on an agent answer cut to MATH_MAX_CHARS.
     gold_parsed = parse(wrap(gold_text), parsing_timeout=None)
@@ -189,7 +193,9 @@ class Rubric:
         except ValidationError as e:
             err = e.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
-            raise ConfigError(f"{env_name}: invalid [reward] table: {err['msg']}" + (f" at {where}" if where else "")) from e
+            raise ConfigError(
+                f"{env_name}: invalid [reward] table: {err['msg']}" + (f" at {where}" if where else "")
+            ) from e
         self.env_name = env_name
         self._scorers: dict[str, Any] = {}
         self._last: weakref.WeakKeyDictionary[Any, dict[str, float]] = weakref.WeakKeyDictionary()
@@ -206,18 +212,25 @@ class Rubric:
         if c.kind == "command":
             from .rewards import CommandReward
 
-            return CommandReward({"command": c.command, "server": c.server, "timeout": c.timeout},
-                                 server_names, f"{self.env_name} criterion {c.name!r}")
+            return CommandReward(
+                {"command": c.command, "server": c.server, "timeout": c.timeout},
+                server_names,
+                f"{self.env_name} criterion {c.name!r}",
+            )
         if c.kind == "verifier":
             if c.verifier == "math":
                 try:
                     import math_verify  # noqa: F401
                 except ImportError:
-                    raise ConfigError(f"{self.env_name}: criterion {c.name!r} uses verifier 'math', which needs "
-                                      "the math-verify package: pip install 'openenv-mcp[rewards]'") from None
+                    raise ConfigError(
+                        f"{self.env_name}: criterion {c.name!r} uses verifier 'math', which needs "
+                        "the math-verify package: pip install 'openenv-mcp[rewards]'"
+                    ) from None
             if not (c.candidate in ("last_arguments", "last_result") or c.candidate.startswith("argument:")):
-                raise ConfigError(f"{self.env_name}: criterion {c.name!r}: candidate must be last_arguments, "
-                                  f"last_result or argument:NAME, got {c.candidate!r}")
+                raise ConfigError(
+                    f"{self.env_name}: criterion {c.name!r}: candidate must be last_arguments, "
+                    f"last_result or argument:NAME, got {c.candidate!r}"
+                )
 
             async def verifier(ctx: Any, kind: str = c.verifier, source: str = c.candidate) -> float:
                 got = candidate_answer(ctx, source)
@@ -234,8 +247,10 @@ class Rubric:
             return RewardService(c.name, c.service or {})
         except ValidationError as e:
             err = e.errors()[0]
-            raise ConfigError(f"{self.env_name}: criterion {c.name!r}: invalid {c.kind} table: {err['msg']} "
-                              f"at {'.'.join(str(p) for p in err['loc'])}") from e
+            raise ConfigError(
+                f"{self.env_name}: criterion {c.name!r}: invalid {c.kind} table: {err['msg']} "
+                f"at {'.'.join(str(p) for p in err['loc'])}"
+            ) from e
 
     async def __call__(self, ctx: Any) -> Score:
         last: dict[str, float] = {} if ctx.episode is None else self._last.setdefault(ctx.episode, {})

@@ -116,8 +116,12 @@ class ToolServerSpec(_Spec):
                 f"(got {', '.join(kinds) or 'none'})"
             )
         if self.isolation is None:
-            default: dict[str, Isolation] = {"object": "inprocess", "command": "process", "url": "remote",
-                                             "image": "docker"}
+            default: dict[str, Isolation] = {
+                "object": "inprocess",
+                "command": "process",
+                "url": "remote",
+                "image": "docker",
+            }
             self.isolation = default[kinds[0]]
         return self
 
@@ -214,8 +218,7 @@ def load_env_file(path: str | Path) -> EnvSpec:
         raise ConfigError(f"{path}: unknown top-level table(s) {sorted(unknown)}; expected [env] and [[tool_servers]]")
     if "tasks" in raw:
         if "tasks" in env:
-            raise ConfigError(f"{path}: tasks are given twice, as [env] tasks and as a top-level tasks table; "
-                              "keep one")
+            raise ConfigError(f"{path}: tasks are given twice, as [env] tasks and as a top-level tasks table; keep one")
         env["tasks"] = raw["tasks"]
     if "reward" in raw:  # a [reward] table (a rubric: [[reward.criteria]])
         if "reward" in env:

@@ -26,8 +26,9 @@ def _datasets() -> Any:
     try:
         import datasets
     except ImportError:
-        raise ConfigError("dataset-backed tasks need the `datasets` library: pip install 'openenv-mcp[datasets]'") \
-            from None
+        raise ConfigError(
+            "dataset-backed tasks need the `datasets` library: pip install 'openenv-mcp[datasets]'"
+        ) from None
     return datasets
 
 
@@ -57,33 +58,41 @@ def _load_local(datasets: Any, path: Path, split: str) -> Any:
         loaded = datasets.load_from_disk(str(path))  # written by save_to_disk
         if isinstance(loaded, datasets.DatasetDict):
             if split not in loaded:
-                raise ConfigError(f"[tasks] dataset {str(path)!r} has no split {split!r}; splits: "
-                                  f"{', '.join(loaded)}")
+                raise ConfigError(f"[tasks] dataset {str(path)!r} has no split {split!r}; splits: {', '.join(loaded)}")
             return loaded[split]
         return loaded
     if path.is_dir():
         return datasets.load_dataset(str(path), split=split)
     builder = _BUILDERS.get(path.suffix)
     if builder is None:
-        raise ConfigError(f"[tasks] dataset {str(path)!r}: unknown file type {path.suffix!r}; give a "
-                          f"{', '.join(_BUILDERS)} file, a folder of them, or a Hub id")
+        raise ConfigError(
+            f"[tasks] dataset {str(path)!r}: unknown file type {path.suffix!r}; give a "
+            f"{', '.join(_BUILDERS)} file, a folder of them, or a Hub id"
+        )
     if split != "train":
-        raise ConfigError(f"[tasks] dataset {str(path)!r} is one file, so its only split is 'train' (asked: "
-                          f"{split!r}); put splits in a folder (train.parquet, test.parquet) or use one file per set")
+        raise ConfigError(
+            f"[tasks] dataset {str(path)!r} is one file, so its only split is 'train' (asked: "
+            f"{split!r}); put splits in a folder (train.parquet, test.parquet) or use one file per set"
+        )
     return datasets.load_dataset(builder, data_files=str(path), split="train")
 
 
 def _load_hub(datasets: Any, name: str, table: TasksTable, split: str) -> Any:
     import os
 
-    offline = any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
-                  for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+    offline = any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
     try:
         return datasets.load_dataset(name, table.config, split=split, revision=table.revision)
     except Exception as e:
         network = isinstance(e, (ConnectionError, OSError, TimeoutError))
-        if not network and type(e).__name__ not in ("DatasetNotFoundError", "RepositoryNotFoundError",
-                                                     "LocalEntryNotFoundError", "OfflineModeIsEnabled"):
+        if not network and type(e).__name__ not in (
+            "DatasetNotFoundError",
+            "RepositoryNotFoundError",
+            "LocalEntryNotFoundError",
+            "OfflineModeIsEnabled",
+        ):
             raise
         if offline:
             why = "the Hub is switched off here (HF_HUB_OFFLINE/HF_DATASETS_OFFLINE is set) and it is not cached"
@@ -91,9 +100,11 @@ def _load_hub(datasets: Any, name: str, table: TasksTable, split: str) -> Any:
             why = "the Hugging Face Hub is unreachable and it is not cached"
         else:
             why = "no such dataset on the Hub (or it is private: log in with `hf auth login`)"
-        raise ConfigError(f"[tasks] dataset {name!r}: {why} ({type(e).__name__}: {str(e)[:200]}). Point `dataset` "
-                          "at local parquet/JSONL/CSV/Arrow files (relative to the env folder), or load it once "
-                          "while online") from None
+        raise ConfigError(
+            f"[tasks] dataset {name!r}: {why} ({type(e).__name__}: {str(e)[:200]}). Point `dataset` "
+            "at local parquet/JSONL/CSV/Arrow files (relative to the env folder), or load it once "
+            "while online"
+        ) from None
 
 
 def _template(text: str, columns: list[str]) -> Any:
@@ -111,12 +122,16 @@ def _template(text: str, columns: list[str]) -> Any:
         fields = [f for _, f, _, _ in string.Formatter().parse(text) if f]
         missing = [f for f in fields if f.split(".")[0].split("[")[0] not in columns]
         if missing:
-            raise ConfigError(f"[tasks] prompt template names column(s) {missing} the dataset does not have; "
-                              f"columns: {', '.join(columns)}")
+            raise ConfigError(
+                f"[tasks] prompt template names column(s) {missing} the dataset does not have; "
+                f"columns: {', '.join(columns)}"
+            )
         return lambda **row: text.format(**row)
     if text not in columns:
-        raise ConfigError(f"[tasks] prompt = {text!r} is not a column of the dataset (columns: "
-                          f"{', '.join(columns)}); give a column name or a template such as \"{{{{ question }}}}\"")
+        raise ConfigError(
+            f"[tasks] prompt = {text!r} is not a column of the dataset (columns: "
+            f'{", ".join(columns)}); give a column name or a template such as "{{{{ question }}}}"'
+        )
     return lambda **row: str(row[text])
 
 
@@ -126,8 +141,9 @@ def _jsonable(value: Any) -> Any:
         json.dumps(value)
         return value
     except (TypeError, ValueError):
-        return json.loads(json.dumps(value, default=lambda v: v.isoformat() if hasattr(v, "isoformat")
-                                     else f"<{type(v).__name__}>"))
+        return json.loads(
+            json.dumps(value, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else f"<{type(v).__name__}>")
+        )
 
 
 def tasks_from_dataset(dataset: Any, table: TasksTable) -> list[Task]:
@@ -142,8 +158,9 @@ def tasks_from_dataset(dataset: Any, table: TasksTable) -> list[Task]:
     data_cols = table.data if table.data is not None else [c for c in columns if c not in skip]
     unknown = [c for c in data_cols if c not in columns]
     if unknown:
-        raise ConfigError(f"[tasks] data names column(s) {unknown} the dataset does not have; columns: "
-                          f"{', '.join(columns)}")
+        raise ConfigError(
+            f"[tasks] data names column(s) {unknown} the dataset does not have; columns: {', '.join(columns)}"
+        )
     render = _template(table.prompt, columns)
     keep = None
     if table.filter:
@@ -163,13 +180,21 @@ def tasks_from_dataset(dataset: Any, table: TasksTable) -> list[Task]:
         except Exception as e:  # a template or filter that fails on a row: say which row
             raise ConfigError(f"[tasks] row {index}: {type(e).__name__}: {e}") from e
         task_id = str(row[id_col]) if id_col is not None else str(index)
-        tasks.append(Task(
-            id=task_id, prompt=prompt, data={c: _jsonable(row[c]) for c in data_cols},
-            answer=_jsonable(row[answer_col]) if answer_col is not None else None,
-            workspace=row[table.workspace] if table.workspace else None, private=list(table.private)))
+        tasks.append(
+            Task(
+                id=task_id,
+                prompt=prompt,
+                data={c: _jsonable(row[c]) for c in data_cols},
+                answer=_jsonable(row[answer_col]) if answer_col is not None else None,
+                workspace=row[table.workspace] if table.workspace else None,
+                private=list(table.private),
+            )
+        )
         if table.limit is not None and len(tasks) >= table.limit:
             break
     if not tasks:
-        raise ConfigError(f"[tasks] dataset {table.dataset!r}: no task left"
-                          + (f" after filter {table.filter!r}" if table.filter else " (the split is empty)"))
+        raise ConfigError(
+            f"[tasks] dataset {table.dataset!r}: no task left"
+            + (f" after filter {table.filter!r}" if table.filter else " (the split is empty)")
+        )
     return check_tasks(tasks)

@@ -96,8 +96,10 @@ def parse_tasks_value(value: Any) -> tuple[dict[str, Any], str | None, list[str]
     private = list(shared.get("private", []))
     bad = [k for k, v in named.items() if not isinstance(v, (dict, str, list))]
     if bad:
-        raise ConfigError(f"[tasks]: unknown key(s) {sorted(bad)}; known: {', '.join(sorted(_TABLE_KEYS))}, "
-                          "default, and named sets as sub-tables ([tasks.train], [tasks.eval])")
+        raise ConfigError(
+            f"[tasks]: unknown key(s) {sorted(bad)}; known: {', '.join(sorted(_TABLE_KEYS))}, "
+            "default, and named sets as sub-tables ([tasks.train], [tasks.eval])"
+        )
     if not named:
         return {"default": shared}, "default", private
     sets = {k: ({**_inherited(shared, v), **v} if isinstance(v, dict) else v) for k, v in named.items()}
@@ -127,8 +129,12 @@ def resolve_tasks(spec_tasks: Any, base_dir: Path, override: Any = None, split: 
             chosen = sets[override]
         elif isinstance(override, (str, Path)):
             path = Path(override)
-            if not (base_dir / path).exists() and not path.exists() and "/" not in str(override) \
-                    and "." not in str(override):  # a set name, not a path or a Hub id (org/name)
+            if (
+                not (base_dir / path).exists()
+                and not path.exists()
+                and "/" not in str(override)
+                and "." not in str(override)
+            ):  # a set name, not a path or a Hub id (org/name)
                 raise ConfigError(f"no task set {str(override)!r}; sets: {', '.join(sets)}")
             table = dict(chosen) if isinstance(chosen, dict) and "dataset" in chosen else {}
             if path.suffix == ".jsonl" and not table:
@@ -251,8 +257,10 @@ class TaskSet:
     def get(self, task_id: str) -> Task:
         task = self._by_id.get(task_id)
         if task is None:
-            raise ConfigError(f"unknown task_id {task_id!r}; known: {', '.join(list(self._by_id)[:10])}"
-                              + ("..." if len(self._by_id) > 10 else ""))
+            raise ConfigError(
+                f"unknown task_id {task_id!r}; known: {', '.join(list(self._by_id)[:10])}"
+                + ("..." if len(self._by_id) > 10 else "")
+            )
         return task
 
     def pick(self, seed: int | None = None, task_id: str | None = None) -> tuple[Task, int]:
@@ -273,8 +281,15 @@ class TaskSet:
             raise ConfigError(f"repeat must be at least 1, got {repeat}")
         return [(t.id, self.seed_for(t.id, start + r)) for t in self.tasks for r in range(repeat)]
 
-    def order(self, episodes: int | None = None, *, seed: int = 0, all_tasks: bool = False,
-              repeat: int = 1, task_id: str | None = None) -> list[tuple[str | None, int]]:
+    def order(
+        self,
+        episodes: int | None = None,
+        *,
+        seed: int = 0,
+        all_tasks: bool = False,
+        repeat: int = 1,
+        task_id: str | None = None,
+    ) -> list[tuple[str | None, int]]:
         """The episodes a run plays, as ``(task_id, seed)`` pairs:
 
         * ``all_tasks``: every task in order, ``repeat`` times each (:meth:`schedule`; ``seed``
@@ -292,6 +307,7 @@ class TaskSet:
             self.get(task_id)
             return [(task_id, seed + i) for i in range(episodes * repeat)]
         if repeat != 1:
-            raise ConfigError("repeat (--repeat) needs all_tasks (--all-tasks: K episodes of every task) or one "
-                              "pinned task (--task)")
+            raise ConfigError(
+                "repeat (--repeat) needs all_tasks (--all-tasks: K episodes of every task) or one pinned task (--task)"
+            )
         return [(None, seed + i) for i in range(episodes)]

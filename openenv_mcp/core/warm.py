@@ -57,8 +57,9 @@ class World:
             self.workspace.remove()
 
 
-async def prepare(env: Environment, episode_id: str, task: Task | None = None,
-                  workspace: Workspace | None = None) -> World:
+async def prepare(
+    env: Environment, episode_id: str, task: Task | None = None, workspace: Workspace | None = None
+) -> World:
     """Seed a workspace and start every tool server of ``env`` on it."""
     spec = env.spec
     user = env.user_workspace  # production on the user's folder: used in place, never seeded
@@ -72,9 +73,14 @@ async def prepare(env: Environment, episode_id: str, task: Task | None = None,
         if seeds and user is None:  # copying a large seed must not stall the event loop (other episodes, the MCP face)
             await anyio.to_thread.run_sync(world.workspace.seed, *seeds)
         for server in env.servers:
-            ctx = ServerContext(episode_id=episode_id, workspace=world.workspace, mode=env.mode,
-                                env=env.server_env(server), read_only=env.read_only,
-                                user_workspace=user is not None)
+            ctx = ServerContext(
+                episode_id=episode_id,
+                workspace=world.workspace,
+                mode=env.mode,
+                env=env.server_env(server),
+                read_only=env.read_only,
+                user_workspace=user is not None,
+            )
             world.connections.append(connect(server, ctx, spec.base_dir))
         await start_all(world.connections)
     except BaseException:

@@ -21,7 +21,16 @@ import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["UserWorkspace", "Workspace", "copy_seed", "drain_removals", "owner_tag", "process_start_time", "remove_tree", "sweep_stale"]
+__all__ = [
+    "UserWorkspace",
+    "Workspace",
+    "copy_seed",
+    "drain_removals",
+    "owner_tag",
+    "process_start_time",
+    "remove_tree",
+    "sweep_stale",
+]
 
 log = logging.getLogger("openenv_mcp.workspace")
 PREFIX = "openenv-mcp-"

@@ -120,14 +120,19 @@ def _write(space: UnicodeText, index: int, value: str, memory: Any) -> None:
     size = space.max_length
     dest = np.frombuffer(memory.get_obj(), dtype=np.int32)
     codes = np.zeros(size, dtype=np.int32)
-    codes[:len(value)] = [ord(c) + 1 for c in value]
-    np.copyto(dest[index * size:(index + 1) * size], codes)
+    codes[: len(value)] = [ord(c) + 1 for c in value]
+    np.copyto(dest[index * size : (index + 1) * size], codes)
 
 
 def text_spaces(max_text_length: int = MAX_TEXT) -> tuple[spaces.Dict, UnicodeText]:
     """The observation space ``Dict(task, tools, result)`` and the action space, all :class:`UnicodeText`."""
-    observation = spaces.Dict({"task": UnicodeText(max_text_length), "tools": UnicodeText(max_text_length),
-                               "result": UnicodeText(max_text_length)})
+    observation = spaces.Dict(
+        {
+            "task": UnicodeText(max_text_length),
+            "tools": UnicodeText(max_text_length),
+            "result": UnicodeText(max_text_length),
+        }
+    )
     return observation, UnicodeText(max_text_length)
 
 
@@ -136,7 +141,7 @@ def cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     marker = f"\n[... {len(text)} characters, cut at {limit}]"
-    return text[:max(0, limit - len(marker))] + marker
+    return text[: max(0, limit - len(marker))] + marker
 
 
 def parse_action(action: Any) -> CallTool | ListTools | RunCode:
@@ -163,8 +168,10 @@ def parse_action(action: Any) -> CallTool | ListTools | RunCode:
     try:
         return action_from_json(data)
     except Exception:
-        raise ValueError('the action is not a valid tool call: expected {"name": TOOL, "arguments": {...}} '
-                         "with a string name and an object of arguments") from None
+        raise ValueError(
+            'the action is not a valid tool call: expected {"name": TOOL, "arguments": {...}} '
+            "with a string name and an object of arguments"
+        ) from None
 
 
 def _make_info(obs: Observation, is_error: bool) -> dict[str, Any]:
@@ -187,8 +194,15 @@ class GymEnv(gymnasium.Env):
 
     metadata = {"render_modes": ["ansi"]}
 
-    def __init__(self, env: Any = "echo", *, repeat: int = 1, render_mode: str | None = None,
-                 max_text_length: int = MAX_TEXT, **make_kwargs: Any) -> None:
+    def __init__(
+        self,
+        env: Any = "echo",
+        *,
+        repeat: int = 1,
+        render_mode: str | None = None,
+        max_text_length: int = MAX_TEXT,
+        **make_kwargs: Any,
+    ) -> None:
         if repeat < 1:
             raise ConfigError(f"repeat must be at least 1, got {repeat}")
         if render_mode not in (None, "ansi"):
@@ -228,8 +242,11 @@ class GymEnv(gymnasium.Env):
         obs = self._env.reset(seed=seed, task_id=task_id)
         if self.repeat > 1 and task_id is None:
             self._group = (obs.task.id if obs.task else "", {seed})
-        self._obs = {"task": cut(obs.task.prompt if obs.task else "", self.max_text_length),
-                     "tools": cut(tools_text(obs.tools or []), self.max_text_length), "result": ""}
+        self._obs = {
+            "task": cut(obs.task.prompt if obs.task else "", self.max_text_length),
+            "tools": cut(tools_text(obs.tools or []), self.max_text_length),
+            "result": "",
+        }
         self._info = _make_info(obs, False)
         return dict(self._obs), dict(self._info)
 
@@ -246,8 +263,13 @@ class GymEnv(gymnasium.Env):
             return self._observation(tools_text(obs.tools or [])), 0.0, obs.done, obs.truncated, _make_info(obs, False)
         assert obs.result is not None
         self._info = _make_info(obs, obs.result.is_error)
-        return (self._observation(result_text(obs.result)), float(obs.reward), obs.done, obs.truncated,
-                dict(self._info))
+        return (
+            self._observation(result_text(obs.result)),
+            float(obs.reward),
+            obs.done,
+            obs.truncated,
+            dict(self._info),
+        )
 
     def state(self) -> Any:
         """The episode's :class:`~openenv_mcp.types.State` (id, step count, task, seed, cumulative reward)."""
@@ -268,8 +290,12 @@ def register_envs() -> list[str]:
     for spec in list_envs():
         env_id = f"openenv_mcp/{spec.name}-v0"
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point="openenv_mcp.integrations.gymnasium:GymEnv",
-                               kwargs={"env": spec.name}, max_episode_steps=spec.max_steps)
+            gymnasium.register(
+                id=env_id,
+                entry_point="openenv_mcp.integrations.gymnasium:GymEnv",
+                kwargs={"env": spec.name},
+                max_episode_steps=spec.max_steps,
+            )
         ids.append(env_id)
     return ids
 

@@ -38,8 +38,9 @@ class GymVectorEnv(VectorEnv):
 
     metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, url: str, num_envs: int, *, repeat: int = 1, max_text_length: int = 100_000,
-                 **options: Any) -> None:
+    def __init__(
+        self, url: str, num_envs: int, *, repeat: int = 1, max_text_length: int = 100_000, **options: Any
+    ) -> None:
         if repeat < 1 or num_envs % repeat:
             raise ConfigError(f"repeat ({repeat}) must divide num_envs ({num_envs})")
         self.num_envs, self.repeat, self.max_text_length = num_envs, repeat, max_text_length
@@ -60,6 +61,7 @@ class GymVectorEnv(VectorEnv):
 
     def _batch(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One batch message (``docs/protocol.md``); a failed item raises its named error."""
+
         async def send() -> Any:
             return await self._vec.connection.request({"op": "batch", "items": items})
 
@@ -76,8 +78,11 @@ class GymVectorEnv(VectorEnv):
         self._ended[i] = False
 
     def _obs(self, results: list[str]) -> dict[str, tuple[str, ...]]:
-        return {"task": tuple(self._tasks), "tools": tuple(self._tools),
-                "result": tuple(cut(r, self.max_text_length) for r in results)}
+        return {
+            "task": tuple(self._tasks),
+            "tools": tuple(self._tools),
+            "result": tuple(cut(r, self.max_text_length) for r in results),
+        }
 
     @staticmethod
     def _infos(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -105,15 +110,23 @@ class GymVectorEnv(VectorEnv):
             for i in range(n):
                 if i % self.repeat:
                     leader = observations[i - i % self.repeat]
-                    items.append({"op": "reset", "episode_id": ids[i], "seed": seeds[i],
-                                  "task_id": leader.task.id if leader.task else None})
+                    items.append(
+                        {
+                            "op": "reset",
+                            "episode_id": ids[i],
+                            "seed": seeds[i],
+                            "task_id": leader.task.id if leader.task else None,
+                        }
+                    )
                     members.append(i)
             for i, result in zip(members, self._batch(items), strict=True):
                 observations[i] = Observation.model_validate(result["observation"])
         for i, obs in enumerate(observations):
             self._started(i, obs)
-        infos = [{"task_id": o.task.id if o.task else None, "step": 0, "score": o.info.get("score", 0.0),
-                  "is_error": False} for o in observations]
+        infos = [
+            {"task_id": o.task.id if o.task else None, "step": 0, "score": o.info.get("score", 0.0), "is_error": False}
+            for o in observations
+        ]
         return self._obs([""] * n), self._infos(infos)
 
     def step(self, actions: Any) -> Any:
@@ -131,8 +144,7 @@ class GymVectorEnv(VectorEnv):
         items, where = [], []
         for i, action in enumerate(actions):
             if self._ended[i]:  # NEXT_STEP autoreset: this step resets the ended episode
-                items.append({"op": "reset", "episode_id": ids[i],
-                              "seed": int(self.np_random.integers(2**31))})
+                items.append({"op": "reset", "episode_id": ids[i], "seed": int(self.np_random.integers(2**31))})
                 where.append((i, "reset", None))
                 continue
             try:

@@ -38,12 +38,51 @@ from typing import Any, Literal, Optional, Union
 __all__ = ["NO_DEFAULT", "Unsupported", "collapse", "normal_form", "python_type"]
 
 _JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "null": type(None)}
-_IGNORED = {"title", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
-            "maxLength", "pattern", "format", "minItems", "maxItems", "uniqueItems", "minProperties",
-            "maxProperties", "examples", "default", "description", "$schema", "$id", "$comment", "deprecated",
-            "readOnly", "writeOnly", "contentMediaType", "contentEncoding", "$defs", "definitions"}
-_UNSUPPORTED_KEYS = {"allOf", "not", "if", "then", "else", "prefixItems", "patternProperties", "dependentSchemas",
-                     "dependentRequired", "propertyNames", "contains", "unevaluatedProperties", "unevaluatedItems"}
+_IGNORED = {
+    "title",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "examples",
+    "default",
+    "description",
+    "$schema",
+    "$id",
+    "$comment",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "contentMediaType",
+    "contentEncoding",
+    "$defs",
+    "definitions",
+}
+_UNSUPPORTED_KEYS = {
+    "allOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "prefixItems",
+    "patternProperties",
+    "dependentSchemas",
+    "dependentRequired",
+    "propertyNames",
+    "contains",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+}
 
 
 class Unsupported(ValueError):
@@ -149,8 +188,9 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def normal_form(description: str | None, input_schema: dict[str, Any],
-                defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+def normal_form(
+    description: str | None, input_schema: dict[str, Any], defaults: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The normal form of a tool: its description and, per parameter, type, description and default.
 
     ``defaults`` (a derived schema's side) gives each parameter's default; by
@@ -170,8 +210,11 @@ def normal_form(description: str | None, input_schema: dict[str, Any],
         elif defaults.get(name, NO_DEFAULT) is not NO_DEFAULT:
             entry["default"] = defaults[name]
         out_props[name] = entry
-    return {"description": collapse(description), "properties": out_props,
-            "required": sorted(input_schema.get("required") or [])}
+    return {
+        "description": collapse(description),
+        "properties": out_props,
+        "required": sorted(input_schema.get("required") or []),
+    }
 
 
 def python_type(schema: Any, root: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:

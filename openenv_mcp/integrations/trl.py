@@ -55,8 +55,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..client.registry import make
-from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..core.codeact import RUN_CODE, RUN_CODE_TOOL
+from ..errors import ConfigError, EpisodeEnded, ResetNeeded
 from ..types import CallTool, RunCode, State
 from .text import result_text
 from .toolschema import NO_DEFAULT, Unsupported, check_parameter_name, collapse, normal_form, python_type
@@ -124,8 +124,9 @@ def tool_function(tool: Any, *, approximate: bool = False) -> Callable[..., str]
         description = name
     # Parameters: required first (Python wants no default before a default-less one; keyword-only allows any
     # order, but keep the schema's order within each group).
-    ordered = [p for p in params if p.default is inspect.Parameter.empty] + \
-              [p for p in params if p.default is not inspect.Parameter.empty]
+    ordered = [p for p in params if p.default is inspect.Parameter.empty] + [
+        p for p in params if p.default is not inspect.Parameter.empty
+    ]
 
     def call(*args: Any, **arguments: Any) -> str:  # the receiver is positional only: any keyword is an argument
         return args[0]._call(name, arguments)
@@ -134,7 +135,8 @@ def tool_function(tool: Any, *, approximate: bool = False) -> Callable[..., str]
     call.__doc__ = _docstring(description, docs + undocumented)
     call.__annotations__ = {**annotations, "return": str}
     call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *ordered], return_annotation=str)
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD), *ordered], return_annotation=str
+    )
     return call
 
 
@@ -143,8 +145,11 @@ def derived_normal_form(function: Callable[..., Any]) -> dict[str, Any]:
     from transformers.utils.chat_template_utils import get_json_schema
 
     spec = get_json_schema(function)["function"]
-    defaults = {n: p.default for n, p in inspect.signature(function).parameters.items()
-                if n != "self" and p.default is not inspect.Parameter.empty}
+    defaults = {
+        n: p.default
+        for n, p in inspect.signature(function).parameters.items()
+        if n != "self" and p.default is not inspect.Parameter.empty
+    }
     return normal_form(spec.get("description"), spec["parameters"], defaults)
 
 
@@ -181,10 +186,14 @@ def tool_class(env_name: str, tools: list[Any], *, strict: bool = True) -> type:
             f"environment {env_name!r}: {len(problems)} tool(s) cannot be given to TRL with their exact schema: "
             + "; ".join(problems)
             + ". Pass strict=False to offer them with an approximate schema (inexpressible types as any value, "
-              "the environment still validating every call) and leave out those that cannot be called at all")
+            "the environment still validating every call) and leave out those that cannot be called at all"
+        )
     if problems:
-        warnings.warn(f"environment {env_name!r}: tools offered to TRL with an approximate schema or left out: "
-                      + "; ".join(problems), stacklevel=3)
+        warnings.warn(
+            f"environment {env_name!r}: tools offered to TRL with an approximate schema or left out: "
+            + "; ".join(problems),
+            stacklevel=3,
+        )
     cls_name = "".join(part.capitalize() for part in _identifier(env_name).split("_")) + "Tools"
     return type(cls_name, (_EpisodeTools,), {"__module__": __name__, **functions})
 
@@ -235,8 +244,16 @@ class _EpisodeTools:
 class EnvironmentFactory:
     """The callable TRL's ``environment_factory`` takes; see the module documentation."""
 
-    def __init__(self, env: Any, *, repeat: int = 1, seed: int | None = None, strict: bool = True,
-                 action_style: str = "tools", **make_kwargs: Any) -> None:
+    def __init__(
+        self,
+        env: Any,
+        *,
+        repeat: int = 1,
+        seed: int | None = None,
+        strict: bool = True,
+        action_style: str = "tools",
+        **make_kwargs: Any,
+    ) -> None:
         if repeat < 1:
             raise ConfigError(f"repeat must be at least 1, got {repeat}")
         if action_style not in ("tools", "codeact"):
@@ -332,8 +349,15 @@ class EnvironmentFactory:
         self.close()
 
 
-def environment_factory(env: Any, *, repeat: int = 1, seed: int | None = None, strict: bool = True,
-                        action_style: str = "tools", **make_kwargs: Any) -> EnvironmentFactory:
+def environment_factory(
+    env: Any,
+    *,
+    repeat: int = 1,
+    seed: int | None = None,
+    strict: bool = True,
+    action_style: str = "tools",
+    **make_kwargs: Any,
+) -> EnvironmentFactory:
     """A factory for ``GRPOTrainer(environment_factory=...)``.
 
     Args:
@@ -346,8 +370,7 @@ def environment_factory(env: Any, *, repeat: int = 1, seed: int | None = None, s
             call a ``RunCode``; its description lists the tools as Python functions; see docs/codeact.md).
         **make_kwargs: passed to :func:`openenv_mcp.make` (``max_steps``, ``call_timeout``, ``workdir``, ``token``...).
     """
-    return EnvironmentFactory(env, repeat=repeat, seed=seed, strict=strict, action_style=action_style,
-                              **make_kwargs)
+    return EnvironmentFactory(env, repeat=repeat, seed=seed, strict=strict, action_style=action_style, **make_kwargs)
 
 
 def codeact_tool(tools: list[Any]) -> Any:

@@ -51,6 +51,4 @@ def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = No
         from .docker import DockerConnection
 
         return DockerConnection(spec, ctx, base_dir)
-    raise ConfigError(
-        f"tool server {spec.name!r}: isolation {kind!r} is not available in this build"
-    )
+    raise ConfigError(f"tool server {spec.name!r}: isolation {kind!r} is not available in this build")

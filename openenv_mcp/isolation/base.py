@@ -39,9 +39,16 @@ class ServerContext:
 
     __slots__ = ("_workspace", "env", "episode_id", "mode", "read_only", "user_workspace")
 
-    def __init__(self, episode_id: str, workspace: Path | Workspace, mode: str = "sim",
-                 env: dict[str, str] | None = None, *, read_only: bool = False,
-                 user_workspace: bool = False) -> None:
+    def __init__(
+        self,
+        episode_id: str,
+        workspace: Path | Workspace,
+        mode: str = "sim",
+        env: dict[str, str] | None = None,
+        *,
+        read_only: bool = False,
+        user_workspace: bool = False,
+    ) -> None:
         self.episode_id = episode_id
         self._workspace = workspace
         self.mode = mode

@@ -43,8 +43,15 @@ from typing import Any
 FILE_LIMIT = 64 * 1024 * 1024
 """RLIMIT_FSIZE: no single file (stdout/stderr capture included) grows past this."""
 
-_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                               "array": list, "object": dict, "null": type(None)}
+_JSON_TYPES: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
 
 
 class ToolError(Exception):
@@ -137,8 +144,11 @@ def make_function(tool: dict[str, Any]) -> Any:
         wire[pname] = prop
         spec = props[prop] if isinstance(props[prop], dict) else {}
         default = inspect.Parameter.empty if prop in required else spec.get("default")
-        params.append(inspect.Parameter(pname, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                                        annotation=_annotation(spec)))
+        params.append(
+            inspect.Parameter(
+                pname, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=_annotation(spec)
+            )
+        )
     signature = inspect.Signature(params)
 
     def function(*args: Any, **kwargs: Any) -> Any:
@@ -150,8 +160,11 @@ def make_function(tool: dict[str, Any]) -> Any:
     described = [(python_name(p), props[p].get("description")) for p in props if isinstance(props[p], dict)]
     if any(d for _, d in described):
         lines += ["", "Args:"] + [f"    {p}: {d or ''}".rstrip() for p, d in described]
-    lines += ["", "Returns the result's structuredContent when the tool gives one, else its text;",
-              "raises ToolError(message) when the tool reports an error."]
+    lines += [
+        "",
+        "Returns the result's structuredContent when the tool gives one, else its text;",
+        "raises ToolError(message) when the tool reports an error.",
+    ]
     function.__name__ = function.__qualname__ = python_name(name)
     function.__signature__ = signature  # type: ignore[attr-defined]
     function.__doc__ = "\n".join(lines)
@@ -241,8 +254,15 @@ def run(code: str, namespace: dict[str, Any], limit: int) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - a closed or broken stream is the code's doing
             pass
     _reap()
-    return {"op": "done", "id": RUN_ID, "stdout": _take(1, limit), "stderr": _take(2, limit), "value": value,
-            "exception": exception, "traceback": trace}
+    return {
+        "op": "done",
+        "id": RUN_ID,
+        "stdout": _take(1, limit),
+        "stderr": _take(2, limit),
+        "value": value,
+        "exception": exception,
+        "traceback": trace,
+    }
 
 
 run.count = 1  # type: ignore[attr-defined]

@@ -55,8 +55,7 @@ from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 
-__all__ = ["DEFAULT_IMAGE", "LABEL", "DockerConnection", "docker_client", "list_containers", "reap",
-           "wait_removed"]
+__all__ = ["DEFAULT_IMAGE", "LABEL", "DockerConnection", "docker_client", "list_containers", "reap", "wait_removed"]
 
 STDERR_TAIL = 4096
 LINE_SLACK = 65536
@@ -302,8 +301,7 @@ class Container:
                 if len(line) > limit:
                     self.problem = f"wrote a message over {limit} bytes to stdout (limit: 2 x output_bytes + 64 KiB)"
                     return
-        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError,
-                OSError):
+        except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
             pass
         finally:
             await read_writer.aclose()  # the session sees the end; its host removes the container
@@ -392,8 +390,12 @@ def _remove_in_background(handle: Any) -> None:
     def run() -> None:
         try:
             if not _remove(handle, BACKGROUND_REMOVE_WAIT):
-                log.error("container %s could not be removed within %g s; it is removed at the next start "
-                          "(its server is dead then)", getattr(handle, "short_id", "?"), BACKGROUND_REMOVE_WAIT)
+                log.error(
+                    "container %s could not be removed within %g s; it is removed at the next start "
+                    "(its server is dead then)",
+                    getattr(handle, "short_id", "?"),
+                    BACKGROUND_REMOVE_WAIT,
+                )
         finally:
             with _removals_lock:
                 _removals.discard(thread)
@@ -485,8 +487,10 @@ class DockerConnection(McpConnection):
         """Run ``argv`` inside the server's container (``docker exec``: same user,
         limits, network and mounts), in ``/workspace``, killed after ``timeout``."""
         if any("{env_dir}" in a for a in argv) and not self.uses_env_dir():
-            raise BoundaryError(f"tool server {self.spec.name!r}: {{env_dir}} is mounted in the container only when "
-                                "the server's command uses it")
+            raise BoundaryError(
+                f"tool server {self.spec.name!r}: {{env_dir}} is mounted in the container only when "
+                "the server's command uses it"
+            )
         host = await self._ensure()
         assert isinstance(host, _DockerHost)  # the only kind _new_host makes
         handle = host.container.handle
@@ -494,8 +498,13 @@ class DockerConnection(McpConnection):
         full = ["timeout", "-s", "KILL", f"{timeout:g}", *self.expand(argv)]
 
         def run() -> tuple[int, bytes | None, bytes | None]:
-            code, (out, err) = handle.exec_run(full, environment={"HOME": "/tmp", **self.ctx.env, **env},
-                                               workdir=WORKSPACE, user=f"{uid}:{gid}", demux=True)
+            code, (out, err) = handle.exec_run(
+                full,
+                environment={"HOME": "/tmp", **self.ctx.env, **env},
+                workdir=WORKSPACE,
+                user=f"{uid}:{gid}",
+                demux=True,
+            )
             return code, out, err
 
         with anyio.fail_after(timeout + 10):
@@ -530,8 +539,10 @@ class DockerConnection(McpConnection):
         volumes = {str(self.ctx.workspace): {"bind": WORKSPACE, "mode": "rw"}}
         if self.uses_env_dir():
             volumes[str(self.base_dir)] = {"bind": ENV_DIR, "mode": "ro"}
-        ulimits = [docker.types.Ulimit(name="nofile", soft=1024, hard=1024),
-                   docker.types.Ulimit(name="core", soft=0, hard=0)]
+        ulimits = [
+            docker.types.Ulimit(name="nofile", soft=1024, hard=1024),
+            docker.types.Ulimit(name="core", soft=0, hard=0),
+        ]
         if limits.cpu_seconds:
             ulimits.append(docker.types.Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 1))
         config: dict[str, Any] = dict(

@@ -60,8 +60,7 @@ def _normalize(result: Any) -> CallToolResult:
 _Listed = tuple[dict[str, Any], dict[str, Any], list[Tool], list[Prompt]]
 """Tools by name, their threaded copies (sync tools only), the MCP tools and prompts."""
 
-_LISTED: weakref.WeakKeyDictionary[FastMCP, _Listed] = (
-    weakref.WeakKeyDictionary())
+_LISTED: weakref.WeakKeyDictionary[FastMCP, _Listed] = weakref.WeakKeyDictionary()
 """Tools and prompts of *shared* server objects (not factory-made), listed once per process:
 starting an episode then costs no FastMCP listing (thousands of concurrent episodes). A server
 whose tools change at run time should be a per-episode factory."""
@@ -73,15 +72,23 @@ _LISTING: weakref.WeakKeyDictionary[FastMCP, anyio.Lock] = weakref.WeakKeyDictio
 async def _list(server: FastMCP) -> _Listed:
     tools = {t.name: t for t in await server.list_tools()}
     threaded = {name: copy for name, t in tools.items() if (copy := _threaded(t)) is not None}
-    return (tools, threaded, [t.to_mcp_tool() for t in tools.values()],
-            [p.to_mcp_prompt() for p in await server.list_prompts()])
+    return (
+        tools,
+        threaded,
+        [t.to_mcp_tool() for t in tools.values()],
+        [p.to_mcp_prompt() for p in await server.list_prompts()],
+    )
 
 
 def _sync_tool(tool: Any) -> bool:
     """Whether ``tool`` is a FastMCP function tool whose body is a plain function run in a thread."""
     fn = getattr(tool, "fn", None)
-    return fn is not None and getattr(tool, "run_in_thread", False) and not is_coroutine_function(fn) \
+    return (
+        fn is not None
+        and getattr(tool, "run_in_thread", False)
+        and not is_coroutine_function(fn)
         and not inspect.isasyncgenfunction(fn)
+    )
 
 
 def _threaded(tool: Any) -> Any:

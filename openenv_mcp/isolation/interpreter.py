@@ -85,11 +85,20 @@ class _StartFailed(BoundaryError):
 class CodeInterpreter:
     """One episode's persistent interpreter (started on first :meth:`run`)."""
 
-    def __init__(self, episode_id: str, tools: list[Tool], env_dir: Path, *, limits: Limits | None = None,
-                 workdir: Path | None = None, grader_files: list[Path] | None = None) -> None:
+    def __init__(
+        self,
+        episode_id: str,
+        tools: list[Tool],
+        env_dir: Path,
+        *,
+        limits: Limits | None = None,
+        workdir: Path | None = None,
+        grader_files: list[Path] | None = None,
+    ) -> None:
         self.episode_id = episode_id
-        self.tools = [t.model_dump(mode="json", by_alias=True, include={"name", "description", "input_schema"})
-                      for t in tools]
+        self.tools = [
+            t.model_dump(mode="json", by_alias=True, include={"name", "description", "input_schema"}) for t in tools
+        ]
         self.env_dir = Path(env_dir)
         self.limits = limits or default_limits()
         self.workdir = workdir
@@ -108,14 +117,20 @@ class CodeInterpreter:
     # -- lifecycle ---------------------------------------------------------------------
     async def _start(self) -> StdioProcess:
         self.scratch = Path(tempfile.mkdtemp(prefix="openenv-mcp-code-", dir=self.workdir))
-        spec = ToolServerSpec(name="codeact", command=[sys.executable, RUNNER], isolation="sandbox",
-                              limits=self.limits, hide=_masked(self.env_dir, self.workdir, self.grader_files))
+        spec = ToolServerSpec(
+            name="codeact",
+            command=[sys.executable, RUNNER],
+            isolation="sandbox",
+            limits=self.limits,
+            hide=_masked(self.env_dir, self.workdir, self.grader_files),
+        )
         ctx = ServerContext(f"{self.episode_id}/codeact", self.scratch)
         self.conn = conn = SandboxConnection(spec, ctx, self.scratch)  # the env folder is not bound
         if conn.uid is not None:
             chown_tree(self.scratch, conn.uid)
-        process = StdioProcess("codeact", conn.launch(conn.command()), self.line_limit,
-                               self.limits.output_bytes, kill_uid=True)
+        process = StdioProcess(
+            "codeact", conn.launch(conn.command()), self.line_limit, self.limits.output_bytes, kill_uid=True
+        )
         self.process = process
         await process.spawn()
         with anyio.fail_after(self.limits.start_timeout):
@@ -163,7 +178,7 @@ class CodeInterpreter:
                 raise BoundaryError(f"the code interpreter {self.process.status()}")
             self._buffer += chunk
         line = bytes(self._buffer[:newline])
-        del self._buffer[:newline + 1]
+        del self._buffer[: newline + 1]
         try:
             message = json.loads(line)
         except ValueError:
@@ -207,11 +222,16 @@ class CodeInterpreter:
                         reply = await dispatch(name, arguments)
                     await self._send(reply)
         except TimeoutError:
-            problem = (f"TimeoutError: the code ran longer than {timeout:g} s and was stopped; "
-                       "the interpreter was restarted (variables are gone)")
+            problem = (
+                f"TimeoutError: the code ran longer than {timeout:g} s and was stopped; "
+                "the interpreter was restarted (variables are gone)"
+            )
         except (BoundaryError, OSError, ConnectionError) as e:
-            problem = (f"InterpreterError: the code interpreter could not start: {e}" if isinstance(e, _StartFailed)
-                       else f"InterpreterDied: {e}; the interpreter was restarted (variables are gone)")
+            problem = (
+                f"InterpreterError: the code interpreter could not start: {e}"
+                if isinstance(e, _StartFailed)
+                else f"InterpreterDied: {e}; the interpreter was restarted (variables are gone)"
+            )
             tail = await self._stderr_tail()
             if tail:
                 problem += f"\n{tail}"
@@ -236,4 +256,3 @@ class CodeInterpreter:
             out[key] = value if isinstance(value, str) else (None if key not in ("stdout", "stderr") else "")
         out["stdout"] = note + out["stdout"]
         return out
-

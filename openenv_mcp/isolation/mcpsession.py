@@ -186,8 +186,10 @@ class SessionHost:
             else:
                 text = f"tool server {self.name!r} failed to start: {describe(error) if error else 'no session'}"
         else:
-            text = f"tool server {self.name!r} {why or 'closed the connection'} during the call; " \
-                   "it is restarted on the next call"
+            text = (
+                f"tool server {self.name!r} {why or 'closed the connection'} during the call; "
+                "it is restarted on the next call"
+            )
         stderr = self.stderr()
         if stderr:
             text += f"; stderr: {stderr}"
@@ -323,13 +325,15 @@ class McpConnection(Connection):
         try:
             result = await self._request(host, lambda s: s.call_tool(name, arguments))
         except MCPError as e:
-            return CallToolResult(content=[TextContent(type="text", text=f"Error calling tool {label!r}: {e.message}")],
-                                  is_error=True)
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"Error calling tool {label!r}: {e.message}")], is_error=True
+            )
         except BoundaryError:
             raise
         except Exception as e:  # an invalid result from the server is the server's fault, not a crash
-            return CallToolResult(content=[TextContent(type="text", text=f"Error calling tool {label!r}: {describe(e)}")],
-                                  is_error=True)
+            return CallToolResult(
+                content=[TextContent(type="text", text=f"Error calling tool {label!r}: {describe(e)}")], is_error=True
+            )
         return cap_result(result, self.spec.limits.output_bytes)
 
     async def interrupted(self) -> None:

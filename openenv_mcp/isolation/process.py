@@ -165,9 +165,14 @@ class _Uids:
                 uid, fd = lease_uid()
                 self._leases[uid] = fd
                 self._guards[uid] = subprocess.Popen(
-                    [sys.executable, "-S", "-I", "-c", _GUARD.format(uid=uid)], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env={},
-                    pass_fds=(fd,))
+                    [sys.executable, "-S", "-I", "-c", _GUARD.format(uid=uid)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                    env={},
+                    pass_fds=(fd,),
+                )
             self._by_episode[episode] = (uid, refs + 1)
             return uid
 
@@ -205,8 +210,17 @@ def kill_uid(uid: int) -> None:
     """SIGKILL every process running as ``uid`` (atomically, by ``kill(-1)`` as that uid)."""
     kill = shutil.which("kill", path=SYSTEM_PATH) or "/bin/kill"
     with contextlib.suppress(OSError):
-        subprocess.run([kill, "-KILL", "-1"], user=uid, group=uid, extra_groups=[], env={},
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5, check=False)
+        subprocess.run(
+            [kill, "-KILL", "-1"],
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            env={},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=5,
+            check=False,
+        )
 
 
 def descendants(pid: int) -> list[int]:
@@ -279,16 +293,26 @@ signal, then exec. A separate program rather than ``preexec_fn``/``user=`` (whic
 class Launch:
     """Everything needed to spawn one server: argv, environment, cwd, uid, limits."""
 
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: str, uid: int | None,
-                 rlimits: list[tuple[int, tuple[int, int]]], wrap: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: str,
+        uid: int | None,
+        rlimits: list[tuple[int, tuple[int, int]]],
+        wrap: list[str] | None = None,
+    ) -> None:
         self.argv, self.env, self.cwd, self.uid, self.rlimits = argv, env, cwd, uid, rlimits
         self.wrap = wrap or []
         """A command the launcher runs inside (as root), e.g. a mount namespace exposing the runtime."""
 
     def command(self) -> list[str]:
         """The argv actually spawned: the launcher (limits, uid, parent-death signal), then ``argv``."""
-        config = {"rlimits": [[w, s, h] for w, (s, h) in self.rlimits], "uid": self.uid,
-                  "parent": 0 if self.wrap else os.getpid()}
+        config = {
+            "rlimits": [[w, s, h] for w, (s, h) in self.rlimits],
+            "uid": self.uid,
+            "parent": 0 if self.wrap else os.getpid(),
+        }
         return [*self.wrap, sys.executable, "-S", "-I", "-c", _LAUNCHER, json.dumps(config), *self.argv]
 
 
@@ -437,8 +461,7 @@ class StdioProcess:
     ends the connection (:attr:`problem` says why).
     """
 
-    def __init__(self, name: str, launch: Launch, line_limit: int, output_limit: int,
-                 kill_uid: bool = False) -> None:
+    def __init__(self, name: str, launch: Launch, line_limit: int, output_limit: int, kill_uid: bool = False) -> None:
         self.name = name
         self.kill_uid = kill_uid
         self.launch = launch
@@ -457,8 +480,13 @@ class StdioProcess:
             raise BoundaryError(f"tool server {self.name!r} could not start: {program} is not an executable file")
         try:
             self.proc = await asyncio.create_subprocess_exec(
-                *launch.command(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, env=launch.env, cwd=launch.cwd, start_new_session=True,
+                *launch.command(),
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=launch.env,
+                cwd=launch.cwd,
+                start_new_session=True,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as e:
             raise BoundaryError(f"tool server {self.name!r} could not start: {describe(e)}") from e
@@ -574,7 +602,7 @@ class StdioProcess:
                     if len(piece) <= room and not dropped:
                         line += piece
                     else:
-                        line += piece[:max(room, 0)]
+                        line += piece[: max(room, 0)]
                         dropped += len(piece) - max(room, 0)
                         tail += piece[-512:]
                         del tail[:-512]
@@ -619,19 +647,29 @@ class StdioProcess:
         marker = truncation_marker(self.output_limit, size)
         if method == "tools/call":
             text = _text_prefix(head.decode(errors="ignore"), self.output_limit)
-            result = {"content": [{"type": "text", "text": text + marker}], "isError": False,
-                      "_meta": {TRUNCATED_META: size}}
+            result = {
+                "content": [{"type": "text", "text": text + marker}],
+                "isError": False,
+                "_meta": {TRUNCATED_META: size},
+            }
             message = mcp_types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=result)
         else:
-            message = mcp_types.JSONRPCError(jsonrpc="2.0", id=request_id, error=mcp_types.ErrorData(
-                code=mcp_types.INTERNAL_ERROR, message=f"{method} response too large:{marker}"))
+            message = mcp_types.JSONRPCError(
+                jsonrpc="2.0",
+                id=request_id,
+                error=mcp_types.ErrorData(
+                    code=mcp_types.INTERNAL_ERROR, message=f"{method} response too large:{marker}"
+                ),
+            )
         return SessionMessage(message)
 
     def _guess_id(self, head: bytes, tail: bytes) -> Any:
         if len(self._pending) == 1:
             return next(iter(self._pending))
-        for pattern, text in ((rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"]*")', head),
-                              (rb'"id"\s*:\s*(-?\d+|"[^"]*")\s*\}\s*$', tail)):
+        for pattern, text in (
+            (rb'^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"]*")', head),
+            (rb'"id"\s*:\s*(-?\d+|"[^"]*")\s*\}\s*$', tail),
+        ):
             match = re.search(pattern, text)
             if match:
                 value = json.loads(match.group(1))
@@ -646,13 +684,13 @@ def _text_prefix(head: str, limit: int) -> str:
     if at < 0:
         return ""
     quote = head.find('"', head.find(":", at) + 1)
-    body = head[quote + 1:]
+    body = head[quote + 1 :]
     end = re.search(r'(?<!\\)(?:\\\\)*"', body)
     if end:
-        body = body[:end.end() - 1]
+        body = body[: end.end() - 1]
     for cut in range(min(len(body), 8)):  # drop a trailing partial escape
         try:
-            text = json.loads('"' + body[:len(body) - cut] + '"')
+            text = json.loads('"' + body[: len(body) - cut] + '"')
             break
         except ValueError:
             continue
@@ -677,7 +715,7 @@ async def run_launch(launch: Launch, timeout: float, kill_all_of_uid: bool = Fal
 
     async def drain(stream: Any, into: bytearray) -> None:
         while chunk := await stream.read(65536):
-            into += chunk[:max(0, COMMAND_OUTPUT - len(into))]
+            into += chunk[: max(0, COMMAND_OUTPUT - len(into))]
 
     try:
         with anyio.fail_after(timeout):
@@ -734,9 +772,13 @@ class ProcessConnection(McpConnection):
         """``bwrap``, when the runtime sits in a private folder and a mount namespace exposes it."""
         if os.geteuid() == 0:
             if spec.run_as_root:
-                warn_once(self.executable, (
-                    f"tool server {spec.name!r} runs as root (run_as_root = true): nothing holds its process "
-                    "count, and it can read, write and kill anything on the host"))
+                warn_once(
+                    self.executable,
+                    (
+                        f"tool server {spec.name!r} runs as root (run_as_root = true): nothing holds its process "
+                        "count, and it can read, write and kill anything on the host"
+                    ),
+                )
             elif not self.can_drop_to_uid():
                 self.expose = shutil.which("bwrap")
                 if self.expose is None:
@@ -744,8 +786,9 @@ class ProcessConnection(McpConnection):
                         f"tool server {spec.name!r}: {self.executable} is not reachable by an unprivileged uid (a "
                         "parent folder is private, e.g. /root) and bubblewrap is not installed to expose it, so "
                         "the server would run as root: install its runtime in a world-readable place, install "
-                        "bubblewrap (`apt-get install bubblewrap`), use isolation = \"sandbox\", or set "
-                        "run_as_root = true in the env file to accept that")
+                        'bubblewrap (`apt-get install bubblewrap`), use isolation = "sandbox", or set '
+                        "run_as_root = true in the env file to accept that"
+                    )
             if not spec.run_as_root:
                 self.uid = UIDS.acquire(ctx.episode_id)
         self._private: Path | None = None
@@ -762,7 +805,9 @@ class ProcessConnection(McpConnection):
     def private_dir(self) -> Path:
         """A folder only this server may use (its ``HOME`` and ``TMPDIR``)."""
         if self._private is None:
-            self._private = Path(tempfile.mkdtemp(prefix=f"openenv-mcp-home-{owner_tag()}-", dir=self.ctx.workspace.parent))
+            self._private = Path(
+                tempfile.mkdtemp(prefix=f"openenv-mcp-home-{owner_tag()}-", dir=self.ctx.workspace.parent)
+            )
             if self.uid is not None:
                 os.chown(self._private, self.uid, self.uid)
         return self._private
@@ -770,8 +815,12 @@ class ProcessConnection(McpConnection):
     def child_env(self, executable: str) -> dict[str, str]:
         home = str(self.private_dir())
         folder = os.path.dirname(executable)
-        env = {"PATH": f"{folder}:{SYSTEM_PATH}" if folder else SYSTEM_PATH, "HOME": home, "TMPDIR": home,
-               "LANG": "C.UTF-8"}
+        env = {
+            "PATH": f"{folder}:{SYSTEM_PATH}" if folder else SYSTEM_PATH,
+            "HOME": home,
+            "TMPDIR": home,
+            "LANG": "C.UTF-8",
+        }
         env.update(self.ctx.env)
         return env
 
@@ -781,10 +830,19 @@ class ProcessConnection(McpConnection):
         full = [executable, *argv[1:]]
         wrap = None
         if self.expose is not None:
-            wrap = exposing_wrap(self.expose, command_paths(full, self.base_dir) + command_paths([sys.executable], self.base_dir),
-                                 [str(self.ctx.workspace), str(self.private_dir())])
-        return Launch(full, self.child_env(executable), str(self.ctx.workspace), self.uid,
-                      rlimits_for(self.spec, self.uid is not None), wrap)
+            wrap = exposing_wrap(
+                self.expose,
+                command_paths(full, self.base_dir) + command_paths([sys.executable], self.base_dir),
+                [str(self.ctx.workspace), str(self.private_dir())],
+            )
+        return Launch(
+            full,
+            self.child_env(executable),
+            str(self.ctx.workspace),
+            self.uid,
+            rlimits_for(self.spec, self.uid is not None),
+            wrap,
+        )
 
     async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """Run ``argv`` as the server runs: same uid, limits and (sandbox) namespaces."""
@@ -805,8 +863,9 @@ class ProcessConnection(McpConnection):
     def _new_host(self) -> SessionHost:
         launch = self.launch(self.command())
         limit = self.spec.limits.output_bytes
-        process = StdioProcess(self.spec.name, launch, 2 * limit + LINE_SLACK, limit,
-                               kill_uid=UIDS.exclusive(self.ctx.episode_id))
+        process = StdioProcess(
+            self.spec.name, launch, 2 * limit + LINE_SLACK, limit, kill_uid=UIDS.exclusive(self.ctx.episode_id)
+        )
         return _ProcessHost(self.spec.name, process)
 
     async def close(self) -> None:

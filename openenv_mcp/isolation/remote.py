@@ -43,7 +43,7 @@ class RemoteConnection(McpConnection):
         if not spec.url:
             raise ConfigError(f"tool server {spec.name!r}: isolation 'remote' needs a url")
         self.url = spec.url
-        self.headers = {k[len(HEADER_PREFIX):]: v for k, v in ctx.env.items() if k.startswith(HEADER_PREFIX)}
+        self.headers = {k[len(HEADER_PREFIX) :]: v for k, v in ctx.env.items() if k.startswith(HEADER_PREFIX)}
 
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
@@ -53,8 +53,10 @@ class RemoteConnection(McpConnection):
                 yield read, write
 
     async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
-        raise BoundaryError(f"tool server {self.spec.name!r} is remote: a reward command cannot run inside it; "
-                            "give the reward command's server as reward.server, or use a Python reward")
+        raise BoundaryError(
+            f"tool server {self.spec.name!r} is remote: a reward command cannot run inside it; "
+            "give the reward command's server as reward.server, or use a Python reward"
+        )
 
     def _new_host(self) -> SessionHost:
         return SessionHost(self.spec.name, self._transport)

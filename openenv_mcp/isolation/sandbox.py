@@ -47,9 +47,28 @@ SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 there unless the command needs it (its program, runtime and imports, ``{env_dir}``) or the env
 file binds it (``bind``, ``ro_bind``)."""
 
-ETC_SECRETS = ("shadow", "shadow-", "gshadow", "gshadow-", "ssh", "ssl/private", "sudoers", "sudoers.d",
-               "docker", "containerd", "security/opasswd", "krb5.keytab", "credstore", "credstore.encrypted",
-               "ipsec.secrets", "wireguard", "openvpn", "NetworkManager/system-connections", "pip.conf", "npmrc")
+ETC_SECRETS = (
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "ssh",
+    "ssl/private",
+    "sudoers",
+    "sudoers.d",
+    "docker",
+    "containerd",
+    "security/opasswd",
+    "krb5.keytab",
+    "credstore",
+    "credstore.encrypted",
+    "ipsec.secrets",
+    "wireguard",
+    "openvpn",
+    "NetworkManager/system-connections",
+    "pip.conf",
+    "npmrc",
+)
 """Paths under ``/etc`` masked inside the sandbox (password hashes, keys, registry tokens)."""
 
 HIDDEN = ("tmp", "run", "var/tmp")
@@ -107,8 +126,12 @@ class SandboxConnection(ProcessConnection):
 
     def child_env(self, executable: str) -> dict[str, str]:
         folder = os.path.dirname(executable)
-        env = {"PATH": f"{folder}:{SYSTEM_PATH}" if folder else SYSTEM_PATH, "HOME": "/tmp", "TMPDIR": "/tmp",
-               "LANG": "C.UTF-8"}
+        env = {
+            "PATH": f"{folder}:{SYSTEM_PATH}" if folder else SYSTEM_PATH,
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+        }
         env.update(self.ctx.env)
         return env
 
@@ -150,14 +173,32 @@ class SandboxConnection(ProcessConnection):
     def bwrap_args(self, argv: list[str]) -> list[str]:
         """The full ``bwrap ... -- argv`` command line."""
         if self.privileged:  # no user namespace: the uid change below is a real host uid
-            args = [self.bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try",
-                    "--die-with-parent", "--new-session", "--cap-add", "CAP_SETUID,CAP_SETGID",
-                    "--hostname", "openenv-sandbox"]
+            args = [
+                self.bwrap,
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--die-with-parent",
+                "--new-session",
+                "--cap-add",
+                "CAP_SETUID,CAP_SETGID",
+                "--hostname",
+                "openenv-sandbox",
+            ]
             if self.spec.network != "host":
                 args.append("--unshare-net")
         else:
-            args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                    "--hostname", "openenv-sandbox"]
+            args = [
+                self.bwrap,
+                "--unshare-all",
+                "--die-with-parent",
+                "--new-session",
+                "--cap-drop",
+                "ALL",
+                "--hostname",
+                "openenv-sandbox",
+            ]
             if self.spec.network == "host":
                 args.append("--share-net")
         for name in SYSTEM:
@@ -187,12 +228,25 @@ class SandboxConnection(ProcessConnection):
         args += ["--remount-ro", "/", "--"]
         if self.privileged:
             uid = str(self.uid)
-            args += [self.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-                     "--bounding-set=-all", "--no-new-privs", "--"]
+            args += [
+                self.setpriv,
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
         return args + argv
 
     def launch(self, argv: list[str], executable: str | None = None) -> Launch:
         executable = executable or self.executable
         full = [executable, *argv[1:]]
-        return Launch(self.bwrap_args(full), self.child_env(executable), str(self.ctx.workspace),
-                      None if self.privileged else self.uid, rlimits_for(self.spec, self.uid is not None))
+        return Launch(
+            self.bwrap_args(full),
+            self.child_env(executable),
+            str(self.ctx.workspace),
+            None if self.privileged else self.uid,
+            rlimits_for(self.spec, self.uid is not None),
+        )

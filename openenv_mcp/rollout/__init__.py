@@ -28,11 +28,11 @@ import random
 import re
 import statistics
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Collection, Union
+from typing import Any
 
 import anyio
 import httpx
@@ -105,8 +105,15 @@ class Turn:
 
     def record(self) -> dict[str, Any] | None:
         """What a trajectory keeps of this turn for training (``None``: nothing to keep)."""
-        out = {k: v for k, v in (("token_ids", self.token_ids), ("logprobs", self.logprobs),
-                                 ("prompt_token_ids", self.prompt_token_ids)) if v is not None}
+        out = {
+            k: v
+            for k, v in (
+                ("token_ids", self.token_ids),
+                ("logprobs", self.logprobs),
+                ("prompt_token_ids", self.prompt_token_ids),
+            )
+            if v is not None
+        }
         if not out:
             return None
         return {"finish_reason": self.finish_reason, **out}
@@ -203,11 +210,24 @@ class OpenAIPolicy:
             that reject unknown fields, such as OpenAI's).
     """
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, *,
-                 temperature: float | None = None, max_tokens: int | None = None,
-                 extra_body: dict[str, Any] | None = None, timeout: float = 120.0, max_retries: int = 5,
-                 backoff: float = 0.5, max_backoff: float = 30.0, max_connections: int = 64,
-                 logprobs: bool = False, top_logprobs: int | None = None, token_ids: bool = False) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        extra_body: dict[str, Any] | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 5,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        max_connections: int = 64,
+        logprobs: bool = False,
+        top_logprobs: int | None = None,
+        token_ids: bool = False,
+    ) -> None:
         url = httpx.URL(base_url)
         if url.scheme not in ("http", "https") or not url.host:
             raise ConfigError(f"model server URL must look like http://HOST:PORT/v1, got {base_url!r}")
@@ -259,11 +279,16 @@ class OpenAIPolicy:
             body["n"] = n
         data = await self._post(body)
         choices = data.get("choices")
-        if not isinstance(choices, list) or len(choices) < n or \
-                not all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices[:n]):
+        if (
+            not isinstance(choices, list)
+            or len(choices) < n
+            or not all(isinstance(c, dict) and isinstance(c.get("message"), dict) for c in choices[:n])
+        ):
             got = len(choices) if isinstance(choices, list) else 0
-            raise PolicyError(f"model server at {self.url} answered {got} choice(s) with a message, asked for "
-                              f"{n}: {json.dumps(data)[:300]}")
+            raise PolicyError(
+                f"model server at {self.url} answered {got} choice(s) with a message, asked for "
+                f"{n}: {json.dumps(data)[:300]}"
+            )
         choices = sorted(choices, key=lambda c: c.get("index", 0) if isinstance(c.get("index"), int) else 0)
         return [_turn(data, choice, first=i == 0) for i, choice in enumerate(choices[:n])]
 
@@ -278,34 +303,45 @@ class OpenAIPolicy:
                 if attempt >= self.max_retries:
                     raise PolicyError(
                         f"cannot reach the model server at {self.url} ({why}) after {_attempts(attempt + 1)}; "
-                        "check --base-url and that the server is running") from None
+                        "check --base-url and that the server is running"
+                    ) from None
             else:
                 status = response.status_code
                 if status < 300:
                     try:
                         data = response.json()
                     except ValueError:
-                        raise PolicyError(f"model server at {self.url} answered {status} with non-JSON: "
-                                          f"{response.text[:200]!r}; is --base-url an OpenAI-compatible API "
-                                          "root (usually ending in /v1)?") from None
+                        raise PolicyError(
+                            f"model server at {self.url} answered {status} with non-JSON: "
+                            f"{response.text[:200]!r}; is --base-url an OpenAI-compatible API "
+                            "root (usually ending in /v1)?"
+                        ) from None
                     if not isinstance(data, dict):
-                        raise PolicyError(f"model server at {self.url} answered a JSON {type(data).__name__}, "
-                                          "expected a chat completion object")
+                        raise PolicyError(
+                            f"model server at {self.url} answered a JSON {type(data).__name__}, "
+                            "expected a chat completion object"
+                        )
                     return data
                 detail = _error_detail(response)
                 if status in (401, 403):
-                    raise PolicyError(f"model server at {self.url} refused the API key ({status}{detail}); "
-                                      "check --api-key or $OPENAI_API_KEY")
+                    raise PolicyError(
+                        f"model server at {self.url} refused the API key ({status}{detail}); "
+                        "check --api-key or $OPENAI_API_KEY"
+                    )
                 if status in (404, 405):
-                    raise PolicyError(f"model server at {self.url} has no chat-completions endpoint ({status}"
-                                      f"{detail}); --base-url must be the API root, usually ending in /v1")
+                    raise PolicyError(
+                        f"model server at {self.url} has no chat-completions endpoint ({status}"
+                        f"{detail}); --base-url must be the API root, usually ending in /v1"
+                    )
                 if status not in RETRY_STATUS:
                     raise PolicyError(f"model server at {self.url} rejected the request ({status}{detail})")
                 if attempt >= self.max_retries:
-                    raise PolicyError(f"model server at {self.url} kept failing ({status}{detail}) after "
-                                      f"{_attempts(attempt + 1)}; try again later or lower --concurrency")
+                    raise PolicyError(
+                        f"model server at {self.url} kept failing ({status}{detail}) after "
+                        f"{_attempts(attempt + 1)}; try again later or lower --concurrency"
+                    )
                 wait = _retry_after(response)
-            delay = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+            delay = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
             if wait is not None:
                 delay = min(self.max_backoff, max(delay, wait))
             attempt += 1
@@ -325,8 +361,9 @@ class OpenAIPolicy:
 
 def _turn(data: dict[str, Any], choice: dict[str, Any], first: bool) -> Turn:
     """One choice of a chat completion as a :class:`Turn`, with logprobs and token ids when present."""
-    turn = Turn(message=choice["message"], usage=data.get("usage") if first else None,
-                finish_reason=choice.get("finish_reason"))
+    turn = Turn(
+        message=choice["message"], usage=data.get("usage") if first else None, finish_reason=choice.get("finish_reason")
+    )
     content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
     if isinstance(content, list):
         turn.logprobs = [{"token": t.get("token"), "logprob": t.get("logprob")} for t in content if isinstance(t, dict)]
@@ -455,8 +492,14 @@ class Trajectory:
 def summarize(trajectories: list[Trajectory]) -> dict[str, float]:
     """Reward mean and std, success rate, mean steps and tool-error rate."""
     if not trajectories:
-        return {"episodes": 0, "reward_mean": 0.0, "reward_std": 0.0, "success_rate": 0.0,
-                "mean_steps": 0.0, "tool_error_rate": 0.0}
+        return {
+            "episodes": 0,
+            "reward_mean": 0.0,
+            "reward_std": 0.0,
+            "success_rate": 0.0,
+            "mean_steps": 0.0,
+            "tool_error_rate": 0.0,
+        }
     rewards = [t.reward for t in trajectories]
     calls = sum(t.num_steps for t in trajectories)
     return {
@@ -485,8 +528,10 @@ def _env_factory(env: Any, mode_options: dict[str, Any]) -> tuple[Callable[[], A
     if _is_url(env):
         return (lambda: make_async(env, **mode_options)), str(env), True
     if not isinstance(env, str | Path | EnvSpec):
-        raise ConfigError(f"rollout needs an environment name, env-file path, EnvSpec, server URL, env object "
-                          f"or a function making one; got {type(env).__name__}")
+        raise ConfigError(
+            f"rollout needs an environment name, env-file path, EnvSpec, server URL, env object "
+            f"or a function making one; got {type(env).__name__}"
+        )
     environment = load_environment(env, **mode_options)
 
     def make() -> AsyncEnv:
@@ -517,8 +562,13 @@ def _normalize_message(message: dict[str, Any], turn: int) -> tuple[dict[str, An
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):  # some servers send an object; keep the wire form a string
             arguments = json.dumps(arguments)
-        calls.append({"id": str(call.get("id") or f"call_{turn}_{i}"), "type": "function",
-                      "function": {"name": str(function.get("name") or ""), "arguments": arguments}})
+        calls.append(
+            {
+                "id": str(call.get("id") or f"call_{turn}_{i}"),
+                "type": "function",
+                "function": {"name": str(function.get("name") or ""), "arguments": arguments},
+            }
+        )
     out: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
     if message.get("reasoning_content"):
         out["reasoning_content"] = message["reasoning_content"]
@@ -539,11 +589,22 @@ def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: int, env_name: str,
-                       seed: int | None, task_id: str | None = None, max_steps: int = 30,
-                       system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                       close: bool = True, sample: int = 0, key: str | None = None,
-                       action_style: str = "tools") -> Trajectory:
+async def play_episode(
+    make_env: Callable[[], Any],
+    policy: Policy,
+    *,
+    index: int,
+    env_name: str,
+    seed: int | None,
+    task_id: str | None = None,
+    max_steps: int = 30,
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    model: str | None = None,
+    close: bool = True,
+    sample: int = 0,
+    key: str | None = None,
+    action_style: str = "tools",
+) -> Trajectory:
     """Play one episode: reset, then ask the policy and run its tool calls (or, with
     ``action_style="codeact"``, its code blocks: see :mod:`.codeact`) until the end."""
     env = make_env()
@@ -569,9 +630,22 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
         messages.append({"role": "user", "content": prompt})
         steps: list[dict[str, Any]] = []
         usage: dict[str, int] = {}
-        traj = Trajectory(episode=index, env=env_name, seed=state.seed, task_id=state.task_id, prompt=prompt,
-                          episode_id=state.episode_id, model=model, messages=messages, tools=tools, steps=[],
-                          usage={}, key=key, sample=sample, completions=[])
+        traj = Trajectory(
+            episode=index,
+            env=env_name,
+            seed=state.seed,
+            task_id=state.task_id,
+            prompt=prompt,
+            episode_id=state.episode_id,
+            model=model,
+            messages=messages,
+            tools=tools,
+            steps=[],
+            usage={},
+            key=key,
+            sample=sample,
+            completions=[],
+        )
         steps: list[dict[str, Any]] = traj.steps
         if action_style == "codeact":
             from .codeact import play_codeact_turns
@@ -607,14 +681,18 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
             for call in calls:
                 fname: str = call["function"]["name"]
                 raw: str = call["function"]["arguments"]
-                step: dict[str, Any] = {"index": len(steps), "turn": traj.turns, "tool_call_id": call["id"],
-                                        "name": back.get(fname, fname), "arguments": None,
-                                        "raw_arguments": raw}
+                step: dict[str, Any] = {
+                    "index": len(steps),
+                    "turn": traj.turns,
+                    "tool_call_id": call["id"],
+                    "name": back.get(fname, fname),
+                    "arguments": None,
+                    "raw_arguments": raw,
+                }
                 if traj.stop_reason != "running" or len(steps) >= max_steps:
                     why = "the episode has ended" if traj.stop_reason != "running" else "the step budget is spent"
                     result = _error_result(f"Not executed: {why}.")
-                    step.update(skipped=True, reward=0.0, done=traj.done, truncated=traj.truncated,
-                                elapsed_ms=0.0)
+                    step.update(skipped=True, reward=0.0, done=traj.done, truncated=traj.truncated, elapsed_ms=0.0)
                 else:
                     arguments, problem = _parse_arguments(raw)
                     step["arguments"] = arguments
@@ -649,8 +727,13 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
             traj.reward = final.cumulative_reward
         except OpenEnvError:
             pass
-        traj.timings = {"started_at": started_at.isoformat(), "total_s": round(time.perf_counter() - t0, 4),
-                        "reset_s": round(reset_s, 4), "model_s": round(model_s, 4), "env_s": round(env_s, 4)}
+        traj.timings = {
+            "started_at": started_at.isoformat(),
+            "total_s": round(time.perf_counter() - t0, 4),
+            "reset_s": round(reset_s, 4),
+            "model_s": round(model_s, 4),
+            "env_s": round(env_s, 4),
+        }
         return traj
     finally:
         if close:
@@ -658,13 +741,25 @@ async def play_episode(make_env: Callable[[], Any], policy: Policy, *, index: in
                 await env.close()
 
 
-async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: int = 1, max_steps: int = 30,
-                  seed: int | None = 0, task_id: str | None = None,
-                  system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                  on_episode: Callable[[Trajectory], Any] | None = None, all_tasks: bool = False,
-                  repeat: int = 1, n: int = 1, skip: Collection[str] = (),
-                  action_style: str = "tools",
-                  **env_options: Any) -> list[Trajectory]:
+async def rollout(
+    env: Any,
+    policy: Policy,
+    *,
+    episodes: int = 1,
+    concurrency: int = 1,
+    max_steps: int = 30,
+    seed: int | None = 0,
+    task_id: str | None = None,
+    system_prompt: str | None = DEFAULT_SYSTEM_PROMPT,
+    model: str | None = None,
+    on_episode: Callable[[Trajectory], Any] | None = None,
+    all_tasks: bool = False,
+    repeat: int = 1,
+    n: int = 1,
+    skip: Collection[str] = (),
+    action_style: str = "tools",
+    **env_options: Any,
+) -> list[Trajectory]:
     """Play ``episodes`` episodes of ``env`` with ``policy``, at most ``concurrency`` at a time.
 
     Args:
@@ -704,25 +799,40 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
         raise ConfigError(f"action_style must be 'tools' or 'codeact', not {action_style!r}")
     make_env, name, reusable = _env_factory(env, env_options)
     if not reusable and concurrency > 1:
-        raise ConfigError("one env instance plays one episode at a time: pass an environment name, URL or "
-                          "factory for concurrency > 1")
+        raise ConfigError(
+            "one env instance plays one episode at a time: pass an environment name, URL or factory for concurrency > 1"
+        )
     if model is None:
         model = getattr(policy, "model", None)
     plan = _plan(env, make_env, episodes=episodes, seed=seed, task_id=task_id, all_tasks=all_tasks, repeat=repeat)
     results: list[Trajectory] = []
     limiter = anyio.Semaphore(concurrency)
     groups = {(t, s): _Group(policy, n) for t, s in plan}
-    todo = [(i * n + k, t, s, k) for i, (t, s) in enumerate(plan) for k in range(n)
-            if s is None or episode_key(s, t, k) not in skip]
+    todo = [
+        (i * n + k, t, s, k)
+        for i, (t, s) in enumerate(plan)
+        for k in range(n)
+        if s is None or episode_key(s, t, k) not in skip
+    ]
 
     async def one(index: int, pinned: str | None, episode_seed: int | None, sample: int) -> None:
         async with limiter:
             member = groups[(pinned, episode_seed)].member(sample) if n > 1 else policy
-            traj = await play_episode(make_env, member, index=index, env_name=name, seed=episode_seed,
-                                      task_id=pinned, max_steps=max_steps, system_prompt=system_prompt,
-                                      model=model, close=reusable, sample=sample,
-                                      key=None if episode_seed is None else episode_key(episode_seed, pinned, sample),
-                                      action_style=action_style)
+            traj = await play_episode(
+                make_env,
+                member,
+                index=index,
+                env_name=name,
+                seed=episode_seed,
+                task_id=pinned,
+                max_steps=max_steps,
+                system_prompt=system_prompt,
+                model=model,
+                close=reusable,
+                sample=sample,
+                key=None if episode_seed is None else episode_key(episode_seed, pinned, sample),
+                action_style=action_style,
+            )
             results.append(traj)
             if on_episode is not None:
                 out = on_episode(traj)
@@ -743,19 +853,32 @@ async def rollout(env: Any, policy: Policy, *, episodes: int = 1, concurrency: i
     return sorted(results, key=lambda t: t.episode)
 
 
-def _plan(env: Any, make_env: Callable[[], Any], *, episodes: int, seed: int | None, task_id: str | None,
-          all_tasks: bool, repeat: int) -> list[tuple[str | None, int | None]]:
+def _plan(
+    env: Any,
+    make_env: Callable[[], Any],
+    *,
+    episodes: int,
+    seed: int | None,
+    task_id: str | None,
+    all_tasks: bool,
+    repeat: int,
+) -> list[tuple[str | None, int | None]]:
     """The (task_id, seed) of every planned episode."""
     if not all_tasks and repeat == 1:
         if seed is None:
             return [(task_id, None) for _ in range(episodes)]
         return [(task_id, seed + i) for i in range(episodes)]
-    environment = getattr(make_env, "environment", None) or getattr(env, "environment", None) \
+    environment = (
+        getattr(make_env, "environment", None)
+        or getattr(env, "environment", None)
         or getattr(getattr(env, "unwrapped", None), "environment", None)
+    )
     tasks = getattr(environment, "tasks", None)
     if tasks is None:
-        raise ConfigError("all_tasks/repeat need the environment's task list: give an environment name, env file "
-                          "or AsyncEnv, not a server URL or a factory")
+        raise ConfigError(
+            "all_tasks/repeat need the environment's task list: give an environment name, env file "
+            "or AsyncEnv, not a server URL or a factory"
+        )
     return tasks.order(episodes, seed=seed or 0, all_tasks=all_tasks, repeat=repeat, task_id=task_id)
 
 
@@ -806,12 +929,25 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
 
     async def main() -> list[Trajectory]:
         nonlocal retries, resumed, dropped
-        policy = OpenAIPolicy(args.base_url, args.model, api_key, temperature=args.temperature,
-                              max_tokens=args.max_tokens, timeout=args.timeout, max_retries=args.max_retries,
-                              max_connections=max(args.concurrency, 1), logprobs=args.logprobs,
-                              token_ids=args.token_ids)
-        columns = [TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("reward {task.fields[mean]:.2f}"), TimeElapsedColumn()]
+        policy = OpenAIPolicy(
+            args.base_url,
+            args.model,
+            api_key,
+            temperature=args.temperature,
+            max_tokens=args.max_tokens,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            max_connections=max(args.concurrency, 1),
+            logprobs=args.logprobs,
+            token_ids=args.token_ids,
+        )
+        columns = [
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("reward {task.fields[mean]:.2f}"),
+            TimeElapsedColumn(),
+        ]
         done: list[Trajectory] = []
         with TrajectoryFile(out, env_name) as fh, Progress(*columns, console=err_console) as bar:
             resumed, dropped = len(fh.finished), fh.dropped_bytes
@@ -823,12 +959,24 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
                 bar.update(job, advance=1, mean=statistics.fmean(t.reward for t in done))
 
             try:
-                return await rollout(args.env, policy, episodes=args.episodes, concurrency=args.concurrency,
-                                     max_steps=args.max_steps, seed=args.seed, task_id=args.task,
-                                     system_prompt=args.system or DEFAULT_SYSTEM_PROMPT, model=args.model,
-                                     on_episode=write, all_tasks=args.all_tasks, repeat=args.repeat, n=args.n,
-                                     skip=set(fh.finished), action_style=getattr(args, "action_style", "tools"),
-                                     **options)
+                return await rollout(
+                    args.env,
+                    policy,
+                    episodes=args.episodes,
+                    concurrency=args.concurrency,
+                    max_steps=args.max_steps,
+                    seed=args.seed,
+                    task_id=args.task,
+                    system_prompt=args.system or DEFAULT_SYSTEM_PROMPT,
+                    model=args.model,
+                    on_episode=write,
+                    all_tasks=args.all_tasks,
+                    repeat=args.repeat,
+                    n=args.n,
+                    skip=set(fh.finished),
+                    action_style=getattr(args, "action_style", "tools"),
+                    **options,
+                )
             finally:
                 retries = policy.retries
                 await policy.aclose()
@@ -838,8 +986,13 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
     table = Table(title=f"rollout: {args.env} · {args.model} · {len(trajectories)} episodes")
     for col in ("reward mean", "reward std", "success rate", "mean steps", "tool-error rate"):
         table.add_column(col, justify="right")
-    table.add_row(f"{stats['reward_mean']:.3f}", f"{stats['reward_std']:.3f}", f"{stats['success_rate']:.0%}",
-                  f"{stats['mean_steps']:.1f}", f"{stats['tool_error_rate']:.1%}")
+    table.add_row(
+        f"{stats['reward_mean']:.3f}",
+        f"{stats['reward_std']:.3f}",
+        f"{stats['success_rate']:.0%}",
+        f"{stats['mean_steps']:.1f}",
+        f"{stats['tool_error_rate']:.1%}",
+    )
     console.print(table)
     extra = f" ({retries} model-server retries)" if retries else ""
     if resumed:

@@ -36,10 +36,9 @@ def stubs(tools: list[Tool]) -> str:
     """Python stubs of the tools: ``def name(signature):`` and the docstring, as the interpreter has them."""
     out = []
     for tool in tools:
-        fn = make_function(tool.model_dump(mode="json", by_alias=True, include={"name", "description",
-                                                                               "input_schema"}))
+        fn = make_function(tool.model_dump(mode="json", by_alias=True, include={"name", "description", "input_schema"}))
         doc = "\n".join(("    " + line).rstrip() for line in (fn.__doc__ or "").splitlines())
-        out.append(f"def {fn.__name__}{fn.__signature__}:\n    \"\"\"\n{doc}\n    \"\"\"")
+        out.append(f'def {fn.__name__}{fn.__signature__}:\n    """\n{doc}\n    """')
     return "\n\n".join(out)
 
 
@@ -48,8 +47,9 @@ def code_blocks(text: str | None) -> list[str]:
     return [block for block in _BLOCK.findall(text or "") if block.strip()]
 
 
-async def play_codeact_turns(env: Any, policy_ask: Any, traj: Any, messages: list[dict[str, Any]],
-                             max_steps: int) -> float:
+async def play_codeact_turns(
+    env: Any, policy_ask: Any, traj: Any, messages: list[dict[str, Any]], max_steps: int
+) -> float:
     """The turn loop of one CodeAct episode (``traj`` and ``messages`` are filled in); returns env seconds."""
     from . import _normalize_message, result_text
 
@@ -79,11 +79,22 @@ async def play_codeact_turns(env: Any, policy_ask: Any, traj: Any, messages: lis
             elapsed = time.perf_counter() - e0
             env_s += elapsed
             run = obs.result.structured_content if obs.result is not None else {}
-            steps.append({"index": len(steps), "turn": traj.turns, "name": "run_code", "code": code,
-                          "calls": run.get("calls", []), "arguments": {"code": code},
-                          "result": obs.result.model_dump(mode="json", by_alias=True, exclude_none=True),
-                          "is_error": bool(obs.result.is_error), "reward": obs.reward, "done": obs.done,
-                          "truncated": obs.truncated, "elapsed_ms": round(elapsed * 1000, 3)})
+            steps.append(
+                {
+                    "index": len(steps),
+                    "turn": traj.turns,
+                    "name": "run_code",
+                    "code": code,
+                    "calls": run.get("calls", []),
+                    "arguments": {"code": code},
+                    "result": obs.result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                    "is_error": bool(obs.result.is_error),
+                    "reward": obs.reward,
+                    "done": obs.done,
+                    "truncated": obs.truncated,
+                    "elapsed_ms": round(elapsed * 1000, 3),
+                }
+            )
             traj.reward += obs.reward
             traj.done, traj.truncated = obs.done, obs.truncated
             if obs.done:

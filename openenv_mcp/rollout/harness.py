@@ -26,12 +26,13 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import anyio
 import httpx
@@ -89,8 +90,11 @@ class Recorder(httpx.AsyncBaseTransport):
             self.exchanges.append((json.loads(request.content), json.loads(body)))
         except ValueError:
             pass  # a streamed or non-JSON answer is passed on unrecorded
-        headers = [(k, v) for k, v in response.headers.items() if k.lower() not in ("content-encoding", "content-length",
-                                                                                      "transfer-encoding")]
+        headers = [
+            (k, v)
+            for k, v in response.headers.items()
+            if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        ]
         return httpx.Response(response.status_code, headers=headers, content=body, request=request)
 
     async def aclose(self) -> None:
@@ -132,9 +136,18 @@ def steps_from(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             text = results.get(call.get("id"))
             if isinstance(text, list):
                 text = "\n".join(str(p.get("text", "")) for p in text if isinstance(p, dict))
-            steps.append({"index": len(steps), "turn": turn, "tool_call_id": call.get("id"), "name": fn.get("name"),
-                          "arguments": arguments, "raw_arguments": raw, "result_text": text,
-                          "is_error": isinstance(text, str) and text.lower().startswith("error")})
+            steps.append(
+                {
+                    "index": len(steps),
+                    "turn": turn,
+                    "tool_call_id": call.get("id"),
+                    "name": fn.get("name"),
+                    "arguments": arguments,
+                    "raw_arguments": raw,
+                    "result_text": text,
+                    "is_error": isinstance(text, str) and text.lower().startswith("error"),
+                }
+            )
     return steps
 
 
@@ -154,8 +167,13 @@ Harness = Callable[[str, str, str, Recorder], Awaitable[Run]]
 def _openai_client(base_url: str, api_key: str | None, timeout: float, recorder: Recorder) -> Any:
     from openai import AsyncOpenAI
 
-    return AsyncOpenAI(base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=2,
-                       http_client=httpx.AsyncClient(transport=recorder, timeout=timeout))
+    return AsyncOpenAI(
+        base_url=base_url,
+        api_key=api_key or "not-needed",
+        timeout=timeout,
+        max_retries=2,
+        http_client=httpx.AsyncClient(transport=recorder, timeout=timeout),
+    )
 
 
 def openai_agents(base_url: str, model: str, api_key: str | None, max_steps: int, timeout: float) -> Harness:
@@ -165,13 +183,19 @@ def openai_agents(base_url: str, model: str, api_key: str | None, max_steps: int
 
     async def run(mcp_url: str, prompt: str, system: str, recorder: Recorder) -> Run:
         client = _openai_client(base_url, api_key, timeout, recorder)
-        async with MCPServerStreamableHttp({"url": mcp_url, "timeout": timeout}, name="environment",
-                                           client_session_timeout_seconds=timeout) as server:
-            agent = Agent(name="agent", instructions=system, mcp_servers=[server],
-                          model=OpenAIChatCompletionsModel(model=model, openai_client=client))
+        async with MCPServerStreamableHttp(
+            {"url": mcp_url, "timeout": timeout}, name="environment", client_session_timeout_seconds=timeout
+        ) as server:
+            agent = Agent(
+                name="agent",
+                instructions=system,
+                mcp_servers=[server],
+                model=OpenAIChatCompletionsModel(model=model, openai_client=client),
+            )
             try:
-                result = await Runner.run(agent, prompt, max_turns=max_steps + 1,
-                                          run_config=RunConfig(tracing_disabled=True))
+                result = await Runner.run(
+                    agent, prompt, max_turns=max_steps + 1, run_config=RunConfig(tracing_disabled=True)
+                )
             except MaxTurnsExceeded:
                 return Run(None, "max_steps")
             return Run(json.loads(json.dumps(result.to_input_list(), default=str)), "harness_stopped")
@@ -190,12 +214,16 @@ def pydantic_ai(base_url: str, model: str, api_key: str | None, max_steps: int, 
 
     async def run(mcp_url: str, prompt: str, system: str, recorder: Recorder) -> Run:
         client = _openai_client(base_url, api_key, timeout, recorder)
-        agent = Agent(OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client)),
-                      toolsets=[MCPToolset(mcp_url)], instructions=system)
+        agent = Agent(
+            OpenAIChatModel(model, provider=OpenAIProvider(openai_client=client)),
+            toolsets=[MCPToolset(mcp_url)],
+            instructions=system,
+        )
         try:
             async with agent:
-                result = await agent.run(prompt, usage_limits=UsageLimits(request_limit=max_steps + 1,
-                                                                          tool_calls_limit=max_steps))
+                result = await agent.run(
+                    prompt, usage_limits=UsageLimits(request_limit=max_steps + 1, tool_calls_limit=max_steps)
+                )
         except UsageLimitExceeded:
             return Run(None, "max_steps")
         return Run(ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json"), "harness_stopped")
@@ -213,11 +241,11 @@ class CommandHarness:
     def __init__(self, command: str, base_url: str, model: str, api_key: str | None) -> None:
         self.argv = shlex.split(command)
         if not self.argv:
-            raise ConfigError("--harness-cmd is empty; give a command, e.g. 'my-agent --mcp {mcp_url} "
-                              "--task {prompt_file}'")
+            raise ConfigError(
+                "--harness-cmd is empty; give a command, e.g. 'my-agent --mcp {mcp_url} --task {prompt_file}'"
+            )
         if not any("{mcp_url}" in a or "{mcp_config}" in a for a in self.argv):
-            raise ConfigError("--harness-cmd must pass the episode's MCP address: put {mcp_url} or {mcp_config} "
-                              "in it")
+            raise ConfigError("--harness-cmd must pass the episode's MCP address: put {mcp_url} or {mcp_config} in it")
         self.base_url, self.model, self.api_key = base_url, model, api_key
 
     async def __call__(self, mcp_url: str, prompt: str, system: str, recorder: Recorder) -> Run:
@@ -226,16 +254,26 @@ class CommandHarness:
             prompt_file.write_text(prompt)
             config = Path(folder) / "mcp.json"
             config.write_text(json.dumps({"mcpServers": {"environment": {"type": "http", "url": mcp_url}}}))
-            values = {"mcp_url": mcp_url, "prompt_file": str(prompt_file), "mcp_config": str(config),
-                      "base_url": self.base_url, "model": self.model}
+            values = {
+                "mcp_url": mcp_url,
+                "prompt_file": str(prompt_file),
+                "mcp_config": str(config),
+                "base_url": self.base_url,
+                "model": self.model,
+            }
             argv = [_fill(a, values) for a in self.argv]
-            env = {**os.environ, "OPENENV_MCP_URL": mcp_url, "OPENAI_BASE_URL": self.base_url,
-                   "OPENAI_MODEL": self.model}
+            env = {
+                **os.environ,
+                "OPENENV_MCP_URL": mcp_url,
+                "OPENAI_BASE_URL": self.base_url,
+                "OPENAI_MODEL": self.model,
+            }
             if self.api_key:
                 env["OPENAI_API_KEY"] = self.api_key
             try:
-                proc = await anyio.open_process(argv, env=env, cwd=folder, start_new_session=True,
-                                                stdin=subprocess.DEVNULL)
+                proc = await anyio.open_process(
+                    argv, env=env, cwd=folder, start_new_session=True, stdin=subprocess.DEVNULL
+                )
             except OSError as e:
                 raise ConfigError(f"--harness-cmd could not start {argv[0]!r}: {e}") from e
             out, err = bytearray(), bytearray()
@@ -250,8 +288,7 @@ class CommandHarness:
                     await proc.aclose()
         transcript = {"argv": argv, "exit_code": code, "stdout": _tail(out), "stderr": _tail(err)}
         if code != 0:
-            raise HarnessFailed(f"the harness command exited with status {code}: {_tail(err, 500).strip()}",
-                                transcript)
+            raise HarnessFailed(f"the harness command exited with status {code}: {_tail(err, 500).strip()}", transcript)
         return Run(transcript, "harness_stopped")
 
 
@@ -287,14 +324,25 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def make_harness(name: str | None, command: str | None, *, base_url: str, model: str, api_key: str | None,
-                 max_steps: int, timeout: float) -> tuple[Harness, dict[str, Any]]:
+def make_harness(
+    name: str | None,
+    command: str | None,
+    *,
+    base_url: str,
+    model: str,
+    api_key: str | None,
+    max_steps: int,
+    timeout: float,
+) -> tuple[Harness, dict[str, Any]]:
     """(the harness, ``{"name", "version"}``) for ``--harness NAME`` or ``--harness-cmd CMD``."""
     if (name is None) == (command is None):
         raise ConfigError("give exactly one of --harness NAME or --harness-cmd 'CMD ... {mcp_url} ...'")
     if command is not None:
-        return CommandHarness(command, base_url, model, api_key), {"name": "command", "version": None,
-                                                                    "command": command}
+        return CommandHarness(command, base_url, model, api_key), {
+            "name": "command",
+            "version": None,
+            "command": command,
+        }
     if name not in HARNESSES:
         raise ConfigError(f"unknown harness {name!r}; known: {', '.join(HARNESSES)} (or --harness-cmd)")
     try:
@@ -302,8 +350,9 @@ def make_harness(name: str | None, command: str | None, *, base_url: str, model:
         build = openai_agents if name == "openai-agents" else pydantic_ai
         harness = build(base_url, model, api_key, max_steps, timeout)
     except (PackageNotFoundError, ImportError) as e:
-        raise ConfigError(f"harness {name!r} needs {HARNESSES[name]!r}: pip install 'openenv-mcp[harness]' "
-                          f"({e})") from e
+        raise ConfigError(
+            f"harness {name!r} needs {HARNESSES[name]!r}: pip install 'openenv-mcp[harness]' ({e})"
+        ) from e
     return harness, {"name": name, "version": release}
 
 
@@ -323,8 +372,11 @@ async def control_plane(env: str, token: str | None) -> AsyncIterator[str]:
     environment = load_environment(env)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(environment, max_episodes=None), log_level="warning",
-                                           ws_per_message_deflate=False, lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(environment, max_episodes=None), log_level="warning", ws_per_message_deflate=False, lifespan="on"
+        )
+    )
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: server.serve(sockets=[sock]))
         try:
@@ -336,13 +388,23 @@ async def control_plane(env: str, token: str | None) -> AsyncIterator[str]:
             server.should_exit = True
 
 
-async def play(url: str, harness: Harness, info: dict[str, Any], *, index: int, seed: int | None,
-               task_id: str | None, system_prompt: str, model: str | None, timeout: float,
-               token: str | None = None) -> HarnessTrajectory:
+async def play(
+    url: str,
+    harness: Harness,
+    info: dict[str, Any],
+    *,
+    index: int,
+    seed: int | None,
+    task_id: str | None,
+    system_prompt: str,
+    model: str | None,
+    timeout: float,
+    token: str | None = None,
+) -> HarnessTrajectory:
     """One episode: create it, let the harness play it over its MCP address, read the reward, close it."""
     from ..client.remote import RemoteAsyncEnv
 
-    started_at = datetime.now(timezone.utc).isoformat()
+    started_at = datetime.now(UTC).isoformat()
     t0 = time.perf_counter()
     env = RemoteAsyncEnv(url, token=token)
     recorder = Recorder()
@@ -350,9 +412,16 @@ async def play(url: str, harness: Harness, info: dict[str, Any], *, index: int, 
         obs = await env.reset(seed=seed, task_id=task_id)
         reset_s = time.perf_counter() - t0
         task = obs.task
-        traj = HarnessTrajectory(episode=index, env=env.name, seed=seed, task_id=task.id if task else None,
-                                 prompt=task.prompt if task else "", episode_id=env.episode_id, model=model,
-                                 harness=info)
+        traj = HarnessTrajectory(
+            episode=index,
+            env=env.name,
+            seed=seed,
+            task_id=task.id if task else None,
+            prompt=task.prompt if task else "",
+            episode_id=env.episode_id,
+            model=model,
+            harness=info,
+        )
         t1 = time.perf_counter()
         try:
             with anyio.fail_after(timeout):
@@ -371,8 +440,12 @@ async def play(url: str, harness: Harness, info: dict[str, Any], *, index: int, 
             traj.stop_reason = "done" if state.done else "truncated"
         traj.messages, traj.tools, traj.usage, traj.turns = recorder.conversation()
         traj.steps = steps_from(traj.messages)
-        traj.timings = {"started_at": started_at, "total_s": round(time.perf_counter() - t0, 4),
-                        "reset_s": round(reset_s, 4), "harness_s": round(harness_s, 4)}
+        traj.timings = {
+            "started_at": started_at,
+            "total_s": round(time.perf_counter() - t0, 4),
+            "reset_s": round(reset_s, 4),
+            "harness_s": round(harness_s, 4),
+        }
         return traj
     finally:
         with anyio.CancelScope(shield=True):
@@ -380,11 +453,21 @@ async def play(url: str, harness: Harness, info: dict[str, Any], *, index: int, 
             await env.close()  # the episode is closed whatever the harness did
 
 
-async def harness_rollout(env: str, harness: Harness, info: dict[str, Any], *, episodes: int = 1,
-                          concurrency: int = 1, seed: int = 0, task_id: str | None = None,
-                          system_prompt: str = DEFAULT_SYSTEM_PROMPT, model: str | None = None,
-                          timeout: float = 600.0, token: str | None = None,
-                          on_episode: Callable[[HarnessTrajectory], None] | None = None) -> list[HarnessTrajectory]:
+async def harness_rollout(
+    env: str,
+    harness: Harness,
+    info: dict[str, Any],
+    *,
+    episodes: int = 1,
+    concurrency: int = 1,
+    seed: int = 0,
+    task_id: str | None = None,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    model: str | None = None,
+    timeout: float = 600.0,
+    token: str | None = None,
+    on_episode: Callable[[HarnessTrajectory], None] | None = None,
+) -> list[HarnessTrajectory]:
     """Play ``episodes`` episodes of ``env`` (name, env file or control-plane URL) with ``harness``."""
     out: list[HarnessTrajectory] = []
     limiter = anyio.Semaphore(max(concurrency, 1))
@@ -392,8 +475,18 @@ async def harness_rollout(env: str, harness: Harness, info: dict[str, Any], *, e
 
         async def one(i: int) -> None:
             async with limiter:
-                traj = await play(url, harness, info, index=i, seed=seed + i, task_id=task_id,
-                                  system_prompt=system_prompt, model=model, timeout=timeout, token=token)
+                traj = await play(
+                    url,
+                    harness,
+                    info,
+                    index=i,
+                    seed=seed + i,
+                    task_id=task_id,
+                    system_prompt=system_prompt,
+                    model=model,
+                    timeout=timeout,
+                    token=token,
+                )
             out.append(traj)
             if on_episode is not None:
                 on_episode(traj)
@@ -414,21 +507,40 @@ def run_harness_command(args: Any, console: Any, err_console: Any) -> int:
     out = Path(args.out)
     if out.parent and not out.parent.exists():
         raise ConfigError(f"cannot write {str(out)!r}: folder {str(out.parent)!r} does not exist")
-    harness, info = make_harness(args.harness, args.harness_cmd, base_url=args.base_url, model=args.model,
-                                 api_key=api_key, max_steps=args.max_steps, timeout=args.timeout)
+    harness, info = make_harness(
+        args.harness,
+        args.harness_cmd,
+        base_url=args.base_url,
+        model=args.model,
+        api_key=api_key,
+        max_steps=args.max_steps,
+        timeout=args.timeout,
+    )
 
     async def main() -> list[HarnessTrajectory]:
         with out.open("w") as fh:
+
             def write(traj: HarnessTrajectory) -> None:
                 fh.write(json.dumps(traj.to_json(), ensure_ascii=False) + "\n")
                 fh.flush()
-                err_console.print(f"episode {traj.episode} ({traj.task_id}): reward {traj.reward:.2f}, "
-                                  f"{traj.stop_reason}" + (f" - {traj.error}" if traj.error else ""))
+                err_console.print(
+                    f"episode {traj.episode} ({traj.task_id}): reward {traj.reward:.2f}, "
+                    f"{traj.stop_reason}" + (f" - {traj.error}" if traj.error else "")
+                )
 
-            return await harness_rollout(args.env, harness, info, episodes=args.episodes,
-                                         concurrency=args.concurrency, seed=args.seed, task_id=args.task,
-                                         system_prompt=args.system or DEFAULT_SYSTEM_PROMPT, model=args.model,
-                                         timeout=args.harness_timeout, on_episode=write)
+            return await harness_rollout(
+                args.env,
+                harness,
+                info,
+                episodes=args.episodes,
+                concurrency=args.concurrency,
+                seed=args.seed,
+                task_id=args.task,
+                system_prompt=args.system or DEFAULT_SYSTEM_PROMPT,
+                model=args.model,
+                timeout=args.harness_timeout,
+                on_episode=write,
+            )
 
     trajectories = anyio.run(main)
     stats = summarize(trajectories)  # type: ignore[arg-type]
@@ -437,8 +549,13 @@ def run_harness_command(args: Any, console: Any, err_console: Any) -> int:
     for col in ("reward mean", "reward std", "success rate", "mean steps", "harness failures"):
         table.add_column(col, justify="right")
     failures = sum(1 for t in trajectories if t.error)
-    table.add_row(f"{stats['reward_mean']:.3f}", f"{stats['reward_std']:.3f}", f"{stats['success_rate']:.0%}",
-                  f"{stats['mean_steps']:.1f}", str(failures))
+    table.add_row(
+        f"{stats['reward_mean']:.3f}",
+        f"{stats['reward_std']:.3f}",
+        f"{stats['success_rate']:.0%}",
+        f"{stats['mean_steps']:.1f}",
+        str(failures),
+    )
     console.print(table)
     console.print(f"wrote {len(trajectories)} trajectories to {out}")
     return 0

@@ -51,8 +51,9 @@ class TrajectoryFile:
             try:  # two runs appending to one file would plan the same episodes twice
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                raise ConfigError(f"another rollout is writing {str(self.path)!r}; wait for it or give another "
-                                  "--out") from None
+                raise ConfigError(
+                    f"another rollout is writing {str(self.path)!r}; wait for it or give another --out"
+                ) from None
             keep = self._read()
             if self.dropped_bytes:
                 os.ftruncate(fd, keep)
@@ -75,11 +76,15 @@ class TrajectoryFile:
                 if row is None or (last and not data.endswith(b"\n")):
                     if last:  # an episode being written when the run died
                         break
-                    raise ConfigError(f"{self.path}:{n} is not a JSON trajectory line; the file is left as "
-                                      "it is: give another --out, or remove that line")
+                    raise ConfigError(
+                        f"{self.path}:{n} is not a JSON trajectory line; the file is left as "
+                        "it is: give another --out, or remove that line"
+                    )
                 if row.get("env") != self.env:
-                    raise ConfigError(f"{self.path}:{n} is a trajectory of environment {row.get('env')!r}, not "
-                                      f"{self.env!r}; give another --out")
+                    raise ConfigError(
+                        f"{self.path}:{n} is a trajectory of environment {row.get('env')!r}, not "
+                        f"{self.env!r}; give another --out"
+                    )
                 if isinstance(row.get("key"), str):
                     self.finished.add(row["key"])
                 self.lines += 1

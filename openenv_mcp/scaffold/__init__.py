@@ -66,8 +66,9 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-async def read_tools(from_command: list[str] | None = None, from_url: str | None = None,
-                     timeout: float = 30.0) -> list[Any]:
+async def read_tools(
+    from_command: list[str] | None = None, from_url: str | None = None, timeout: float = 30.0
+) -> list[Any]:
     """The tools of a running MCP server (a stdio command, or a streamable-HTTP URL), read with the SDK."""
     import anyio
     from mcp import ClientSession
@@ -100,13 +101,15 @@ async def read_tools(from_command: list[str] | None = None, from_url: str | None
             async with streamable_http_client(str(from_url)) as (read, write):
                 return await listing(read, write)
     except TimeoutError:
-        raise ConfigError(f"the MCP server {where!r} did not list its tools within {timeout:g} s"
-                          f"{_stderr_tail(errlog)}") from None
+        raise ConfigError(
+            f"the MCP server {where!r} did not list its tools within {timeout:g} s{_stderr_tail(errlog)}"
+        ) from None
     except Exception as e:  # OSError, an ExceptionGroup from the transport, an MCP error...
         while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
             e = e.exceptions[0]
-        raise ConfigError(f"cannot read the tools of the MCP server {where!r}: {type(e).__name__}: {e}"
-                          f"{_stderr_tail(errlog)}") from None
+        raise ConfigError(
+            f"cannot read the tools of the MCP server {where!r}: {type(e).__name__}: {e}{_stderr_tail(errlog)}"
+        ) from None
     finally:
         errlog.close()
 
@@ -131,7 +134,7 @@ def _stub_arguments(tool: Any, seed: int = 0) -> tuple[dict[str, Any], dict[str,
 
 def _tool_server_toml(s: Scaffold) -> str:
     if s.from_url:
-        return f'url = {_toml_str(s.from_url)}\n'
+        return f"url = {_toml_str(s.from_url)}\n"
     if s.from_command:  # a wrapped third-party server is untrusted: sandboxed unless told otherwise
         lines = f"command = [{', '.join(_toml_str(a) for a in s.from_command)}]\n"
         return lines + f'isolation = "{s.isolation or "sandbox"}"\n'
@@ -142,11 +145,13 @@ def _tool_server_toml(s: Scaffold) -> str:
 
 
 def _env_toml(s: Scaffold, description: str) -> str:
-    return (f"# The {s.name} environment (format: docs/env-file.md of openenv-mcp).\n"
-            f"[env]\nname = {_toml_str(s.name)}\ndescription = {_toml_str(description)}\nmax_steps = 20\n"
-            'tasks = "tasks.jsonl"\nreward = "reward:score"\nsolutions = "solutions"\n\n'
-            f'[[tool_servers]]\nname = "main"\nnamespace = ""\n{_tool_server_toml(s)}'
-            "limits = { call_timeout = 30 }\n")
+    return (
+        f"# The {s.name} environment (format: docs/env-file.md of openenv-mcp).\n"
+        f"[env]\nname = {_toml_str(s.name)}\ndescription = {_toml_str(description)}\nmax_steps = 20\n"
+        'tasks = "tasks.jsonl"\nreward = "reward:score"\nsolutions = "solutions"\n\n'
+        f'[[tool_servers]]\nname = "main"\nnamespace = ""\n{_tool_server_toml(s)}'
+        "limits = { call_timeout = 30 }\n"
+    )
 
 
 def _wrapped_tasks(s: Scaffold) -> tuple[str, str]:
@@ -156,14 +161,19 @@ def _wrapped_tasks(s: Scaffold) -> tuple[str, str]:
         args, bad = _stub_arguments(tool)
         if bad is None:  # a tool that accepts anything: the wrong call names a tool that does not exist
             bad = {}
-        row = {"id": f"{tool.name}-00", "prompt": f"Call the {tool.name} tool with the arguments {json.dumps(args)}.",
-               "data": {"tool": tool.name, "arguments": args, "wrong_arguments": bad}}
+        row = {
+            "id": f"{tool.name}-00",
+            "prompt": f"Call the {tool.name} tool with the arguments {json.dumps(args)}.",
+            "data": {"tool": tool.name, "arguments": args, "wrong_arguments": bad},
+        }
         if i == 0:
             tasks.append(json.dumps(row))
         desc = " ".join((tool.description or "").split())[:100]
-        stubs.append(f"# - {tool.name}: {desc or '(no description)'}{' (the worked task)' if i == 0 else ''}\n"
-                     f"#   input schema: {json.dumps(tool.input_schema, sort_keys=True)[:300]}\n"
-                     f"#   {json.dumps(row)}\n")
+        stubs.append(
+            f"# - {tool.name}: {desc or '(no description)'}{' (the worked task)' if i == 0 else ''}\n"
+            f"#   input schema: {json.dumps(tool.input_schema, sort_keys=True)[:300]}\n"
+            f"#   {json.dumps(row)}\n"
+        )
     return "\n".join(tasks) + "\n", "".join(stubs)
 
 
@@ -174,8 +184,10 @@ def _wrong_for_schemaless(s: Scaffold) -> bool:
 def create(s: Scaffold, description: str | None = None) -> Path:
     """Write the package ``s.name`` under ``s.root``; return its folder. An existing folder is an error."""
     if not _NAME.match(s.name):
-        raise ConfigError(f"environment name {s.name!r} is not valid: use lower-case letters, digits, '-' "
-                          "or '_', starting with a letter (e.g. my-env)")
+        raise ConfigError(
+            f"environment name {s.name!r} is not valid: use lower-case letters, digits, '-' "
+            "or '_', starting with a letter (e.g. my-env)"
+        )
     if s.isolation is not None and s.isolation not in ISOLATIONS:
         raise ConfigError(f"--isolation {s.isolation!r}: choose one of {', '.join(ISOLATIONS)}")
     if s.from_url and s.isolation not in (None, "remote"):
@@ -189,14 +201,28 @@ def create(s: Scaffold, description: str | None = None) -> Path:
         raise ConfigError(f"{str(target)!r} already exists: choose another name or remove it")
     wrapped = bool(s.from_command or s.from_url)
     where = shlex.join(s.from_command) if s.from_command else s.from_url
-    description = description or (f"Tools of the MCP server {where}." if wrapped
-                                  else f"The {s.name} environment: reverse a text with the reverse tool.")
-    runs = ("in-process (trusted Python, the fastest)" if s.isolation in (None, "inprocess")
-            else f"behind the {s.isolation} boundary (`python -m {s.pkg}.server` over stdio)")
-    layout = (f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n" if wrapped else
-              f"| `{s.pkg}/server.py` | the tool server: a FastMCP server; add tools with `@server.tool` |\n")
-    values = {"NAME": s.name, "PKG": s.pkg, "DESCRIPTION": description.replace('"', "'"), "RUNS": runs,
-              "LAYOUT_ROWS": layout}
+    description = description or (
+        f"Tools of the MCP server {where}."
+        if wrapped
+        else f"The {s.name} environment: reverse a text with the reverse tool."
+    )
+    runs = (
+        "in-process (trusted Python, the fastest)"
+        if s.isolation in (None, "inprocess")
+        else f"behind the {s.isolation} boundary (`python -m {s.pkg}.server` over stdio)"
+    )
+    layout = (
+        f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n"
+        if wrapped
+        else f"| `{s.pkg}/server.py` | the tool server: a FastMCP server; add tools with `@server.tool` |\n"
+    )
+    values = {
+        "NAME": s.name,
+        "PKG": s.pkg,
+        "DESCRIPTION": description.replace('"', "'"),
+        "RUNS": runs,
+        "LAYOUT_ROWS": layout,
+    }
     kind = "wrap" if wrapped else "plain"
     files: dict[str, str] = {
         "pyproject.toml": _template("common", "pyproject.toml.tmpl"),
@@ -215,11 +241,12 @@ def create(s: Scaffold, description: str | None = None) -> Path:
         if _wrong_for_schemaless(s):
             files[f"{s.pkg}/solutions.py"] = files[f"{s.pkg}/solutions.py"].replace(
                 'task.data["tool"], "arguments": task.data["wrong_arguments"]',
-                'task.data["tool"] + "_no_such_tool", "arguments": {}')
+                'task.data["tool"] + "_no_such_tool", "arguments": {}',
+            )
         files[f"{s.pkg}/solutions.py"] += (
             "\n\n# Task stubs, one per tool of the wrapped server. To add one: write a real prompt, put the line\n"
-            "# into tasks.jsonl (one JSON object a line), and make reward.py check what the task asks for.\n"
-            + stubs)
+            "# into tasks.jsonl (one JSON object a line), and make reward.py check what the task asks for.\n" + stubs
+        )
     else:
         files[f"{s.pkg}/tasks.jsonl"] = _template("plain", "tasks.jsonl.tmpl")
         files[f"{s.pkg}/server.py"] = _template("plain", "server.py.tmpl")

@@ -81,11 +81,22 @@ class Edge:
     the MCP face directly, skipping the router on the hottest path.
     """
 
-    def __init__(self, app: ASGIApp, *, mcp: ASGIApp, ws: ASGIApp | None, metrics: Metrics,
-                 allowed_hosts: Sequence[str],
-                 allowed_origins: Sequence[str], token: str | None, max_request_bytes: int,
-                 public: Callable[[str], bool], episode_mcp: bool, admin_token: str | None = None,
-                 capability: Callable[[str, str], bool] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        mcp: ASGIApp,
+        ws: ASGIApp | None,
+        metrics: Metrics,
+        allowed_hosts: Sequence[str],
+        allowed_origins: Sequence[str],
+        token: str | None,
+        max_request_bytes: int,
+        public: Callable[[str], bool],
+        episode_mcp: bool,
+        admin_token: str | None = None,
+        capability: Callable[[str, str], bool] | None = None,
+    ) -> None:
         self.app = app
         self.mcp = mcp
         self.ws = ws
@@ -120,8 +131,17 @@ class Edge:
             return False
         return f"{scheme}://{_split_host(rest)}" in self.origins
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str,
-                      reason: str, headers: dict[str, str] | None = None) -> None:
+    async def _refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        status: int,
+        code: str,
+        message: str,
+        reason: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.metrics.rejected_request(reason)
         if scope["type"] == "websocket":
             # Before accept: uvicorn answers the handshake with HTTP 403.
@@ -150,26 +170,49 @@ class Edge:
                 length = value
         if host is None or not self._host_ok(host.decode("latin-1")):
             shown = host.decode("latin-1") if host is not None else "(none)"
-            await self._refuse(scope, receive, send, 421, "invalid_host",
-                               f"Invalid Host header {shown!r}: this server answers for {self.allowed_text} "
-                               "(DNS-rebinding protection); start it with --allowed-host NAME to allow another",
-                               "host")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                421,
+                "invalid_host",
+                f"Invalid Host header {shown!r}: this server answers for {self.allowed_text} "
+                "(DNS-rebinding protection); start it with --allowed-host NAME to allow another",
+                "host",
+            )
             return
         if origin is not None and not self._origin_ok(origin.decode("latin-1")):
-            await self._refuse(scope, receive, send, 403, "invalid_origin",
-                               f"Invalid Origin header {origin.decode('latin-1')!r} (DNS-rebinding protection); "
-                               "start the server with --allowed-origin ORIGIN to allow it", "origin")
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                403,
+                "invalid_origin",
+                f"Invalid Origin header {origin.decode('latin-1')!r} (DNS-rebinding protection); "
+                "start the server with --allowed-origin ORIGIN to allow it",
+                "origin",
+            )
             return
         admin = self.admin is not None and auth is not None and hmac.compare_digest(auth, self.admin)
         if admin:
             scope = dict(scope)
             scope[ADMIN_SCOPE_KEY] = True
-        elif self.auth is not None and (auth is None or not hmac.compare_digest(auth, self.auth)) \
-                and not self._holds_capability(path):
-            await self._refuse(scope, receive, send, 401, "unauthorized",
-                               "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
-                               "(the --token the server was started with)", "token",
-                               {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'})
+        elif (
+            self.auth is not None
+            and (auth is None or not hmac.compare_digest(auth, self.auth))
+            and not self._holds_capability(path)
+        ):
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                401,
+                "unauthorized",
+                "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                "(the --token the server was started with)",
+                "token",
+                {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'},
+            )
             return
         if kind == "http" and length is not None:
             try:
@@ -177,9 +220,15 @@ class Edge:
             except ValueError:
                 size = 0
             if size > self.max_bytes:
-                await self._refuse(scope, receive, send, 413, "request_too_large",
-                                   f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes "
-                                   "(--max-request-bytes)", "too_large")
+                await self._refuse(
+                    scope,
+                    receive,
+                    send,
+                    413,
+                    "request_too_large",
+                    f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes (--max-request-bytes)",
+                    "too_large",
+                )
                 return
         elif kind == "http":  # a streamed body: count it as it comes
             started = False
@@ -202,8 +251,12 @@ class Edge:
     def _holds_capability(self, path: str) -> bool:
         """``/episodes/{id}/{key}/mcp`` with a live episode's key: the address is its own credential."""
         found = _episode_mcp_path(path) if self.episode_mcp else None
-        return (found is not None and found[1] is not None and self.capability is not None
-                and self.capability(found[0], found[1]))
+        return (
+            found is not None
+            and found[1] is not None
+            and self.capability is not None
+            and self.capability(found[0], found[1])
+        )
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
         if scope["type"] == "http":
@@ -242,7 +295,7 @@ def _episode_mcp_path(path: str) -> tuple[str, str | None] | None:
     """``/episodes/{id}/{key}/mcp`` -> ``(id, key)``; ``/episodes/{id}/mcp`` -> ``(id, None)``; else ``None``."""
     if not path.startswith("/episodes/"):
         return None
-    parts = path[len("/episodes/"):].rstrip("/").split("/")
+    parts = path[len("/episodes/") :].rstrip("/").split("/")
     if len(parts) == 2 and parts[1] == "mcp" and parts[0]:
         return parts[0], None
     if len(parts) == 3 and parts[2] == "mcp" and parts[0] and parts[1]:
@@ -308,17 +361,26 @@ def create_app(
     if mode not in ("sim", "prod"):
         raise ConfigError(f"mode must be 'sim' or 'prod', got {mode!r}")
     if mode != environment.mode:
-        raise ConfigError(f"the environment was loaded in {environment.mode!r} mode but the server runs in "
-                          f"{mode!r} mode; load it with Environment(spec, mode={mode!r})")
+        raise ConfigError(
+            f"the environment was loaded in {environment.mode!r} mode but the server runs in "
+            f"{mode!r} mode; load it with Environment(spec, mode={mode!r})"
+        )
     if max_request_bytes <= 0:
         raise ConfigError("max_request_bytes must be a positive number of bytes")
 
     metrics = Metrics()
     manager = EpisodeManager(environment, max_episodes=max_episodes, idle_timeout=idle_timeout, metrics=metrics)
     metrics.live = manager.__len__
-    face = McpFace(manager, metrics, name=environment.name, instructions=environment.spec.description or None,
-                   security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-                   max_request_bytes=max_request_bytes, idle_timeout=idle_timeout, json_response=json_response)
+    face = McpFace(
+        manager,
+        metrics,
+        name=environment.name,
+        instructions=environment.spec.description or None,
+        security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_bytes=max_request_bytes,
+        idle_timeout=idle_timeout,
+        json_response=json_response,
+    )
 
     async def health(request: Request) -> Response:
         return JSONResponse(await health_report(environment, manager, mode))
@@ -358,10 +420,22 @@ def create_app(
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[Middleware(Edge, mcp=OpenEnvMcp(face, plane), ws=control.websocket if control else None, metrics=metrics, allowed_hosts=hosts, allowed_origins=origins,
-                               token=token, admin_token=admin_token, capability=manager.capability_ok,
-                               max_request_bytes=max_request_bytes,
-                               public=_public_paths(public_paths), episode_mcp=mode == "sim")],
+        middleware=[
+            Middleware(
+                Edge,
+                mcp=OpenEnvMcp(face, plane),
+                ws=control.websocket if control else None,
+                metrics=metrics,
+                allowed_hosts=hosts,
+                allowed_origins=origins,
+                token=token,
+                admin_token=admin_token,
+                capability=manager.capability_ok,
+                max_request_bytes=max_request_bytes,
+                public=_public_paths(public_paths),
+                episode_mcp=mode == "sim",
+            )
+        ],
     )
     app.state.environment = environment
     app.state.manager = manager
@@ -388,9 +462,18 @@ def tune_gc(threshold: int = 100_000) -> None:
     gc.set_threshold(threshold, 50, 100)
 
 
-def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str = "sim", log_level: str = "warning",
-          extra_routes: Callable[[Environment, str, str | None], Sequence[BaseRoute]] | None = None,
-          workspace: str | Path | None = None, read_only: bool = False, **options: Any) -> None:
+def serve(
+    target: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    mode: str = "sim",
+    log_level: str = "warning",
+    extra_routes: Callable[[Environment, str, str | None], Sequence[BaseRoute]] | None = None,
+    workspace: str | Path | None = None,
+    read_only: bool = False,
+    **options: Any,
+) -> None:
     """Load ``target`` (a name, env file or folder) in ``mode`` and serve it with uvicorn until stopped.
 
     ``extra_routes(environment, mode, token)`` may add routes (the playground);
@@ -407,12 +490,29 @@ def serve(target: Any, *, host: str = "127.0.0.1", port: int = 8000, mode: str =
     app = create_app(environment, mode=mode, host=host, extra_routes=routes, **options)
     tune_gc()
     max_bytes = options.get("max_request_bytes", DEFAULT_MAX_REQUEST_BYTES)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, ws_max_size=max_bytes + 1024, ws_per_message_deflate=False,
-                backlog=8192, timeout_keep_alive=30, access_log=False, server_header=False)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        ws_max_size=max_bytes + 1024,
+        ws_per_message_deflate=False,
+        backlog=8192,
+        timeout_keep_alive=30,
+        access_log=False,
+        server_header=False,
+    )
 
 
-async def serve_stdio(target: Any, *, mode: str = "sim", seed: int | None = None, task_id: str | None = None,
-                      workspace: str | Path | None = None, read_only: bool = False) -> None:
+async def serve_stdio(
+    target: Any,
+    *,
+    mode: str = "sim",
+    seed: int | None = None,
+    task_id: str | None = None,
+    workspace: str | Path | None = None,
+    read_only: bool = False,
+) -> None:
     """Serve one episode of ``target`` as an MCP server over stdin/stdout (IDE and desktop clients);
     in production on the user's folder ``workspace`` (see ``docs/deploy.md``)."""
     from mcp.server.stdio import stdio_server

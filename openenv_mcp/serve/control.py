@@ -29,11 +29,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from ..core.codeact import RUN_CODE
+from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from ..types import CallTool, ListTools, RunCode, action_from_json
-from .openenv_compat import OpenEnvSocket, is_openenv_message
 from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
+from .openenv_compat import OpenEnvSocket, is_openenv_message
 
 if TYPE_CHECKING:
     from ..core.episode import Episode
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from .metrics import Metrics
 
 __all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "OPS", "Caller", "ControlPlane", "error_body"]
-
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,7 @@ class Caller:
         if not isinstance(key, str):
             raise BadRequest(f"'episode_key' must be a string, got {key!r}")
         return Caller(self.owner, key, self.admin)
+
 
 OPS = ("create", "reset", "step", "state", "close", "batch", "list")
 """The operations of the control plane (the ``op`` of a WebSocket message)."""
@@ -111,8 +111,10 @@ def _episode_id(msg: dict[str, Any]) -> str:
 def _action(msg: dict[str, Any]) -> CallTool | ListTools | RunCode:
     action = msg.get("action")
     if not isinstance(action, dict):
-        raise BadRequest('\'action\' (an object) is required, e.g. {"type": "call_tool", "name": "echo", '
-                         '"arguments": {"text": "hi"}}, {"type": "run_code", "code": "..."} or {"type": "list_tools"}')
+        raise BadRequest(
+            '\'action\' (an object) is required, e.g. {"type": "call_tool", "name": "echo", '
+            '"arguments": {"text": "hi"}}, {"type": "run_code", "code": "..."} or {"type": "list_tools"}'
+        )
     try:
         return action_from_json(action)
     except ValidationError as e:
@@ -144,9 +146,11 @@ class ControlPlane:
         obs = episode.first_observation().model_dump_json(by_alias=True, exclude_none=True)
         trainer_key, agent_key = self.manager.keys(episode.id)
         path = f"/episodes/{episode.id}/{agent_key}/mcp"
-        return (f'{{"episode_id":{_dumps(episode.id)},"episode_key":{_dumps(trainer_key)},'
-                f'"env":{_dumps(episode.env.name)},"mcp_path":{_dumps(path)},'
-                f'"mcp_url":{_dumps(base + path)},"observation":{obs}}}')
+        return (
+            f'{{"episode_id":{_dumps(episode.id)},"episode_key":{_dumps(trainer_key)},'
+            f'"env":{_dumps(episode.env.name)},"mcp_path":{_dumps(path)},'
+            f'"mcp_url":{_dumps(base + path)},"observation":{obs}}}'
+        )
 
     def _episode(self, msg: dict[str, Any], caller: Caller) -> Episode:
         return self.manager.authorize(_episode_id(msg), owner=caller.owner, key=caller.key, admin=caller.admin)
@@ -155,16 +159,18 @@ class ControlPlane:
         return self._created(await self.create_episode(msg, caller), base)
 
     async def create_episode(self, msg: dict[str, Any], caller: Caller) -> Episode:
-        return await self.manager.create(_int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
-                                         owner=caller.owner, **_overrides(msg))
+        return await self.manager.create(
+            _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"), owner=caller.owner, **_overrides(msg)
+        )
 
     async def reset(self, msg: dict[str, Any], caller: Caller, base: str) -> str:
         return self._created(await self.reset_episode(msg, caller), base)
 
     async def reset_episode(self, msg: dict[str, Any], caller: Caller) -> Episode:
         episode = self._episode(msg, caller)
-        return await self.manager.reset(episode.id, _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"),
-                                        **_overrides(msg))
+        return await self.manager.reset(
+            episode.id, _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"), **_overrides(msg)
+        )
 
     async def step(self, msg: dict[str, Any], caller: Caller) -> str:
         episode = self._episode(msg, caller)
@@ -186,8 +192,12 @@ class ControlPlane:
         self.metrics.tool_call(label, "error" if obs.result.is_error else "ok", time.perf_counter() - started, face)
         if isinstance(action, RunCode):
             for call in obs.result.structured_content["calls"]:
-                self.metrics.tool_call(episode.tool_label(call["name"]), "error" if call["result"].get("isError")
-                                       else "ok", call.get("elapsed_ms", 0.0) / 1000, face)
+                self.metrics.tool_call(
+                    episode.tool_label(call["name"]),
+                    "error" if call["result"].get("isError") else "ok",
+                    call.get("elapsed_ms", 0.0) / 1000,
+                    face,
+                )
         return obs
 
     def state(self, msg: dict[str, Any], caller: Caller) -> str:
@@ -233,8 +243,7 @@ class ControlPlane:
         concurrently, items of one episode in their order. One result per item."""
         items = msg.get("items")
         if not isinstance(items, list):
-            raise BadRequest("'items' (a list of operations, e.g. [{\"episode_id\": ..., \"action\": ...}]) "
-                             "is required")
+            raise BadRequest('\'items\' (a list of operations, e.g. [{"episode_id": ..., "action": ...}]) is required')
         results: list[str] = [""] * len(items)
         groups: dict[Any, list[int]] = {}
         for i, item in enumerate(items):
@@ -284,8 +293,9 @@ class ControlPlane:
             parsed = False
             try:
                 if limit is not None and len(raw) > limit:
-                    raise RequestTooLarge(f"message of {len(raw)} bytes exceeds the limit of {limit} bytes "
-                                          "(--max-request-bytes)")
+                    raise RequestTooLarge(
+                        f"message of {len(raw)} bytes exceeds the limit of {limit} bytes (--max-request-bytes)"
+                    )
                 try:
                     msg = json.loads(raw)
                 except ValueError as e:
@@ -318,8 +328,10 @@ class ControlPlane:
                 out = None if parsed else openenv.bad_json(e)  # unreadable: answer in the client's protocol
                 out = out or f'{{"id":{_dumps(rid)},"ok":false,"error":{_dumps(error_body(e))}}}'
             except Exception as e:  # a bug must not kill the connection; say what happened
-                out = (f'{{"id":{_dumps(rid)},"ok":false,"error":'
-                       f'{_dumps({"code": "internal_error", "message": f"{type(e).__name__}: {e}"})}}}')
+                out = (
+                    f'{{"id":{_dumps(rid)},"ok":false,"error":'
+                    f"{_dumps({'code': 'internal_error', 'message': f'{type(e).__name__}: {e}'})}}}"
+                )
             try:
                 await send({"type": "websocket.send", "text": out})
             except Exception:  # the client went away; its episodes are closed below
@@ -372,11 +384,11 @@ class ControlPlane:
                 text = await self.run(msg, caller, base)
             return Response(text, status_code=status, media_type="application/json")
         except OpenEnvError as e:
-            return Response(_dumps({"error": error_body(e)}), status_code=e.http_status,
-                            media_type="application/json")
+            return Response(_dumps({"error": error_body(e)}), status_code=e.http_status, media_type="application/json")
 
-    async def _create_while_connected(self, request: Request, msg: dict[str, Any], caller: Caller,
-                                      base: str) -> str | None:
+    async def _create_while_connected(
+        self, request: Request, msg: dict[str, Any], caller: Caller, base: str
+    ) -> str | None:
         """An HTTP create that is abandoned (and its episode closed) when the client disconnects
         before the answer: no ownerless episode outlives a client that timed out."""
         episode: Episode | None = None

@@ -37,8 +37,7 @@ async def health_report(environment: Environment, manager: EpisodeManager, mode:
     """The ``/health`` document: ``status`` is ``healthy`` (OpenEnv's word), or ``degraded`` when a
     sampled tool server is down."""
     servers: dict[str, dict[str, Any]] = {
-        s.name: {"name": s.name, "isolation": s.isolation, "checked": 0, "unhealthy": 0}
-        for s in environment.servers
+        s.name: {"name": s.name, "isolation": s.isolation, "checked": 0, "unhealthy": 0} for s in environment.servers
     }
     conns = []
     for episode_id in manager.ids()[-SAMPLE:]:
@@ -54,8 +53,9 @@ async def health_report(environment: Environment, manager: EpisodeManager, mode:
         for i in range(len(conns)):
             tg.start_soon(check, i)
     for conn, ok in zip(conns, results, strict=True):
-        entry = servers.setdefault(conn.spec.name, {"name": conn.spec.name, "isolation": conn.spec.isolation,
-                                                    "checked": 0, "unhealthy": 0})
+        entry = servers.setdefault(
+            conn.spec.name, {"name": conn.spec.name, "isolation": conn.spec.isolation, "checked": 0, "unhealthy": 0}
+        )
         entry["checked"] += 1
         entry["unhealthy"] += 0 if ok else 1
     degraded = any(s["unhealthy"] for s in servers.values())

@@ -37,5 +37,7 @@ def landing_routes(environment: Any, headers: dict[str, str]) -> list[BaseRoute]
             e["play"] = "/" if e["served"] else f"openenv-mcp serve {e['name']}"
         return JSONResponse(entries, headers={"Cache-Control": "no-cache", **headers})
 
-    return [Route("/environments", page, methods=["GET", "HEAD"], name="environments"),
-            Route("/environments.json", listing, methods=["GET"], name="environments-json")]
+    return [
+        Route("/environments", page, methods=["GET", "HEAD"], name="environments"),
+        Route("/environments.json", listing, methods=["GET"], name="environments-json"),
+    ]

@@ -91,8 +91,14 @@ class EpisodeManager:
         metrics: where creations and closings are counted.
     """
 
-    def __init__(self, environment: Environment, *, max_episodes: int | None = None,
-                 idle_timeout: float | None = None, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        environment: Environment,
+        *,
+        max_episodes: int | None = None,
+        idle_timeout: float | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
         if max_episodes is not None and max_episodes < 1:
             raise ValueError("max_episodes must be at least 1 (or None for no cap)")
         if idle_timeout is not None and not idle_timeout > 0:
@@ -137,17 +143,21 @@ class EpisodeManager:
         if episode_id in self.reaped:
             return UnknownEpisode(
                 f"episode {episode_id!r} was closed after {self.idle_timeout:g} s idle (--idle-timeout); "
-                "create a new episode")
-        return UnknownEpisode(f"unknown episode {episode_id!r}: never created, closed, or reaped; "
-                              "create one first (op 'create' or POST /episodes)")
+                "create a new episode"
+            )
+        return UnknownEpisode(
+            f"unknown episode {episode_id!r}: never created, closed, or reaped; "
+            "create one first (op 'create' or POST /episodes)"
+        )
 
     # -- capabilities ------------------------------------------------------------
     def keys(self, episode_id: str) -> tuple[str, str]:
         """``(trainer key, agent key)`` of a live episode."""
         return self._keys[episode_id]
 
-    def authorize(self, episode_id: str, *, owner: str | None = None, key: str | None = None,
-                  admin: bool = False) -> Episode:
+    def authorize(
+        self, episode_id: str, *, owner: str | None = None, key: str | None = None, admin: bool = False
+    ) -> Episode:
         """The live episode ``episode_id`` for a trainer: its owner, a holder of its trainer key,
         or the admin. Anyone else gets :class:`UnknownEpisode`, as for an id that does not exist."""
         episode = self.get(episode_id)
@@ -187,7 +197,8 @@ class EpisodeManager:
                 self.metrics.rejected_request("episode_limit")
             raise EpisodeLimit(
                 f"the server is full: {len(self._episodes) + self._creating} live episodes, the cap is {cap} "
-                "(--max-episodes); close episodes you no longer need, or retry later")
+                "(--max-episodes); close episodes you no longer need, or retry later"
+            )
         self._creating += 1
 
     def variant(self, max_steps: int | None = None, call_timeout: float | None = None) -> Environment:
@@ -211,10 +222,17 @@ class EpisodeManager:
             self._variants[key] = env
         return env
 
-    async def create(self, seed: int | None = None, task_id: str | None = None, *,
-                     episode_id: str | None = None, owner: str | None = None,
-                     max_steps: int | None = None, call_timeout: float | None = None,
-                     trainer_key: str | None = None) -> Episode:
+    async def create(
+        self,
+        seed: int | None = None,
+        task_id: str | None = None,
+        *,
+        episode_id: str | None = None,
+        owner: str | None = None,
+        max_steps: int | None = None,
+        call_timeout: float | None = None,
+        trainer_key: str | None = None,
+    ) -> Episode:
         """Create and start an episode (counted against the cap while it starts) with fresh keys
         (``trainer_key`` keeps a reset episode's trainer key)."""
         environment = self.variant(max_steps, call_timeout)
@@ -235,16 +253,30 @@ class EpisodeManager:
         if self.metrics is not None:
             self.metrics.episode_created()
 
-    async def reset(self, episode_id: str, seed: int | None = None, task_id: str | None = None, *,
-                    max_steps: int | None = None, call_timeout: float | None = None) -> Episode:
+    async def reset(
+        self,
+        episode_id: str,
+        seed: int | None = None,
+        task_id: str | None = None,
+        *,
+        max_steps: int | None = None,
+        call_timeout: float | None = None,
+    ) -> Episode:
         """A fresh world under the same id (and owner): the old one is closed first."""
         self.get(episode_id)
         self.variant(max_steps, call_timeout)  # bad options fail before the old world is closed
         owner = self._owner_of.get(episode_id)
         trainer_key = self._keys[episode_id][0]  # the trainer's handle survives; the agent key is new
         await self.close(episode_id, reason="reset")
-        return await self.create(seed, task_id, episode_id=episode_id, owner=owner,
-                                 max_steps=max_steps, call_timeout=call_timeout, trainer_key=trainer_key)
+        return await self.create(
+            seed,
+            task_id,
+            episode_id=episode_id,
+            owner=owner,
+            max_steps=max_steps,
+            call_timeout=call_timeout,
+            trainer_key=trainer_key,
+        )
 
     def _forget(self, episode_id: str) -> Episode | None:
         episode = self._episodes.pop(episode_id, None)

@@ -50,8 +50,14 @@ if TYPE_CHECKING:
     from .manager import EpisodeManager
     from .metrics import Metrics
 
-__all__ = ["EPISODE_KEY_META_KEY", "EPISODE_KEY_SCOPE_KEY", "EPISODE_META_KEY", "EPISODE_SCOPE_KEY",
-           "UNKNOWN_EPISODE_CODE", "McpFace"]
+__all__ = [
+    "EPISODE_KEY_META_KEY",
+    "EPISODE_KEY_SCOPE_KEY",
+    "EPISODE_META_KEY",
+    "EPISODE_SCOPE_KEY",
+    "UNKNOWN_EPISODE_CODE",
+    "McpFace",
+]
 
 EPISODE_META_KEY = "openenv/episode"
 """The ``_meta`` key naming the episode a request is for (a request's ``params._meta``)."""
@@ -68,9 +74,16 @@ EPISODE_KEY_SCOPE_KEY = "openenv.episode_key"
 UNKNOWN_EPISODE_CODE = -32001
 """JSON-RPC error code for an episode that cannot serve the request (unknown, reaped, cap reached)."""
 
-EPISODE_METHODS = frozenset({
-    "tools/list", "tools/call", "resources/list", "resources/read", "prompts/list", "prompts/get",
-})
+EPISODE_METHODS = frozenset(
+    {
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+    }
+)
 """Methods answered by an episode (everything else is protocol: initialize, ping, discover...)."""
 
 _current: contextvars.ContextVar[Episode] = contextvars.ContextVar("openenv_mcp_episode")
@@ -93,9 +106,18 @@ class _SessionManager(StreamableHTTPSessionManager):
 class McpFace:
     """The MCP face of one served environment (an ASGI app for ``/mcp``)."""
 
-    def __init__(self, manager: EpisodeManager, metrics: Metrics, *, name: str, instructions: str | None,
-                 security: TransportSecuritySettings, max_request_bytes: int, idle_timeout: float | None,
-                 json_response: bool = True) -> None:
+    def __init__(
+        self,
+        manager: EpisodeManager,
+        metrics: Metrics,
+        *,
+        name: str,
+        instructions: str | None,
+        security: TransportSecuritySettings,
+        max_request_bytes: int,
+        idle_timeout: float | None,
+        json_response: bool = True,
+    ) -> None:
         self.manager = manager
         self.metrics = metrics
         self._sessions: dict[str, str] = {}  # MCP session id -> episode id
@@ -168,9 +190,12 @@ class McpFace:
                 if not isinstance(episode_id, str):
                     raise MCPError(code=-32602, message=f"_meta[{EPISODE_META_KEY!r}] must be an episode id string")
                 if path_id is not None and episode_id != path_id:
-                    raise MCPError(code=UNKNOWN_EPISODE_CODE, data={"code": "unknown_episode"},
-                                   message=f"this address serves episode {path_id!r} only; "
-                                           f"_meta[{EPISODE_META_KEY!r}] cannot name another episode")
+                    raise MCPError(
+                        code=UNKNOWN_EPISODE_CODE,
+                        data={"code": "unknown_episode"},
+                        message=f"this address serves episode {path_id!r} only; "
+                        f"_meta[{EPISODE_META_KEY!r}] cannot name another episode",
+                    )
                 key = meta.get(EPISODE_KEY_META_KEY)
                 key = key if isinstance(key, str) else scope.get(EPISODE_KEY_SCOPE_KEY) or header_key
                 return self.manager.agent_episode(episode_id, key, admin=admin), False
@@ -192,8 +217,9 @@ class McpFace:
                 if episode_id in self.manager:
                     return self.manager.get(episode_id)
                 err = self.manager.unknown(episode_id)
-                raise type(err)(f"the episode of this MCP session is gone ({err}); "
-                                "start a new session (initialize again)")
+                raise type(err)(
+                    f"the episode of this MCP session is gone ({err}); start a new session (initialize again)"
+                )
             pending = self._creating.get(session_id)
             if pending is None:
                 break

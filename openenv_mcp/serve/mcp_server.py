@@ -27,10 +27,10 @@ from mcp.types import (
     TextResourceContents,
 )
 
+from ..core.codeact import RUN_CODE
 from ..core.episode import Episode
 from ..errors import EpisodeEnded
 from ..isolation.inprocess import error_result
-from ..core.codeact import RUN_CODE
 from ..isolation.interpreter import CODE_LIMIT
 from ..types import CallTool, RunCode
 
@@ -57,13 +57,21 @@ def _offers_task(episode: Episode) -> bool:
 
 
 def _task_prompt(episode: Episode) -> Prompt:
-    return Prompt(name=TASK_PROMPT, title="Task of this episode",
-                  description=f"What to do in this {episode.env.name} episode (task {episode.public_task.id}).")
+    return Prompt(
+        name=TASK_PROMPT,
+        title="Task of this episode",
+        description=f"What to do in this {episode.env.name} episode (task {episode.public_task.id}).",
+    )
 
 
 def _task_resource(episode: Episode) -> Resource:
-    return Resource(uri=TASK_URI, name="task", title="Task of this episode", mime_type="application/json",
-                    description="The episode's task: id, prompt and public data (never grader-only fields).")
+    return Resource(
+        uri=TASK_URI,
+        name="task",
+        title="Task of this episode",
+        mime_type="application/json",
+        description="The episode's task: id, prompt and public data (never grader-only fields).",
+    )
 
 
 def _task_json(episode: Episode) -> str:
@@ -106,8 +114,9 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
         uri = str(params.uri)
         episode = await resolve(ctx)
         if uri == TASK_URI and _offers_task(episode):
-            return ReadResourceResult(contents=[TextResourceContents(uri=TASK_URI, mime_type="application/json",
-                                                                     text=_task_json(episode))])
+            return ReadResourceResult(
+                contents=[TextResourceContents(uri=TASK_URI, mime_type="application/json", text=_task_json(episode))]
+            )
         try:
             return await episode.read_resource(uri)
         except KeyError:
@@ -121,8 +130,12 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
     async def get_prompt(ctx: Any, params: Any) -> GetPromptResult:
         episode = await resolve(ctx)
         if params.name == TASK_PROMPT and _offers_task(episode):
-            return GetPromptResult(description=_task_prompt(episode).description, messages=[
-                PromptMessage(role="user", content=TextContent(type="text", text=episode.public_task.prompt))])
+            return GetPromptResult(
+                description=_task_prompt(episode).description,
+                messages=[
+                    PromptMessage(role="user", content=TextContent(type="text", text=episode.public_task.prompt))
+                ],
+            )
         try:
             return await episode.get_prompt(params.name, params.arguments)
         except KeyError:

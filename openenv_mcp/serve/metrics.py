@@ -100,15 +100,23 @@ class Metrics:
             f"# HELP {p}episodes_closed_total Episodes closed, by reason.",
             f"# TYPE {p}episodes_closed_total counter",
         ]
-        out += [f'{p}episodes_closed_total{{reason="{_label(r)}"}} {n}' for r, n in sorted(self.episodes_closed.items())]
+        out += [
+            f'{p}episodes_closed_total{{reason="{_label(r)}"}} {n}' for r, n in sorted(self.episodes_closed.items())
+        ]
         out += [f"# HELP {p}steps_total Tool-call steps, by face (control, mcp).", f"# TYPE {p}steps_total counter"]
         out += [f'{p}steps_total{{face="{_label(f)}"}} {n}' for f, n in sorted(self.steps.items())]
-        out += [f"# HELP {p}tool_calls_total Tool calls, by tool and outcome (ok, error, failed).",
-                f"# TYPE {p}tool_calls_total counter"]
-        out += [f'{p}tool_calls_total{{tool="{_label(t)}",outcome="{_label(o)}"}} {n}'
-                for (t, o), n in sorted(self.tool_calls.items())]
-        out += [f"# HELP {p}tool_call_duration_seconds Server-side duration of one step.",
-                f"# TYPE {p}tool_call_duration_seconds histogram"]
+        out += [
+            f"# HELP {p}tool_calls_total Tool calls, by tool and outcome (ok, error, failed).",
+            f"# TYPE {p}tool_calls_total counter",
+        ]
+        out += [
+            f'{p}tool_calls_total{{tool="{_label(t)}",outcome="{_label(o)}"}} {n}'
+            for (t, o), n in sorted(self.tool_calls.items())
+        ]
+        out += [
+            f"# HELP {p}tool_call_duration_seconds Server-side duration of one step.",
+            f"# TYPE {p}tool_call_duration_seconds histogram",
+        ]
         running = 0
         for bound, n in zip(BUCKETS, self._buckets, strict=False):
             running += n
@@ -116,7 +124,9 @@ class Metrics:
         out.append(f'{p}tool_call_duration_seconds_bucket{{le="+Inf"}} {self._count}')
         out.append(f"{p}tool_call_duration_seconds_sum {self._sum:.6f}")
         out.append(f"{p}tool_call_duration_seconds_count {self._count}")
-        out += [f"# HELP {p}requests_rejected_total Requests refused at the edge, by reason.",
-                f"# TYPE {p}requests_rejected_total counter"]
+        out += [
+            f"# HELP {p}requests_rejected_total Requests refused at the edge, by reason.",
+            f"# TYPE {p}requests_rejected_total counter",
+        ]
         out += [f'{p}requests_rejected_total{{reason="{_label(r)}"}} {n}' for r, n in sorted(self.rejected.items())]
         return "\n".join(out) + "\n"

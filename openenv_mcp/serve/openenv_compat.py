@@ -43,15 +43,27 @@ if TYPE_CHECKING:
     from ..core.episode import Episode
     from .control import Caller, ControlPlane
 
-__all__ = ["OpenEnvMcp", "OpenEnvSocket", "is_openenv_message", "openenv_action", "openenv_observation",
-           "openenv_routes", "session_id"]
+__all__ = [
+    "OpenEnvMcp",
+    "OpenEnvSocket",
+    "is_openenv_message",
+    "openenv_action",
+    "openenv_observation",
+    "openenv_routes",
+    "session_id",
+]
 
 RESET_FIELDS = ("seed", "task_id", "max_steps", "call_timeout")
 """What ``reset`` data may carry (OpenEnv's ``episode_id`` is accepted and ignored: ids are the server's)."""
 
-ERROR_CODES = {"bad_request": "VALIDATION_ERROR", "config_error": "VALIDATION_ERROR",
-               "request_too_large": "VALIDATION_ERROR", "episode_limit": "CAPACITY_REACHED",
-               "boundary_error": "FACTORY_ERROR", "unknown_episode": "SESSION_ERROR"}
+ERROR_CODES = {
+    "bad_request": "VALIDATION_ERROR",
+    "config_error": "VALIDATION_ERROR",
+    "request_too_large": "VALIDATION_ERROR",
+    "episode_limit": "CAPACITY_REACHED",
+    "boundary_error": "FACTORY_ERROR",
+    "unknown_episode": "SESSION_ERROR",
+}
 """Our error codes -> OpenEnv's ``WSErrorCode`` (anything else: ``EXECUTION_ERROR``)."""
 
 INVALID_PARAMS = -32602
@@ -99,9 +111,11 @@ def openenv_action(data: Any) -> CallTool | ListTools:
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        raise BadRequest(f"invalid action{f' at {where!r}' if where else ''}: {first.get('msg')}; expected "
-                         '{"type": "call_tool", "tool_name": NAME, "arguments": {...}} (or "name") or '
-                         '{"type": "list_tools"}') from None
+        raise BadRequest(
+            f"invalid action{f' at {where!r}' if where else ''}: {first.get('msg')}; expected "
+            '{"type": "call_tool", "tool_name": NAME, "arguments": {...}} (or "name") or '
+            '{"type": "list_tools"}'
+        ) from None
 
 
 def _reset_message(data: Any) -> dict[str, Any]:
@@ -109,14 +123,20 @@ def _reset_message(data: Any) -> dict[str, Any]:
         raise BadRequest("reset data must be an object")
     unknown = sorted(k for k in data if k not in RESET_FIELDS and k != "episode_id")
     if unknown:
-        raise BadRequest(f"unknown reset field(s) {', '.join(map(repr, unknown))}; accepted: "
-                         f"{', '.join(RESET_FIELDS)} (episode_id is ignored: episode ids are the server's)")
+        raise BadRequest(
+            f"unknown reset field(s) {', '.join(map(repr, unknown))}; accepted: "
+            f"{', '.join(RESET_FIELDS)} (episode_id is ignored: episode ids are the server's)"
+        )
     return {k: data[k] for k in RESET_FIELDS if k in data}
 
 
 def _ws_error(err: OpenEnvError) -> str:
-    return _dumps({"type": "error", "data": {"message": str(err), "code": ERROR_CODES.get(err.code, "EXECUTION_ERROR"),
-                                             "error": err.code}})
+    return _dumps(
+        {
+            "type": "error",
+            "data": {"message": str(err), "code": ERROR_CODES.get(err.code, "EXECUTION_ERROR"), "error": err.code},
+        }
+    )
 
 
 def _rpc_result(rid: Any, result: Any) -> dict[str, Any]:
@@ -198,8 +218,16 @@ class OpenEnvSocket:
             except OpenEnvError as e:
                 return _ws_error(e), False
             except Exception as e:  # a bug must not kill the connection; say what happened, OpenEnv's way
-                return _dumps({"type": "error", "data": {"message": f"{type(e).__name__}: {e}",
-                                                         "code": "EXECUTION_ERROR", "error": "internal_error"}}), False
+                return _dumps(
+                    {
+                        "type": "error",
+                        "data": {
+                            "message": f"{type(e).__name__}: {e}",
+                            "code": "EXECUTION_ERROR",
+                            "error": "internal_error",
+                        },
+                    }
+                ), False
 
     async def _handle(self, msg: dict[str, Any]) -> tuple[str | None, bool]:
         kind = msg.get("type")
@@ -217,8 +245,10 @@ class OpenEnvSocket:
             return None, True
         if kind == "mcp":
             return _dumps({"type": "mcp", "data": await self._mcp(data)}), False
-        raise BadRequest(f"unknown message type {kind!r}; OpenEnv messages are reset, step, state, close, mcp "
-                         "(messages with an 'op' are the openenv-mcp control plane's)")
+        raise BadRequest(
+            f"unknown message type {kind!r}; OpenEnv messages are reset, step, state, close, mcp "
+            "(messages with an 'op' are the openenv-mcp control plane's)"
+        )
 
     async def _reset(self, msg: dict[str, Any]) -> Episode:
         manager = self.control.manager
@@ -239,8 +269,9 @@ class OpenEnvSocket:
 
     def _authorize(self) -> Episode:
         assert self.episode_id is not None
-        return self.control.manager.authorize(self.episode_id, owner=self.caller.owner, key=self.key,
-                                              admin=self.caller.admin)
+        return self.control.manager.authorize(
+            self.episode_id, owner=self.caller.owner, key=self.key, admin=self.caller.admin
+        )
 
     async def _mcp(self, request: Any) -> dict[str, Any]:
         rid = request.get("id") if isinstance(request, dict) else None
@@ -258,8 +289,11 @@ class OpenEnvSocket:
             return _rpc_error(rid, INVALID_PARAMS, str(e))
         except OpenEnvError as e:
             return _rpc_error(rid, UNKNOWN_EPISODE_CODE, str(e), {"code": e.code})
-        return _rpc_error(rid, METHOD_NOT_FOUND, f"Method not found: {request['method']} "
-                                                 "(a WebSocket 'mcp' message answers tools/list and tools/call)")
+        return _rpc_error(
+            rid,
+            METHOD_NOT_FOUND,
+            f"Method not found: {request['method']} (a WebSocket 'mcp' message answers tools/list and tools/call)",
+        )
 
 
 def _query(scope: Scope) -> list[tuple[str, str]]:
@@ -283,8 +317,12 @@ class OpenEnvMcp:
         self.control = control
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "POST" or scope.get(EPISODE_SCOPE_KEY) is not None \
-                or any(k in (b"mcp-session-id", b"mcp-protocol-version") for k, _ in scope["headers"]):
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or scope.get(EPISODE_SCOPE_KEY) is not None
+            or any(k in (b"mcp-session-id", b"mcp-protocol-version") for k, _ in scope["headers"])
+        ):
             await self.face(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -326,8 +364,12 @@ class OpenEnvMcp:
                 return _rpc_result(rid, _tools(episode))
             if method == "tools/call":
                 return _rpc_result(rid, await _call_tool(self.control, episode, params))
-            return _rpc_error(rid, METHOD_NOT_FOUND, f"Method not found: {method} (OpenEnv's session methods are "
-                                                     "openenv/session/create and openenv/session/close)")
+            return _rpc_error(
+                rid,
+                METHOD_NOT_FOUND,
+                f"Method not found: {method} (OpenEnv's session methods are "
+                "openenv/session/create and openenv/session/close)",
+            )
         except BadRequest as e:
             return _rpc_error(rid, INVALID_PARAMS, str(e))
         except OpenEnvError as e:
@@ -408,8 +450,10 @@ def openenv_routes(control: ControlPlane, environment: Environment, mode: str) -
         try:
             msg = await body(request)
             if "action" not in msg:
-                raise BadRequest("'action' (an object) is required, e.g. "
-                                 '{"action": {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "hi"}}}')
+                raise BadRequest(
+                    "'action' (an object) is required, e.g. "
+                    '{"action": {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "hi"}}}'
+                )
             action = openenv_action(msg["action"])
             create = {"call_timeout": msg["timeout_s"]} if msg.get("timeout_s") is not None else {}
 

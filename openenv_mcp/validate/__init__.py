@@ -23,8 +23,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client.registry import load_environment
 from ..client.env import AsyncEnv
+from ..client.registry import load_environment
 from ..errors import ConfigError, OpenEnvError
 from ..types import CallTool
 from .probes import PROBES, CheckResult, play_script, probe_actions
@@ -71,9 +71,17 @@ class TaskStats:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "k": self.k, "rewards": self.rewards, "successes": self.successes,
-                "pass@1": self.pass_at_1, f"pass@{self.k}": self.pass_at_k, "reward_mean": self.reward_mean,
-                "reward_variance": self.reward_variance, "flag": self.flag}
+        return {
+            "task_id": self.task_id,
+            "k": self.k,
+            "rewards": self.rewards,
+            "successes": self.successes,
+            "pass@1": self.pass_at_1,
+            f"pass@{self.k}": self.pass_at_k,
+            "reward_mean": self.reward_mean,
+            "reward_variance": self.reward_variance,
+            "flag": self.flag,
+        }
 
 
 def task_stats(trajectories: list[Any], success_score: float = 1.0) -> list[TaskStats]:
@@ -122,24 +130,35 @@ class ValidationReport:
 
     def findings(self) -> list[str]:
         """One line per problem found (empty: the environment passed every check)."""
-        out = [f"reference solution of task {c.task_id!r} " + (f"could not run: {c.error}" if c.error else
-               f"does not reach success (score {c.score:g})") for c in self.reference_failures]
-        out += [f"wrong solution of task {c.task_id!r} " + (f"could not run: {c.error}" if c.error else
-                f"reaches success (score {c.score:g})") for c in self.wrong_successes]
+        out = [
+            f"reference solution of task {c.task_id!r} "
+            + (f"could not run: {c.error}" if c.error else f"does not reach success (score {c.score:g})")
+            for c in self.reference_failures
+        ]
+        out += [
+            f"wrong solution of task {c.task_id!r} "
+            + (f"could not run: {c.error}" if c.error else f"reaches success (score {c.score:g})")
+            for c in self.wrong_successes
+        ]
         for c in self.scoring_probes:
             if c.error:
                 out.append(f"probe {c.check!r} on task {c.task_id!r} could not run: {c.error}")
                 continue
             call = c.scoring_call or {}
-            at = ("at reset" if not call.get("name") else
-                  f"at step {call['step']}: {call['name']} {_short(call.get('arguments'))}")
+            at = (
+                "at reset"
+                if not call.get("name")
+                else f"at step {call['step']}: {call['name']} {_short(call.get('arguments'))}"
+            )
             out.append(f"probe {c.check!r} scores {c.score:g} on task {c.task_id!r} ({at})")
         for c in self.reward_errors:
             out.append(f"{c.check} on task {c.task_id!r}: reward error: {c.reward_errors[0][:300]}")
         for s in self.rollouts:
             if s.flag:
-                out.append(f"task {s.task_id!r} is {s.flag.replace('_', ' ')} for {self.model} "
-                           f"(pass@1 {s.pass_at_1:.2f}, reward mean {s.reward_mean:.2f})")
+                out.append(
+                    f"task {s.task_id!r} is {s.flag.replace('_', ' ')} for {self.model} "
+                    f"(pass@1 {s.pass_at_1:.2f}, reward mean {s.reward_mean:.2f})"
+                )
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -151,18 +170,27 @@ class ValidationReport:
             "steps_with_reward_errors": sum(len(c.reward_errors) for c in self.checks),
         }
         if self.rollouts:
-            summary.update({
-                "model": self.model, "k": self.k,
-                "pass@1": statistics.fmean(s.pass_at_1 for s in self.rollouts),
-                f"pass@{self.k}": statistics.fmean(s.pass_at_k for s in self.rollouts),
-                "reward_mean": statistics.fmean(s.reward_mean for s in self.rollouts),
-                "variance_share": self.variance_share,
-                "too_easy": [s.task_id for s in self.rollouts if s.flag == "too_easy"],
-                "too_hard": [s.task_id for s in self.rollouts if s.flag == "too_hard"],
-            })
-        return {"format": FORMAT, "env": self.env, "ok": not self.findings(), "summary": summary,
-                "findings": self.findings(), "checks": [c.to_json() for c in self.checks],
-                "rollouts": [s.to_json() for s in self.rollouts]}
+            summary.update(
+                {
+                    "model": self.model,
+                    "k": self.k,
+                    "pass@1": statistics.fmean(s.pass_at_1 for s in self.rollouts),
+                    f"pass@{self.k}": statistics.fmean(s.pass_at_k for s in self.rollouts),
+                    "reward_mean": statistics.fmean(s.reward_mean for s in self.rollouts),
+                    "variance_share": self.variance_share,
+                    "too_easy": [s.task_id for s in self.rollouts if s.flag == "too_easy"],
+                    "too_hard": [s.task_id for s in self.rollouts if s.flag == "too_hard"],
+                }
+            )
+        return {
+            "format": FORMAT,
+            "env": self.env,
+            "ok": not self.findings(),
+            "summary": summary,
+            "findings": self.findings(),
+            "checks": [c.to_json() for c in self.checks],
+            "rollouts": [s.to_json() for s in self.rollouts],
+        }
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -172,9 +200,19 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-async def validate(env: str, *, probes: tuple[str, ...] = PROBES, policy: Any = None, k: int = 4,
-                   concurrency: int = 1, max_steps: int = 30, seed: int = 0, task_ids: list[str] | None = None,
-                   on_check: Any = None, **options: Any) -> ValidationReport:
+async def validate(
+    env: str,
+    *,
+    probes: tuple[str, ...] = PROBES,
+    policy: Any = None,
+    k: int = 4,
+    concurrency: int = 1,
+    max_steps: int = 30,
+    seed: int = 0,
+    task_ids: list[str] | None = None,
+    on_check: Any = None,
+    **options: Any,
+) -> ValidationReport:
     """Validate ``env`` (a name, env file or folder; ``options`` go to ``make``).
 
     ``policy``: an ``OpenAIPolicy`` (or any rollout policy) for ``k`` rollouts per
@@ -232,19 +270,36 @@ async def validate(env: str, *, probes: tuple[str, ...] = PROBES, policy: Any = 
         await environment.aclose()
     if policy is not None:
         report.model, report.k = getattr(policy, "model", None), k
-        report.rollouts = task_stats(await _rollouts(env, policy, [t.id for t in tasks], k, concurrency, max_steps,
-                                                     seed, options), success)
+        report.rollouts = task_stats(
+            await _rollouts(env, policy, [t.id for t in tasks], k, concurrency, max_steps, seed, options), success
+        )
     return report
 
 
-async def _rollouts(env: str, policy: Any, task_ids: list[str], k: int, concurrency: int, max_steps: int,
-                    seed: int, options: dict[str, Any]) -> list[Any]:
+async def _rollouts(
+    env: str,
+    policy: Any,
+    task_ids: list[str],
+    k: int,
+    concurrency: int,
+    max_steps: int,
+    seed: int,
+    options: dict[str, Any],
+) -> list[Any]:
     from ..rollout import rollout
 
     if k < 1:
         raise ConfigError(f"k must be at least 1, got {k}")
     trajectories = []
     for n, task_id in enumerate(task_ids):  # K episodes per task, distinct seeds
-        trajectories += await rollout(env, policy, episodes=k, concurrency=concurrency, max_steps=max_steps,
-                                      seed=seed + n * k, task_id=task_id, **options)
+        trajectories += await rollout(
+            env,
+            policy,
+            episodes=k,
+            concurrency=concurrency,
+            max_steps=max_steps,
+            seed=seed + n * k,
+            task_id=task_id,
+            **options,
+        )
     return trajectories

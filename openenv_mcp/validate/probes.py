@@ -53,9 +53,18 @@ class CheckResult:
     """The episode could not be played (reset failed, no solution...)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"task_id": self.task_id, "check": self.check, "score": self.score, "final_score": self.final_score,
-                "done": self.done, "success": self.success, "steps": self.steps, "scoring_call": self.scoring_call,
-                "reward_errors": self.reward_errors, "error": self.error}
+        return {
+            "task_id": self.task_id,
+            "check": self.check,
+            "score": self.score,
+            "final_score": self.final_score,
+            "done": self.done,
+            "success": self.success,
+            "steps": self.steps,
+            "scoring_call": self.scoring_call,
+            "reward_errors": self.reward_errors,
+            "error": self.error,
+        }
 
 
 def _degenerate_values(schema: Any) -> list[Any]:
@@ -64,8 +73,14 @@ def _degenerate_values(schema: Any) -> list[Any]:
         kind = next((k for k in kind if k != "null"), None)
     if isinstance(schema, dict) and schema.get("enum"):
         return [schema["enum"][0]]
-    return {"string": ["", "*", ".", "/"], "integer": [0, -1], "number": [0, -1], "boolean": [True, False],
-            "array": [[]], "object": [{}]}.get(kind or "", ["", 0])
+    return {
+        "string": ["", "*", ".", "/"],
+        "integer": [0, -1],
+        "number": [0, -1],
+        "boolean": [True, False],
+        "array": [[]],
+        "object": [{}],
+    }.get(kind or "", ["", 0])
 
 
 def degenerate_calls(tools: list[Tool]) -> list[CallTool]:
@@ -86,8 +101,9 @@ def random_calls(tools: list[Tool], seed: int, count: int) -> list[CallTool]:
     return generate_calls(tools, seed, count) if tools else []
 
 
-async def play_script(make_env: Any, task_id: str, check: str, actions: list[CallTool] | None,
-                      seed: int = 0, success_score: float = 1.0) -> CheckResult:
+async def play_script(
+    make_env: Any, task_id: str, check: str, actions: list[CallTool] | None, seed: int = 0, success_score: float = 1.0
+) -> CheckResult:
     """Play ``actions`` on ``task_id`` (``None``: reset only) and record the score's course."""
     out = CheckResult(task_id=task_id, check=check)
     env = make_env()
@@ -118,8 +134,9 @@ async def play_script(make_env: Any, task_id: str, check: str, actions: list[Cal
     return out
 
 
-def probe_actions(probe: str, tools: list[Tool], task_index: int, earlier: list[list[CallTool]],
-                  max_steps: int | None) -> list[CallTool] | None:
+def probe_actions(
+    probe: str, tools: list[Tool], task_index: int, earlier: list[list[CallTool]], max_steps: int | None
+) -> list[CallTool] | None:
     """The actions of ``probe`` on the ``task_index``-th task (``earlier``: reference trajectories of the
     tasks before it)."""
     budget = max_steps or 30

@@ -23,14 +23,16 @@ def _task_rows(report: ValidationReport) -> list[dict[str, Any]]:
         checks = {c.check: c for c in report.checks if c.task_id == task_id}
         ref, wrong = checks.get("reference"), checks.get("wrong")
         scoring = [p for p in PROBES if p in checks and (checks[p].score > 0 or checks[p].error)]
-        rows.append({
-            "task_id": task_id,
-            "reference": None if ref is None else (not ref.error and ref.success),
-            "wrong": None if wrong is None else (not wrong.error and not wrong.success),
-            "probes": None if not any(p in checks for p in PROBES) else not scoring,
-            "scoring": scoring,
-            "stats": stats.get(task_id),
-        })
+        rows.append(
+            {
+                "task_id": task_id,
+                "reference": None if ref is None else (not ref.error and ref.success),
+                "wrong": None if wrong is None else (not wrong.error and not wrong.success),
+                "probes": None if not any(p in checks for p in PROBES) else not scoring,
+                "scoring": scoring,
+                "stats": stats.get(task_id),
+            }
+        )
     return rows
 
 
@@ -45,20 +47,35 @@ def print_report(report: ValidationReport, console: Any) -> None:
         for col in ("pass@1", f"pass@{report.k}", "reward mean", "variance", "flag"):
             table.add_column(col, justify="right")
     for row in _task_rows(report):
-        cells = [row["task_id"], _MARK[row["reference"]], _MARK[row["wrong"]],
-                 _MARK[row["probes"]] + (f" ({', '.join(row['scoring'])})" if row["scoring"] else "")]
+        cells = [
+            row["task_id"],
+            _MARK[row["reference"]],
+            _MARK[row["wrong"]],
+            _MARK[row["probes"]] + (f" ({', '.join(row['scoring'])})" if row["scoring"] else ""),
+        ]
         s = row["stats"]
         if report.rollouts:
-            cells += ["-"] * 5 if s is None else [f"{s.pass_at_1:.2f}", f"{s.pass_at_k:.0f}", f"{s.reward_mean:.2f}",
-                                                  f"{s.reward_variance:.3f}", s.flag or ""]
+            cells += (
+                ["-"] * 5
+                if s is None
+                else [
+                    f"{s.pass_at_1:.2f}",
+                    f"{s.pass_at_k:.0f}",
+                    f"{s.reward_mean:.2f}",
+                    f"{s.reward_variance:.3f}",
+                    s.flag or "",
+                ]
+            )
         table.add_row(*cells)
     console.print(table)
     summary = report.to_json()["summary"]
     if report.rollouts:
-        console.print(f"pass@1 {summary['pass@1']:.2f} · pass@{report.k} {summary[f'pass@{report.k}']:.2f} · "
-                      f"reward mean {summary['reward_mean']:.2f} · tasks with reward variance "
-                      f"{summary['variance_share']:.0%} · too easy {len(summary['too_easy'])} · "
-                      f"too hard {len(summary['too_hard'])}")
+        console.print(
+            f"pass@1 {summary['pass@1']:.2f} · pass@{report.k} {summary[f'pass@{report.k}']:.2f} · "
+            f"reward mean {summary['reward_mean']:.2f} · tasks with reward variance "
+            f"{summary['variance_share']:.0%} · too easy {len(summary['too_easy'])} · "
+            f"too hard {len(summary['too_hard'])}"
+        )
     findings = report.findings()
     if not findings:
         console.print(f"[green]{report.env}: every check passed[/green]")
@@ -67,27 +84,36 @@ def print_report(report: ValidationReport, console: Any) -> None:
 
 
 # -- HTML ---------------------------------------------------------------------------
-def _bars(title: str, labels: list[str], values: list[float], vmax: float = 1.0, color: str = "#3b82f6",
-          fmt: str = "{:.2f}") -> str:
+def _bars(
+    title: str, labels: list[str], values: list[float], vmax: float = 1.0, color: str = "#3b82f6", fmt: str = "{:.2f}"
+) -> str:
     """A vertical bar chart as inline SVG."""
     n = max(len(values), 1)
     width, height, left, bottom = max(360, 28 * n + 60), 220, 40, 60
     bw = (width - left - 10) / n
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{html.escape(title)}" '
-             f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
-             f'<text x="{width / 2}" y="14" text-anchor="middle" class="t">{html.escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{html.escape(title)}" '
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
+        f'<text x="{width / 2}" y="14" text-anchor="middle" class="t">{html.escape(title)}</text>',
+    ]
     plot_h = height - bottom - 24
     for tick in (0, 0.5, 1):
         y = 24 + plot_h * (1 - tick)
-        parts.append(f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" class="g"/>'
-                     f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" class="a">{round(tick * vmax, 2):g}</text>')
-    for i, (label, value) in enumerate(zip(labels, values)):
+        parts.append(
+            f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" class="g"/>'
+            f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" class="a">{round(tick * vmax, 2):g}</text>'
+        )
+    for i, (label, value) in enumerate(zip(labels, values, strict=True)):
         h = plot_h * (value / vmax if vmax else 0)
         x = left + i * bw + bw * 0.15
-        parts.append(f'<rect x="{x:.1f}" y="{24 + plot_h - h:.1f}" width="{bw * 0.7:.1f}" height="{h:.1f}" '
-                     f'fill="{color}"><title>{html.escape(label)}: {fmt.format(value)}</title></rect>')
-        parts.append(f'<text transform="translate({x + bw * 0.35:.1f},{height - bottom + 12}) rotate(40)" '
-                     f'class="a">{html.escape(label[:14])}</text>')
+        parts.append(
+            f'<rect x="{x:.1f}" y="{24 + plot_h - h:.1f}" width="{bw * 0.7:.1f}" height="{h:.1f}" '
+            f'fill="{color}"><title>{html.escape(label)}: {fmt.format(value)}</title></rect>'
+        )
+        parts.append(
+            f'<text transform="translate({x + bw * 0.35:.1f},{height - bottom + 12}) rotate(40)" '
+            f'class="a">{html.escape(label[:14])}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -113,30 +139,44 @@ def html_report(report: ValidationReport) -> str:
     data = report.to_json()
     esc = html.escape
     rows = _task_rows(report)
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>validate: {esc(report.env)}</title>",
-           f"<style>{_CSS}</style></head><body>",
-           f"<h1>openenv-mcp validate: {esc(report.env)}</h1>"]
+    out = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>validate: {esc(report.env)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>openenv-mcp validate: {esc(report.env)}</h1>",
+    ]
     s = data["summary"]
-    out.append("<p class='summary'>" + "".join(
-        f"<span><b>{esc(str(k))}</b> {esc(f'{v:.2f}' if isinstance(v, float) else str(v if not isinstance(v, list) else len(v)))}</span>"
-        for k, v in s.items()) + "</p>")
+    out.append(
+        "<p class='summary'>"
+        + "".join(
+            f"<span><b>{esc(str(k))}</b> {esc(f'{v:.2f}' if isinstance(v, float) else str(v if not isinstance(v, list) else len(v)))}</span>"
+            for k, v in s.items()
+        )
+        + "</p>"
+    )
     verdict = "every check passed" if data["ok"] else f"{len(data['findings'])} finding(s)"
     out.append(f"<p class='{'ok' if data['ok'] else 'fail'}' id='verdict'>{esc(verdict)}</p>")
     if data["findings"]:
         out.append("<ul id='findings'>" + "".join(f"<li>{esc(f)}</li>" for f in data["findings"]) + "</ul>")
     out.append("<div class='plots'>")
     if report.rollouts:
-        out.append(_bars("pass@1 per task", [r.task_id for r in report.rollouts],
-                         [r.pass_at_1 for r in report.rollouts]))
+        out.append(
+            _bars("pass@1 per task", [r.task_id for r in report.rollouts], [r.pass_at_1 for r in report.rollouts])
+        )
         labels, counts = _histogram([x for r in report.rollouts for x in r.rewards])
         out.append(_bars("reward histogram (all rollouts)", labels, counts, max(counts) or 1, "#8b5cf6", "{:.0f}"))
         labels, counts = _histogram([r.pass_at_1 for r in report.rollouts], 5)
         out.append(_bars("difficulty: tasks by pass@1", labels, counts, max(counts) or 1, "#f59e0b", "{:.0f}"))
     else:
         ids = [c.task_id for c in report.checks if c.check == "reference"]
-        out.append(_bars("reference score per task", ids,
-                         [c.final_score for c in report.checks if c.check == "reference"], max(
-                             [1.0, *(c.final_score for c in report.checks)]), "#22c55e"))
+        out.append(
+            _bars(
+                "reference score per task",
+                ids,
+                [c.final_score for c in report.checks if c.check == "reference"],
+                max([1.0, *(c.final_score for c in report.checks)]),
+                "#22c55e",
+            )
+        )
         probes = [c for c in report.checks if c.check in PROBES]
         labels, counts = _histogram([c.score for c in probes])
         out.append(_bars("probe score histogram", labels, counts, max(counts) or 1, "#ef4444", "{:.0f}"))
@@ -153,9 +193,12 @@ def html_report(report: ValidationReport) -> str:
         out.append(probes_cell)
         st = row["stats"]
         if report.rollouts:
-            out.append("<td>-</td>" * 5 if st is None else
-                       f"<td>{st.pass_at_1:.2f}</td><td>{st.pass_at_k:.0f}</td><td>{st.reward_mean:.2f}</td>"
-                       f"<td>{st.reward_variance:.3f}</td><td>{esc(st.flag or '')}</td>")
+            out.append(
+                "<td>-</td>" * 5
+                if st is None
+                else f"<td>{st.pass_at_1:.2f}</td><td>{st.pass_at_k:.0f}</td><td>{st.reward_mean:.2f}</td>"
+                f"<td>{st.reward_variance:.3f}</td><td>{esc(st.flag or '')}</td>"
+            )
         out.append("</tr>")
     out.append("</table></body></html>")
     return "".join(out)

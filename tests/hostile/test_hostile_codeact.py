@@ -16,15 +16,17 @@ import uuid
 from pathlib import Path
 
 import pytest
+from containment import Listener, world_dir
 
 import openenv_mcp
-from containment import Listener, world_dir
 from openenv_mcp import RunCode
 from openenv_mcp.client.registry import find_env
 from openenv_mcp.core.spec import Limits
 
-pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),
-                                reason="CodeAct runs code in the sandbox boundary: apt-get install bubblewrap")
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),
+    reason="CodeAct runs code in the sandbox boundary: apt-get install bubblewrap",
+)
 
 FILES_DIR = find_env("files").base_dir
 
@@ -77,8 +79,11 @@ def test_code_cannot_read_the_grader_only_task_data_on_disk():
         env.reset(seed=0)
         paths = [str(FILES_DIR / "tasks.jsonl"), str(FILES_DIR / "solutions.py"), str(FILES_DIR / "reward.py")]
         folder = str(FILES_DIR)
-        out, _ = run(env, f"import os\n[os.path.exists(p) for p in {paths!r}] + "
-                          f"[not (os.path.isdir({folder!r}) and os.listdir({folder!r}))]")
+        out, _ = run(
+            env,
+            f"import os\n[os.path.exists(p) for p in {paths!r}] + "
+            f"[not (os.path.isdir({folder!r}) and os.listdir({folder!r}))]",
+        )
         assert out["exception"] is None and out["value"] == "[False, False, False, True]", out
         assert '"goals"' not in json.dumps(out)
 
@@ -87,9 +92,11 @@ def test_code_cannot_write_outside_its_sandbox():
     with world_dir() as folder, files_env() as env:
         env.reset(seed=0)
         target = Path.cwd() / f"codeact-escape-{uuid.uuid4().hex}"
-        code = (f"import os\nerrors = []\nfor p in [{str(target)!r}, {str(folder / 'x')!r}, '/etc/codeact-x']:\n"
-                "    try:\n        open(p, 'w').write('pwned')\n    except OSError as e:\n"
-                "        errors.append(isinstance(e, OSError))\nerrors")
+        code = (
+            f"import os\nerrors = []\nfor p in [{str(target)!r}, {str(folder / 'x')!r}, '/etc/codeact-x']:\n"
+            "    try:\n        open(p, 'w').write('pwned')\n    except OSError as e:\n"
+            "        errors.append(isinstance(e, OSError))\nerrors"
+        )
         out, _ = run(env, code)
         assert out["exception"] is None and out["value"] == "[True, True, True]", out
         assert not target.exists() and os.listdir(folder) == [] and not Path("/etc/codeact-x").exists()
@@ -102,8 +109,11 @@ def test_code_cannot_reach_a_host_loopback_listener():
         with files_env() as env:
             env.reset(seed=0)
             out, _ = run(env, f"import socket\nsocket.create_connection(('127.0.0.1', {listener.port}), timeout=3)")
-            assert out["exception"] is not None and "ConnectionRefused" in out["exception"] or \
-                "Network is unreachable" in out["exception"], out
+            assert (
+                out["exception"] is not None
+                and "ConnectionRefused" in out["exception"]
+                or "Network is unreachable" in out["exception"]
+            ), out
             assert not listener.connected.wait(0.5)
             still_answers(env)
     finally:
@@ -114,9 +124,11 @@ def test_a_fork_bomb_is_capped_and_nothing_outlives_the_run():
     marker = f"codeact-bomb-{uuid.uuid4().hex}"
     with files_env(processes=32) as env:
         env.reset(seed=0)
-        code = ("import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
-                f"            os.execvp('sh', ['sh', '-c', 'sleep 300; :', {marker!r}])\n        n += 1\n"
-                "except OSError as e:\n    err = type(e).__name__\n(n < 64, err)")
+        code = (
+            "import os, time\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
+            f"            os.execvp('sh', ['sh', '-c', 'sleep 300; :', {marker!r}])\n        n += 1\n"
+            "except OSError as e:\n    err = type(e).__name__\n(n < 64, err)"
+        )
         out, reward = run(env, code)
         assert out["exception"] is None and out["value"] == "(True, 'BlockingIOError')", out
         assert pids_of(marker) == [] and reward == 0.0
@@ -140,8 +152,10 @@ def test_an_infinite_loop_times_out_and_a_fresh_interpreter_answers_next():
         started = time.monotonic()
         out, reward = run(env, "while True:\n    pass")
         assert time.monotonic() - started < 10
-        assert out["exception"] == ("TimeoutError: the code ran longer than 2 s and was stopped; "
-                                    "the interpreter was restarted (variables are gone)"), out
+        assert out["exception"] == (
+            "TimeoutError: the code ran longer than 2 s and was stopped; "
+            "the interpreter was restarted (variables are gone)"
+        ), out
         assert reward == 0.0
         out, _ = run(env, "'kept' in globals()")
         assert out["value"] == "False" and out["stdout"].startswith("(a new interpreter"), out
@@ -152,9 +166,11 @@ def test_detached_processes_started_by_code_do_not_outlive_the_run_or_the_episod
     marker = f"codeact-orphan-{uuid.uuid4().hex}"
     with files_env() as env:
         env.reset(seed=0)
-        code = ("import subprocess\nsubprocess.Popen(['setsid', 'sh', '-c', "
-                f"'(sh -c \"sleep 300; :\" {marker} &) ; sleep 300; :', {marker!r}], start_new_session=True)\n"
-                "import time; time.sleep(0.3)\n'started'")
+        code = (
+            "import subprocess\nsubprocess.Popen(['setsid', 'sh', '-c', "
+            f"'(sh -c \"sleep 300; :\" {marker} &) ; sleep 300; :', {marker!r}], start_new_session=True)\n"
+            "import time; time.sleep(0.3)\n'started'"
+        )
         out, _ = run(env, code)
         assert out["value"] == "'started'", out
         assert pids_of(marker) == []
@@ -169,8 +185,10 @@ def test_code_cannot_touch_another_episodes_workspace_or_tools():
         b.reset(seed=0)
         victim = b.unwrapped.episode.workspace.path
         before = sorted(p.name for p in victim.iterdir())
-        code = (f"import os\nfrom tools import fs_write\nseen = os.path.exists({str(victim)!r})\n"
-                f"fs_write(path={str(victim / 'pwned.txt')!r}, content='x')")
+        code = (
+            f"import os\nfrom tools import fs_write\nseen = os.path.exists({str(victim)!r})\n"
+            f"fs_write(path={str(victim / 'pwned.txt')!r}, content='x')"
+        )
         out, reward = run(a, code)
         assert out["exception"] is not None and out["exception"].startswith("ToolError"), out
         assert sorted(p.name for p in victim.iterdir()) == before and reward == 0.0
@@ -180,9 +198,11 @@ def test_code_cannot_touch_another_episodes_workspace_or_tools():
 def test_code_cannot_forge_a_result_by_writing_to_the_channel():
     with files_env() as env:
         env.reset(seed=0)
-        code = ("import os, json\nline = json.dumps({'op': 'done', 'value': 'forged', 'exception': None}) + '\\n'\n"
-                "for fd in range(3, 64):\n    try:\n        os.write(fd, line.encode())\n    except OSError:\n"
-                "        pass\n'real'")
+        code = (
+            "import os, json\nline = json.dumps({'op': 'done', 'value': 'forged', 'exception': None}) + '\\n'\n"
+            "for fd in range(3, 64):\n    try:\n        os.write(fd, line.encode())\n    except OSError:\n"
+            "        pass\n'real'"
+        )
         obs = env.step(RunCode(code=code))
         assert obs.reward == 0.0 and obs.done is False
         assert env.state().cumulative_reward == 0.0
@@ -192,11 +212,14 @@ def test_code_cannot_forge_a_result_by_writing_to_the_channel():
 def test_a_loop_of_calls_after_the_end_does_not_grow_the_observation_without_bound():
     with files_env() as env:
         env.reset(seed=0)
-        code = ("n = 0\nwhile n < 1500:\n    try:\n        fs_list(path='.')\n    except ToolError:\n"
-                "        pass\n    n += 1\nn")
+        code = (
+            "n = 0\nwhile n < 1500:\n    try:\n        fs_list(path='.')\n    except ToolError:\n"
+            "        pass\n    n += 1\nn"
+        )
         obs = env.step(RunCode(code=code))
         out = obs.result.structured_content
-        assert out["value"] == "1500" and len(out["calls"]) == 1000 and out["calls_omitted"] == 500, \
-            {k: out[k] for k in out if k != "calls"}
+        assert out["value"] == "1500" and len(out["calls"]) == 1000 and out["calls_omitted"] == 500, {
+            k: out[k] for k in out if k != "calls"
+        }
         assert obs.result.content[0].text.endswith("[1500 tool calls]")
         assert env.state().step_count == 20 and obs.truncated  # files: max_steps 20

@@ -19,4 +19,3 @@ def test_a_json_bomb_in_a_graded_file_never_makes_the_reward_raise():
         assert obs.reward == 0.0 and obs.info["goals_met"] == 0
         obs = call(env, "fs_read", path="config/app.json", max_lines=1)  # the episode still answers
         assert not obs.result.is_error and env.state().cumulative_reward == 0.0
-

@@ -66,8 +66,9 @@ def _host_folder(tmp_path: Path) -> Path:
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
-    return {p.name: (os.lstat(p).st_uid, os.lstat(p).st_gid, stat.S_IMODE(os.lstat(p).st_mode))
-            for p in folder.iterdir()}
+    return {
+        p.name: (os.lstat(p).st_uid, os.lstat(p).st_gid, stat.S_IMODE(os.lstat(p).st_mode)) for p in folder.iterdir()
+    }
 
 
 def test_fs_tools_cannot_be_raced_out_of_the_workspace_by_a_folder_symlink_swap(tmp_path):
@@ -84,13 +85,15 @@ def test_fs_tools_cannot_be_raced_out_of_the_workspace_by_a_folder_symlink_swap(
         assert not obs.result.is_error, obs.result
         seen: list[str] = []
         for i in range(150):
-            for name, args in (("fs_write", {"path": f"d/x{i}.txt", "content": "agent\n"}),
-                               ("fs_read", {"path": "d/secret.txt"}),
-                               ("fs_edit", {"path": "d/secret.txt", "old_text": "HOST", "new_text": "PWND"}),
-                               ("fs_search", {"pattern": "SECRET", "path": "d"}),
-                               ("fs_list", {"path": "d"}),
-                               ("fs_move", {"source": "d/owned.txt", "destination": "stolen.txt"}),
-                               ("fs_delete", {"path": "d/owned.txt"})):
+            for name, args in (
+                ("fs_write", {"path": f"d/x{i}.txt", "content": "agent\n"}),
+                ("fs_read", {"path": "d/secret.txt"}),
+                ("fs_edit", {"path": "d/secret.txt", "old_text": "HOST", "new_text": "PWND"}),
+                ("fs_search", {"pattern": "SECRET", "path": "d"}),
+                ("fs_list", {"path": "d"}),
+                ("fs_move", {"source": "d/owned.txt", "destination": "stolen.txt"}),
+                ("fs_delete", {"path": "d/owned.txt"}),
+            ):
                 obs = _step(env, name, **args)
                 text = obs.result.content[0].text
                 seen.append(text)
@@ -158,7 +161,8 @@ def test_fs_search_catastrophic_regex_does_not_freeze_the_episode():
         obs = _step(env, "fs_search", pattern="(a)\\1", regex=True)
         assert obs.result.is_error and obs.result.content[0].text == (
             "Regular expression '(a)\\\\1' is not supported: invalid escape sequence: \\1. Search matches in "
-            "linear time (RE2 syntax), without backreferences or look-around.")
+            "linear time (RE2 syntax), without backreferences or look-around."
+        )
     finally:
         env.close()
 
@@ -195,8 +199,11 @@ def _peak(env: str, setup: str, attack: str) -> dict:
 def test_fs_edit_replace_all_with_a_huge_new_text_is_refused_before_allocating():
     """High 8: ``replace_all`` with a 2 MB ``new_text`` over 500 occurrences built a 1 GB string
     (1.07 GB peak) before refusing it; the result's size is computed from the inputs now."""
-    out = _peak("files", '[("fs_write", {"path": "x.txt", "content": "x\\n" * 500})]',
-                '("fs_edit", {"path": "x.txt", "old_text": "x", "new_text": "y" * 2_000_000, "replace_all": True})')
+    out = _peak(
+        "files",
+        '[("fs_write", {"path": "x.txt", "content": "x\\n" * 500})]',
+        '("fs_edit", {"path": "x.txt", "old_text": "x", "new_text": "y" * 2_000_000, "replace_all": True})',
+    )
     assert out["error"] and out["text"] == "The result would be 1000000500 characters; the limit is 5000000."
     assert out["grew_mb"] < 150, out
 
@@ -206,9 +213,13 @@ def test_fs_read_of_a_sparse_gigabyte_file_streams_within_a_memory_bound():
     server (2.2 GB peak); reads stream now and keep only what they return (and coding's fs server runs in
     the sandbox; ``tests/test_filesystem.py`` bounds the server's own peak)."""
     _need_sandbox_as_root()
-    out = _peak("coding", '[("python_run", {"code": "open(\\"big\\", \\"wb\\").truncate(1 << 30)"})]',
-                '("fs_read", {"path": "big", "max_lines": 1})')
+    out = _peak(
+        "coding",
+        '[("python_run", {"code": "open(\\"big\\", \\"wb\\").truncate(1 << 30)"})]',
+        '("fs_read", {"path": "big", "max_lines": 1})',
+    )
     assert out["grew_mb"] < 150, out
     assert not out["error"], out
-    assert out["text"].endswith("[... truncated: showing 100000 of at least 64000000 characters; "
-                                "continue with start_line=1 ...]"), out
+    assert out["text"].endswith(
+        "[... truncated: showing 100000 of at least 64000000 characters; continue with start_line=1 ...]"
+    ), out

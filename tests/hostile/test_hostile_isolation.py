@@ -29,7 +29,7 @@ from openenv_mcp.isolation.process import private_ancestor
 ROOT = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0
 
-SH_SERVER = r'''
+SH_SERVER = r"""
 import json, subprocess, sys
 for line in sys.stdin:
     msg = json.loads(line)
@@ -49,7 +49,7 @@ for line in sys.stdin:
         result = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\n")
     sys.stdout.flush()
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +63,19 @@ def sh_script():
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def sh_env(script: Path, isolation: str = "process", python: str = "/usr/bin/python3", marker: str = "",
-           workspace: str | None = None, base_dir: Path | None = None) -> openenv_mcp.Env:
+def sh_env(
+    script: Path,
+    isolation: str = "process",
+    python: str = "/usr/bin/python3",
+    marker: str = "",
+    workspace: str | None = None,
+    base_dir: Path | None = None,
+) -> openenv_mcp.Env:
     argv = [python, str(script)] + ([marker] if marker else [])
     server = ToolServerSpec(name="sh", namespace="", command=argv, isolation=isolation, workspace=workspace)
-    return openenv_mcp.make(EnvSpec(name="hostile-iso", max_steps=None, tool_servers=[server],
-                                    base_dir=base_dir or Path.cwd()))
+    return openenv_mcp.make(
+        EnvSpec(name="hostile-iso", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
+    )
 
 
 def sh(env: openenv_mcp.Env, cmd: str) -> tuple[int, str, str]:
@@ -98,8 +105,14 @@ def test_a_server_whose_runtime_is_under_root_cannot_signal_the_environment_serv
         # a double-forked, setsid'd, chdir-/ child must not outlive the episode
         sh(env, f"cd / && setsid sh -c 'sleep 3600; echo {marker}' </dev/null >/dev/null 2>&1 &")
         deadline = time.monotonic() + 10
-        while not (orphans := [p for p in marked_processes(marker) if b"sleep 3600" in Path(f"/proc/{p}/cmdline")
-                               .read_bytes()]) and time.monotonic() < deadline:
+        while (
+            not (
+                orphans := [
+                    p for p in marked_processes(marker) if b"sleep 3600" in Path(f"/proc/{p}/cmdline").read_bytes()
+                ]
+            )
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.05)
         assert len(orphans) == 1  # the detached grandchild runs
         assert env.step(CallTool(name="sh", arguments={"cmd": "true"})).result.is_error is False
@@ -113,8 +126,10 @@ def test_an_episode_cannot_read_another_episodes_seeded_workspace(sh_script, tmp
     seed.mkdir()
     (seed / "notes.txt").write_text("episode A's notes")
     seed.chmod(0o755)
-    with sh_env(sh_script, workspace="seed", base_dir=tmp_path) as a, \
-            sh_env(sh_script, workspace="seed", base_dir=tmp_path) as b:
+    with (
+        sh_env(sh_script, workspace="seed", base_dir=tmp_path) as a,
+        sh_env(sh_script, workspace="seed", base_dir=tmp_path) as b,
+    ):
         a.reset(seed=0)
         b.reset(seed=0)
         _, where_a, _ = sh(a, "pwd")
@@ -145,8 +160,13 @@ def test_closing_another_servers_episode_does_not_kill_this_servers_tool_server(
     with sh_env(sh_script) as env:
         env.reset(seed=0)
         mine = int(sh(env, "id -u")[1])
-        other = subprocess.run([sys.executable, "-c", _OTHER_SERVER, str(ROOT), str(mine), str(sh_script)],
-                               capture_output=True, text=True, timeout=120, cwd=ROOT)
+        other = subprocess.run(
+            [sys.executable, "-c", _OTHER_SERVER, str(ROOT), str(mine), str(sh_script)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
         assert other.returncode == 0, other.stderr[-2000:]
         assert int(other.stdout.split()[-1]) != mine
         assert sh(env, "echo still here") == (0, "still here\n", "")
@@ -158,7 +178,9 @@ def test_a_very_deep_tree_in_the_workspace_does_not_stop_later_workspaces_being_
     try:
         with sh_env(sh_script) as env:
             env.reset(seed=0)
-            code, _, err = sh(env, "/usr/bin/python3 -c 'import os\nfor i in range(1500): os.mkdir(\"d\"); os.chdir(\"d\")'")
+            code, _, err = sh(
+                env, '/usr/bin/python3 -c \'import os\nfor i in range(1500): os.mkdir("d"); os.chdir("d")\''
+            )
             assert code == 0, err
             env.reset(seed=1)  # the deep workspace goes to the reaper
             sh(env, "echo later > later.txt")
@@ -185,12 +207,22 @@ def test_hidden_tests_and_secrets_under_opt_and_var_are_unreadable_from_shell_ru
         with env:
             env.reset(seed=0)
             for folder in planted:
-                result = env.step(CallTool(name="shell_run", arguments={
-                    "command": f"cat {folder}/secret.txt; grep -rl 'def test_' {folder} | head -n 3"})).result
+                result = env.step(
+                    CallTool(
+                        name="shell_run",
+                        arguments={"command": f"cat {folder}/secret.txt; grep -rl 'def test_' {folder} | head -n 3"},
+                    )
+                ).result
                 assert f"secret {token}" not in str(result.structured_content)
                 assert result.structured_content["stdout"] == ""
-            result = env.step(CallTool(name="shell_run", arguments={
-                "command": f"ls {ROOT}/envs/coding/hidden; cat /etc/shadow; ls -A /opt /srv /home /var/lib"})).result
+            result = env.step(
+                CallTool(
+                    name="shell_run",
+                    arguments={
+                        "command": f"ls {ROOT}/envs/coding/hidden; cat /etc/shadow; ls -A /opt /srv /home /var/lib"
+                    },
+                )
+            ).result
             assert result.structured_content["stdout"] == ""
     finally:
         for folder in planted:
@@ -213,8 +245,16 @@ time.sleep(3600)
 
 def test_workspaces_of_a_sigkilled_server_are_swept_by_the_next_server_and_a_live_ones_kept(sh_script, tmp_path):
     env_vars = {**os.environ, "OPENENV_MCP_WORKDIR": str(tmp_path)}
-    servers = [subprocess.Popen([sys.executable, "-c", _KILLED_SERVER, str(ROOT), str(sh_script)], env=env_vars,
-                                stdout=subprocess.PIPE, text=True, cwd=ROOT) for _ in range(2)]
+    servers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _KILLED_SERVER, str(ROOT), str(sh_script)],
+            env=env_vars,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for _ in range(2)
+    ]
     try:
         dead, live = (Path(s.stdout.readline().strip()) for s in servers)
         assert dead.is_dir() and live.is_dir()
@@ -246,16 +286,24 @@ def test_sigterm_leaves_no_workspace_of_the_server_behind(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = subprocess.Popen([sys.executable, "-m", "openenv_mcp.cli", "serve", "files", "--port", str(port)],
-                              env={**os.environ, "OPENENV_MCP_WORKDIR": str(tmp_path)}, cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "openenv_mcp.cli", "serve", "files", "--port", str(port)],
+        env={**os.environ, "OPENENV_MCP_WORKDIR": str(tmp_path)},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 60
         created = 0
         while created < 3 and time.monotonic() < deadline:
             try:
-                request = urllib.request.Request(f"http://127.0.0.1:{port}/episodes", data=b"{}", method="POST",
-                                                 headers={"content-type": "application/json"})
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{port}/episodes",
+                    data=b"{}",
+                    method="POST",
+                    headers={"content-type": "application/json"},
+                )
                 urllib.request.urlopen(request, timeout=10).read()
                 created += 1
             except OSError:

@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import need
 
 import openenv_mcp
-from conftest import need
 
 SECRET = f"openenv-matrix-secret-{uuid.uuid4().hex}"
 HUGE = "x" * (8 * 1024 * 1024)
@@ -32,34 +32,49 @@ HUGE = "x" * (8 * 1024 * 1024)
 ATTACKS: dict[str, dict[str, list[tuple[str, dict]]]] = {
     "files": {
         "read_host_secret": [("fs_read", {"path": "{secret}"}), ("fs_read", {"path": "../../../..{secret}"})],
-        "write_outside": [("fs_write", {"path": "{drop}/pwned.txt", "content": "x"}),
-                          ("fs_move", {"source": "..", "destination": "{drop}/moved"})],
+        "write_outside": [
+            ("fs_write", {"path": "{drop}/pwned.txt", "content": "x"}),
+            ("fs_move", {"source": "..", "destination": "{drop}/moved"}),
+        ],
         "symlink_out": [("fs_search", {"pattern": SECRET, "path": "/"}), ("fs_list", {"path": "/opt"})],
-        "huge_input": [("fs_write", {"path": "big.txt", "content": HUGE}),
-                       ("fs_search", {"pattern": HUGE[:200_000]})],
+        "huge_input": [("fs_write", {"path": "big.txt", "content": HUGE}), ("fs_search", {"pattern": HUGE[:200_000]})],
         "wrong_types": [("fs_read", {"path": {"not": "a string"}}), ("no_such_tool", {})],
     },
     "sql": {
-        "read_host_secret": [("query", {"sql": "SELECT readfile('{secret}')"}),
-                             ("execute", {"sql": "ATTACH '{secret}' AS s"})],
-        "write_outside": [("execute", {"sql": "VACUUM INTO '{drop}/pwned.db'"}),
-                          ("execute", {"sql": "ATTACH '{drop}/pwned2.db' AS p; CREATE TABLE p.t(a)"})],
+        "read_host_secret": [
+            ("query", {"sql": "SELECT readfile('{secret}')"}),
+            ("execute", {"sql": "ATTACH '{secret}' AS s"}),
+        ],
+        "write_outside": [
+            ("execute", {"sql": "VACUUM INTO '{drop}/pwned.db'"}),
+            ("execute", {"sql": "ATTACH '{drop}/pwned2.db' AS p; CREATE TABLE p.t(a)"}),
+        ],
         "symlink_out": [("execute", {"sql": "SELECT load_extension('/usr/lib/x86_64-linux-gnu/libc.so.6')"})],
-        "huge_input": [("query", {"sql": "SELECT '" + HUGE + "'"}),
-                       ("query", {"sql": "SELECT zeroblob(200000000) FROM (SELECT 1 UNION ALL SELECT 2)"})],
+        "huge_input": [
+            ("query", {"sql": "SELECT '" + HUGE + "'"}),
+            ("query", {"sql": "SELECT zeroblob(200000000) FROM (SELECT 1 UNION ALL SELECT 2)"}),
+        ],
         "wrong_types": [("query", {"sql": 42}), ("no_such_tool", {})],
     },
     "coding": {
-        "read_host_secret": [("shell_run", {"command": "cat {secret}; cat /etc/shadow"}),
-                             ("python_run", {"code": "print(open('{secret}').read())"}),
-                             ("fs_read", {"path": "{secret}"})],
-        "write_outside": [("shell_run", {"command": "echo x > {drop}/pwned.txt; touch /tmp/../{drop}/p2"}),
-                          ("python_run", {"code": "open('{drop}/pwned3.txt', 'w').write('x')"}),
-                          ("fs_write", {"path": "{drop}/pwned4.txt", "content": "x"})],
-        "symlink_out": [("shell_run", {"command": "ln -s {secret_dir} out && cat out/secret.txt"}),
-                        ("fs_read", {"path": "out/secret.txt"})],
-        "huge_input": [("fs_write", {"path": "big.txt", "content": HUGE}),
-                       ("shell_run", {"command": "head -c 50000000 /dev/zero | tr '\\0' x"})],
+        "read_host_secret": [
+            ("shell_run", {"command": "cat {secret}; cat /etc/shadow"}),
+            ("python_run", {"code": "print(open('{secret}').read())"}),
+            ("fs_read", {"path": "{secret}"}),
+        ],
+        "write_outside": [
+            ("shell_run", {"command": "echo x > {drop}/pwned.txt; touch /tmp/../{drop}/p2"}),
+            ("python_run", {"code": "open('{drop}/pwned3.txt', 'w').write('x')"}),
+            ("fs_write", {"path": "{drop}/pwned4.txt", "content": "x"}),
+        ],
+        "symlink_out": [
+            ("shell_run", {"command": "ln -s {secret_dir} out && cat out/secret.txt"}),
+            ("fs_read", {"path": "out/secret.txt"}),
+        ],
+        "huge_input": [
+            ("fs_write", {"path": "big.txt", "content": HUGE}),
+            ("shell_run", {"command": "head -c 50000000 /dev/zero | tr '\\0' x"}),
+        ],
         "wrong_types": [("shell_run", {"command": ["not", "a", "string"]}), ("no_such_tool", {})],
     },
 }
@@ -89,8 +104,11 @@ def host() -> Iterator[dict[str, Path]]:
 def fill(value, host: dict[str, Path], top: str):
     folder = host[top]
     if isinstance(value, str):
-        return (value.replace("{secret_dir}", str(folder)).replace("{secret}", str(folder / "secret.txt"))
-                .replace("{drop}", str(folder)))
+        return (
+            value.replace("{secret_dir}", str(folder))
+            .replace("{secret}", str(folder / "secret.txt"))
+            .replace("{drop}", str(folder))
+        )
     if isinstance(value, dict):
         return {k: fill(v, host, top) for k, v in value.items()}
     return value
@@ -133,6 +151,7 @@ def test_hostile_agent_matrix(env_name: str, attack: str, top: str, host, tmp_pa
     assert (host[top] / "secret.txt").read_text() == SECRET
     deadline = time.monotonic() + 10
     while (leftover := {u for u in episode_uids() & ours if u >= 1000 and u != 65534}) and (
-            time.monotonic() < deadline):
+        time.monotonic() < deadline
+    ):
         time.sleep(0.2)  # close kills the uid's processes; the kernel reaps them a moment later
     assert not leftover, f"{env_name}: processes of episode uids {sorted(leftover)} outlived the episode"

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from servers import serving
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
@@ -41,10 +42,12 @@ async def test_an_agent_key_in_an_openenv_session_id_cannot_reset_close_or_reach
             with anyio.fail_after(10):
                 refused = json.loads(await ws.recv())
             assert refused["type"] == "error" and refused["data"]["code"] == "SESSION_ERROR"
-            assert refused["data"]["message"] == (f"unknown episode {eid!r}: never created, closed, or reaped; "
-                                                  "create one first (op 'create' or POST /episodes)")
+            assert refused["data"]["message"] == (
+                f"unknown episode {eid!r}: never created, closed, or reaped; "
+                "create one first (op 'create' or POST /episodes)"
+            )
             assert agent_key not in json.dumps(refused)
-            with anyio.fail_after(10), pytest.raises(Exception):
+            with anyio.fail_after(10), pytest.raises(ConnectionClosed):
                 await ws.send(json.dumps({"type": "reset", "data": {"task_id": "echo-03"}}))
                 await ws.recv()
 
@@ -65,8 +68,11 @@ async def test_an_agent_key_in_an_openenv_session_id_cannot_reset_close_or_reach
         # the episode kept its task, steps and score; the other episode was never touched; the server answers
         state = (await http.get(f"/episodes/{eid}/state", headers=trainer)).json()["state"]
         assert (state["task_id"], state["step_count"], state["cumulative_reward"]) == ("echo-00", 0, 0.0)
-        other_state = (await http.get(f"/episodes/{other['episode_id']}/state",
-                                      headers={"OpenEnv-Episode-Key": other["episode_key"]})).json()["state"]
+        other_state = (
+            await http.get(
+                f"/episodes/{other['episode_id']}/state", headers={"OpenEnv-Episode-Key": other["episode_key"]}
+            )
+        ).json()["state"]
         assert (other_state["task_id"], other_state["step_count"]) == ("echo-01", 0)
         assert len(app.state.manager) == 2
         assert (await http.get("/health")).json()["status"] == "healthy"

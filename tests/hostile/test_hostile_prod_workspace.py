@@ -73,14 +73,17 @@ async def test_a_read_only_deployment_refuses_every_change_and_keeps_the_tools(t
     async with serving(app) as url, Client(url + "/mcp") as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert {"fs_write", "fs_edit", "fs_move", "fs_delete"} <= names  # same tools as in training
-        for name, arguments in [("fs_write", {"path": "b.txt", "content": "x"}),
-                                ("fs_edit", {"path": "a.txt", "old_text": "alpha", "new_text": "beta"}),
-                                ("fs_move", {"source": "a.txt", "destination": "c.txt"}),
-                                ("fs_delete", {"path": "a.txt"})]:
+        for name, arguments in [
+            ("fs_write", {"path": "b.txt", "content": "x"}),
+            ("fs_edit", {"path": "a.txt", "old_text": "alpha", "new_text": "beta"}),
+            ("fs_move", {"source": "a.txt", "destination": "c.txt"}),
+            ("fs_delete", {"path": "a.txt"}),
+        ]:
             result = await client.call_tool(name, arguments)
             assert result.is_error
-            assert result.content[0].text == (f"The workspace is read-only: {name[3:]} cannot change it; "
-                                              "nothing was changed.")
+            assert result.content[0].text == (
+                f"The workspace is read-only: {name[3:]} cannot change it; nothing was changed."
+            )
         assert (await client.call_tool("fs_read", {"path": "a.txt"})).content[0].text.startswith("alpha")
     assert sorted(p.name for p in project.iterdir()) == ["a.txt"]
     assert (project / "a.txt").read_text() == "alpha\n"
@@ -92,8 +95,13 @@ async def test_production_has_no_control_plane_no_reward_and_no_task_to_reach(tm
     environment, app = await mcp_client(tmp_path, workspace=project)
     async with serving(app) as url:
         async with httpx.AsyncClient() as http:
-            for method, path in [("POST", "/episodes"), ("GET", "/episodes"), ("POST", "/reset"),
-                                 ("POST", "/step"), ("GET", "/state")]:
+            for method, path in [
+                ("POST", "/episodes"),
+                ("GET", "/episodes"),
+                ("POST", "/reset"),
+                ("POST", "/step"),
+                ("GET", "/state"),
+            ]:
                 assert (await http.request(method, url + path, json={})).status_code == 404, path
         async with Client(url + "/mcp") as client:
             result = await client.call_tool("fs_write", {"path": "x.txt", "content": "hi"})

@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 import time
 
-import openenv_mcp
 from containment import DROPS_UID, PYTHON, world_dir
+
+import openenv_mcp
 
 SERVER = __import__("pathlib").Path(__file__).resolve().parent.parent / "fixtures" / "exec_server.py"
 ANSWER = "answer-7f3e-not-for-agents"
@@ -54,14 +55,23 @@ namespace = ""
 command = ["{PYTHON}", "{SERVER}"]
 isolation = "process"
 """)
-        (folder / "tasks.jsonl").write_text(json.dumps({"id": "t", "prompt": "do the thing", "answer": ANSWER,
-                                                        "data": {"goal": GOAL, "hint": "h"}}) + "\n")
+        (folder / "tasks.jsonl").write_text(
+            json.dumps({"id": "t", "prompt": "do the thing", "answer": ANSWER, "data": {"goal": GOAL, "hint": "h"}})
+            + "\n"
+        )
         with openenv_mcp.make(str(folder / "env.toml")) as env:
             env.reset(seed=0)
             who = json.loads(env.step({"type": "call_tool", "name": "whoami", "arguments": {}}).result.content[0].text)
             assert DROPS_UID is False or who["uid"] != 0  # the agent's code is not root
-            obs = env.step({"type": "call_tool", "name": "sh", "arguments": {
-                "command": f"cp {folder}/watch.py . && (setsid {PYTHON} watch.py >/dev/null 2>&1 &) ; echo started"}})
+            obs = env.step(
+                {
+                    "type": "call_tool",
+                    "name": "sh",
+                    "arguments": {
+                        "command": f"cp {folder}/watch.py . && (setsid {PYTHON} watch.py >/dev/null 2>&1 &) ; echo started"
+                    },
+                }
+            )
             assert obs.result.content[0].text.strip() == "started"
             time.sleep(0.2)
             obs = env.step({"type": "call_tool", "name": "sh", "arguments": {"command": "cat stolen.txt"}})

@@ -61,7 +61,9 @@ def io_server() -> FastMCP:
 
 
 async def test_sixty_concurrent_http_steps_cannot_exceed_a_thirty_step_budget():
-    spec = EnvSpec(name="io", tool_servers=[ToolServerSpec(name="io", namespace="", object=io_server())], reward=lambda ctx: 0.0)
+    spec = EnvSpec(
+        name="io", tool_servers=[ToolServerSpec(name="io", namespace="", object=io_server())], reward=lambda ctx: 0.0
+    )
     app = create_app(Environment(spec))
     async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
         created = (await http.post("/episodes", json={"seed": 0, "max_steps": 30})).json()
@@ -86,16 +88,22 @@ async def test_sixty_concurrent_http_steps_cannot_exceed_a_thirty_step_budget():
 # -- item 9: authorization between parties ------------------------------------------------------
 async def test_a_token_holder_cannot_list_step_reset_or_close_another_trainers_episode():
     app = create_app(load_environment("echo"), token=TOKEN, admin_token=ADMIN)
-    async with serving(app) as url, connect(url.replace("http", "ws") + "/ws",
-                                              additional_headers={"Authorization": f"Bearer {TOKEN}"}) as victim:
+    async with (
+        serving(app) as url,
+        connect(url.replace("http", "ws") + "/ws", additional_headers={"Authorization": f"Bearer {TOKEN}"}) as victim,
+    ):
         await victim.send(json.dumps({"id": 1, "op": "create", "seed": 1}))
         created = json.loads(await victim.recv())["result"]
         eid = created["episode_id"]
         async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {TOKEN}"}) as other:
             assert (await other.get("/episodes")).json() == {"episodes": []}
-            unknown = {"code": "unknown_episode", "message": (
-                f"unknown episode {eid!r}: never created, closed, or reaped; create one first "
-                "(op 'create' or POST /episodes)")}
+            unknown = {
+                "code": "unknown_episode",
+                "message": (
+                    f"unknown episode {eid!r}: never created, closed, or reaped; create one first "
+                    "(op 'create' or POST /episodes)"
+                ),
+            }
             step = await other.post(f"/episodes/{eid}/step", json={"action": echo("hi")})
             assert (step.status_code, step.json()["error"]) == (404, unknown)
             reset = await other.post(f"/episodes/{eid}/reset", json={"task_id": "echo-00"})
@@ -104,12 +112,20 @@ async def test_a_token_holder_cannot_list_step_reset_or_close_another_trainers_e
             assert (await other.delete(f"/episodes/{eid}")).json() == {"closed": False}
             wrong_key = await other.post(f"/episodes/{eid}/step", headers={KEY: "guess"}, json={"action": echo("x")})
             assert wrong_key.status_code == 404
-        async with connect(url.replace("http", "ws") + "/ws",
-                           additional_headers={"Authorization": f"Bearer {TOKEN}"}) as thief:
+        async with connect(
+            url.replace("http", "ws") + "/ws", additional_headers={"Authorization": f"Bearer {TOKEN}"}
+        ) as thief:
             await thief.send(json.dumps({"id": 1, "op": "list"}))
             assert json.loads(await thief.recv())["result"] == {"episodes": []}
-            await thief.send(json.dumps({"id": 2, "op": "batch", "items": [
-                {"episode_id": eid, "action": echo("hi")}, {"op": "close", "episode_id": eid}]}))
+            await thief.send(
+                json.dumps(
+                    {
+                        "id": 2,
+                        "op": "batch",
+                        "items": [{"episode_id": eid, "action": echo("hi")}, {"op": "close", "episode_id": eid}],
+                    }
+                )
+            )
             results = json.loads(await thief.recv())["result"]["results"]
             assert results[0]["error"]["code"] == "unknown_episode" and results[1]["result"] == {"closed": False}
         # The victim's episode is untouched; the admin sees and drives every episode.
@@ -128,13 +144,17 @@ async def test_an_agent_on_its_episode_address_cannot_act_on_another_episode_thr
         e1 = (await http.post("/episodes", json={"seed": 1})).json()
         e2 = (await http.post("/episodes", json={"seed": 2})).json()
         async with Client(e1["mcp_url"], mode="legacy") as agent:
-            with pytest.raises(Exception, match="this address serves episode .* only; "
-                                                r"_meta\['openenv/episode'\] cannot name another episode"):
+            with pytest.raises(
+                Exception,
+                match="this address serves episode .* only; "
+                r"_meta\['openenv/episode'\] cannot name another episode",
+            ):
                 await agent.call_tool("echo", {"text": "x"}, meta={EPISODE_META_KEY: e2["episode_id"]})
             agent_key = e1["mcp_path"].split("/")[3]
             with pytest.raises(Exception, match="this address serves episode"):  # its key opens no other episode
-                await agent.call_tool("echo", {"text": "x"},
-                                      meta={EPISODE_META_KEY: e2["episode_id"], EPISODE_KEY_META_KEY: agent_key})
+                await agent.call_tool(
+                    "echo", {"text": "x"}, meta={EPISODE_META_KEY: e2["episode_id"], EPISODE_KEY_META_KEY: agent_key}
+                )
             assert (await agent.call_tool("echo", {"text": "mine"})).is_error is False
         async with Client(f"{url}/mcp", mode="legacy") as stranger:
             with pytest.raises(Exception, match="unknown episode"):
@@ -163,8 +183,9 @@ async def test_an_agent_capability_cannot_reset_close_or_read_the_trainer_view()
                 assert (await agent_http.get(f"/episodes/{eid}/state")).status_code in (401, 404)
                 closed = await agent_http.delete(f"/episodes/{eid}")
                 assert closed.status_code == 401 or closed.json() == {"closed": False}
-                assert (await agent_http.get("/episodes")).status_code == 401 or \
-                    (await agent_http.get("/episodes")).json() == {"episodes": []}
+                assert (await agent_http.get("/episodes")).status_code == 401 or (
+                    await agent_http.get("/episodes")
+                ).json() == {"episodes": []}
                 body_key = await agent_http.post(f"/episodes/{eid}/reset", json={"episode_key": agent_key})
                 assert body_key.status_code in (401, 404)
         # A made-up key is no address at all.
@@ -192,9 +213,13 @@ async def test_grading_data_never_reaches_an_agent_facing_channel_and_the_reward
             for action in steps[:-1]:
                 seen.append((await agent.call_tool(action.name, action.arguments)).model_dump_json())
         last = steps[-1]
-        obs = (await http.post(f"/episodes/{eid}/step", headers=headers,
-                               json={"action": {"type": "call_tool", "name": last.name,
-                                                "arguments": last.arguments}})).json()["observation"]
+        obs = (
+            await http.post(
+                f"/episodes/{eid}/step",
+                headers=headers,
+                json={"action": {"type": "call_tool", "name": last.name, "arguments": last.arguments}},
+            )
+        ).json()["observation"]
         seen.append(json.dumps(obs))
         seen.append((await http.get(f"/episodes/{eid}/state", headers=headers)).text)
         seen.append((await http.get("/")).text)
@@ -220,9 +245,12 @@ async def test_an_agent_that_makes_the_reward_raise_does_not_break_the_episode_o
         assert bomb.status_code == 200
         obs = bomb.json()["observation"]
         assert obs["reward"] == 0.0 and obs["done"] is False and obs["info"]["score"] == 0.0
-        assert obs["info"]["reward_error"].startswith("the reward function raised RecursionError: maximum recursion depth exceeded")
-        assert obs["info"]["reward_error"].endswith("this step's reward is 0.0 (the score is unchanged) "
-                                                    "and the episode goes on")
+        assert obs["info"]["reward_error"].startswith(
+            "the reward function raised RecursionError: maximum recursion depth exceeded"
+        )
+        assert obs["info"]["reward_error"].endswith(
+            "this step's reward is 0.0 (the score is unchanged) and the episode goes on"
+        )
         # Every later step still answers (the reward keeps raising on the history: reported each time).
         for _ in range(2):
             later = await http.post(f"/episodes/{eid}/step", headers=headers, json={"action": echo("hi")})
@@ -240,8 +268,14 @@ async def test_unique_tool_names_do_not_grow_metrics_without_bound():
         eid, headers = created["episode_id"], {KEY: created["episode_key"]}
         before = len((await http.get("/metrics")).text)
         async with connect(url.replace("http", "ws") + "/ws") as ws:
-            items = [{"episode_id": eid, "episode_key": created["episode_key"],
-                      "action": {"type": "call_tool", "name": f"tool-{i:05d}-{'x' * 50}"}} for i in range(2000)]
+            items = [
+                {
+                    "episode_id": eid,
+                    "episode_key": created["episode_key"],
+                    "action": {"type": "call_tool", "name": f"tool-{i:05d}-{'x' * 50}"},
+                }
+                for i in range(2000)
+            ]
             await ws.send(json.dumps({"id": 1, "op": "batch", "items": items}))
             assert len(json.loads(await ws.recv())["result"]["results"]) == 2000
         phrase = created["observation"]["task"]["data"]["phrase"]
@@ -253,8 +287,10 @@ async def test_unique_tool_names_do_not_grow_metrics_without_bound():
         text = (await http.get("/metrics")).text
         assert "tool-0" not in text and "ended-" not in text
         labelled = [line for line in text.splitlines() if line.startswith("openenv_mcp_tool_calls_total{")]
-        assert labelled == ['openenv_mcp_tool_calls_total{tool="(unknown)",outcome="error"} 2200',
-                            'openenv_mcp_tool_calls_total{tool="echo",outcome="ok"} 1']
+        assert labelled == [
+            'openenv_mcp_tool_calls_total{tool="(unknown)",outcome="error"} 2200',
+            'openenv_mcp_tool_calls_total{tool="echo",outcome="ok"} 1',
+        ]
         assert len(text) < before + 2000
 
 

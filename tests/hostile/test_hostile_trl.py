@@ -19,9 +19,11 @@ from openenv_mcp.integrations.trl import environment_factory
 
 def _trl_tool_dict(instance):
     # exactly how GRPOTrainer 1.16 builds the tools a rollout may call (_generate_and_score_completions)
-    return {name: getattr(instance, name)
-            for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
-            if name not in ("reset", "get_reward") and not name.startswith("_")}
+    return {
+        name: getattr(instance, name)
+        for name, _ in inspect.getmembers(type(instance), predicate=inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    }
 
 
 def test_hostile_trl_model_cannot_reach_reset_reward_or_close_as_tools() -> None:

@@ -61,11 +61,16 @@ def test_files_through_gymnasium_make_solves_a_task_with_a_json_tool_call() -> N
         assert obs["result"] == 'Error: the action is not a JSON tool call: expected {"name": TOOL, "arguments": {...}}'
         assert (reward, terminated, truncated, info["invalid_action"]) == (0.0, False, False, True)
         obs, reward, terminated, _, info = env.step(
-            CallTool(name="fs_read", arguments={"path": "missing.txt"}))  # the structured action works too
+            CallTool(name="fs_read", arguments={"path": "missing.txt"})
+        )  # the structured action works too
         assert obs["result"].startswith("Error") and info["is_error"] is True and reward == 0.0
         obs, reward, terminated, truncated, info = env.step(MOVE)
-        assert (obs["result"], reward, terminated, truncated) == ("Moved notes.txt -> meeting-notes.txt.", 1.0,
-                                                                  True, False)
+        assert (obs["result"], reward, terminated, truncated) == (
+            "Moved notes.txt -> meeting-notes.txt.",
+            1.0,
+            True,
+            False,
+        )
         assert info["step"] == 2 and info["score"] == 1.0
     finally:
         env.close()
@@ -91,16 +96,19 @@ def test_async_vector_env_with_shared_memory_after_the_parent_ran_a_sync_env_bef
     # Text observations in shared memory were read once and never refreshed (empty strings).
     with openenv_mcp.make("echo") as warm:
         warm.reset(seed=0)
-    venv = gymnasium.vector.AsyncVectorEnv([lambda: gymnasium.make("openenv_mcp/files-v0")] * 2,
-                                           context="fork" if "fork" in multiprocessing.get_all_start_methods()
-                                           else None)
+    venv = gymnasium.vector.AsyncVectorEnv(
+        [lambda: gymnasium.make("openenv_mcp/files-v0")] * 2,
+        context="fork" if "fork" in multiprocessing.get_all_start_methods() else None,
+    )
     try:
         obs, info = venv.reset(seed=3, options={"task_id": "rename-notes"})
         assert obs["task"][0] == obs["task"][1] and obs["task"][0].startswith("Rename the file")
         assert list(info["task_id"]) == ["rename-notes", "rename-notes"]
         obs, rewards, terminated, _, info = venv.step((MOVE, "garbage"))
-        assert obs["result"] == ("Moved notes.txt -> meeting-notes.txt.",
-                                 'Error: the action is not a JSON tool call: expected {"name": TOOL, "arguments": {...}}')
+        assert obs["result"] == (
+            "Moved notes.txt -> meeting-notes.txt.",
+            'Error: the action is not a JSON tool call: expected {"name": TOOL, "arguments": {...}}',
+        )
         assert list(rewards) == [1.0, 0.0] and list(terminated) == [True, False]
         obs, rewards, *_ = venv.step(("{}", MOVE))  # NEXT_STEP autoreset: the finished one starts over
         assert obs["result"][0] == "" and rewards[1] == 1.0

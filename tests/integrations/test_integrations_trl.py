@@ -51,6 +51,7 @@ def _tools(name: str) -> list[Tool]:
 
 # -- (a) the schema TRL derives is the tool's inputSchema ------------------------------------------------
 
+
 @pytest.mark.parametrize("env_name", BUILTIN)
 def test_trl_derives_every_builtin_tool_schema_exactly(env_name: str) -> None:
     tools = _tools(env_name)
@@ -66,15 +67,23 @@ def test_trl_derives_every_builtin_tool_schema_exactly(env_name: str) -> None:
 
 def test_normal_form_keeps_types_enums_defaults_and_descriptions_apart() -> None:
     # the comparison is not vacuous: each of these differences is seen
-    base = {"type": "object", "properties": {"mode": {"type": "string", "enum": ["a", "b"], "description": "M",
-                                                      "default": "a"}}, "required": []}
+    base = {
+        "type": "object",
+        "properties": {"mode": {"type": "string", "enum": ["a", "b"], "description": "M", "default": "a"}},
+        "required": [],
+    }
     variants = [
         {"mode": {"type": "string", "enum": ["a", "c"], "description": "M", "default": "a"}},
         {"mode": {"type": "integer", "description": "M", "default": "a"}},
         {"mode": {"type": "string", "enum": ["a", "b"], "description": "N", "default": "a"}},
         {"mode": {"type": "string", "enum": ["a", "b"], "description": "M", "default": "b"}},
-        {"mode": {"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}], "description": "M",
-                  "default": "a"}},
+        {
+            "mode": {
+                "anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}],
+                "description": "M",
+                "default": "a",
+            }
+        },
     ]
     for props in variants:
         assert normal_form("d", {**base, "properties": props}) != normal_form("d", base)
@@ -84,11 +93,21 @@ def test_normal_form_keeps_types_enums_defaults_and_descriptions_apart() -> None
 
 
 def test_tools_trl_cannot_express_are_listed_in_a_clear_error() -> None:
-    nested = Tool(name="configure", description="Set options.", inputSchema={
-        "type": "object", "properties": {"options": {"type": "object", "description": "Options.",
-                                                     "properties": {"depth": {"type": "integer"}}}}})
-    keyword_param = Tool(name="copy", description="Copy.", inputSchema={
-        "type": "object", "properties": {"from": {"type": "string", "description": "Source."}}})
+    nested = Tool(
+        name="configure",
+        description="Set options.",
+        inputSchema={
+            "type": "object",
+            "properties": {
+                "options": {"type": "object", "description": "Options.", "properties": {"depth": {"type": "integer"}}}
+            },
+        },
+    )
+    keyword_param = Tool(
+        name="copy",
+        description="Copy.",
+        inputSchema={"type": "object", "properties": {"from": {"type": "string", "description": "Source."}}},
+    )
     fine = Tool(name="ping", description="Ping.", inputSchema={"type": "object", "properties": {}})
     with pytest.raises(ToolSchemaError) as err:
         tool_class("demo", [nested, keyword_param, fine])
@@ -96,7 +115,8 @@ def test_tools_trl_cannot_express_are_listed_in_a_clear_error() -> None:
         "environment 'demo': 2 tool(s) cannot be given to TRL with their exact schema: configure: parameter "
         "'options': a nested object with its own properties; copy: parameter name 'from' is not a Python identifier"
         ". Pass strict=False to offer them with an approximate schema (inexpressible types as any value, the "
-        "environment still validating every call) and leave out those that cannot be called at all")
+        "environment still validating every call) and leave out those that cannot be called at all"
+    )
     with pytest.warns(UserWarning, match="approximate schema or left out: configure"):
         cls = tool_class("demo", [nested, keyword_param, fine], strict=False)
     offered = {n for n, _ in inspect.getmembers(cls, inspect.isfunction) if not n.startswith("_")}
@@ -178,18 +198,39 @@ def _grpo(env_name: str, tmp_path: Path, task_id: str | None) -> None:
         states = [factory.state(e) for e in environments]
         assert all(s is not None and (task_id is None or s.task_id == task_id) for s in states)
         for g in range(0, len(states), 4):  # each GRPO group: one task, four seeds (repeat=4)
-            assert len({s.task_id for s in states[g:g + 4]}) == 1 and len({s.seed for s in states[g:g + 4]}) == 4
+            assert len({s.task_id for s in states[g : g + 4]}) == 1 and len({s.seed for s in states[g : g + 4]}) == 4
         return [None] * len(environments)
 
-    dataset = Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 2, "task_id": [task_id] * 2}) \
-        if task_id else None
-    args = GRPOConfig(output_dir=str(tmp_path / "out"), max_steps=2, per_device_train_batch_size=4,
-                      num_generations=4, max_completion_length=48, max_tool_calling_iterations=1,
-                      learning_rate=1e-5, logging_steps=1, save_strategy="no", report_to="none", use_cpu=True,
-                      bf16=False, seed=0, disable_tqdm=True)
-    trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=[record], args=args,
-                          processing_class=AutoTokenizer.from_pretrained(model_dir), train_dataset=dataset,
-                          environment_factory=factory, callbacks=[factory.callback()])
+    dataset = (
+        Dataset.from_dict({"prompt": [[{"role": "user", "content": ""}]] * 2, "task_id": [task_id] * 2})
+        if task_id
+        else None
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "out"),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=48,
+        max_tool_calling_iterations=1,
+        learning_rate=1e-5,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        seed=0,
+        disable_tqdm=True,
+    )
+    trainer = GRPOTrainer(
+        model=AutoModelForCausalLM.from_pretrained(model_dir),
+        reward_funcs=[record],
+        args=args,
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
+        train_dataset=dataset,
+        environment_factory=factory,
+        callbacks=[factory.callback()],
+    )
     started = time.perf_counter()
     trainer.train()
     per_step = (time.perf_counter() - started) / 2
@@ -222,12 +263,32 @@ def test_grpo_trainer_two_steps_on_files(tmp_path: Path) -> None:
 
 # -- (c) the example script ---------------------------------------------------------------------------
 
+
 def test_example_trl_grpo_runs_one_step(tmp_path: Path) -> None:
     model_dir = tiny_policy.build(tmp_path / "model", [CALLS["echo"]], corpus=schema_corpus("echo"))
     out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "trl_grpo.py"), "--model", str(model_dir), "--env", "echo",
-         "--max-steps", "1", "--num-generations", "2", "--max-completion-length", "32",
-         "--output-dir", str(tmp_path / "out"), "--cpu"],
-        check=False, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        [
+            sys.executable,
+            str(ROOT / "examples" / "trl_grpo.py"),
+            "--model",
+            str(model_dir),
+            "--env",
+            "echo",
+            "--max-steps",
+            "1",
+            "--num-generations",
+            "2",
+            "--max-completion-length",
+            "32",
+            "--output-dir",
+            str(tmp_path / "out"),
+            "--cpu",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert "trained 1 step(s) on echo" in out.stdout

@@ -38,25 +38,48 @@ def build(out_dir: Path, calls: list[str], *, corpus: list[str] = (), seed: int 
     raw = Tokenizer(models.BPE())
     raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     raw.decoder = decoders.ByteLevel()
-    texts = [*corpus, qwen3_chat_template, "Use the echo tool to say exactly: hello world", "Rename the file notes.txt",
-              ('{"type": "function", "function": {"name": "fs_read", "description": "Read a file", "parameters": '
-               '{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}')]
-    trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    texts = [
+        *corpus,
+        qwen3_chat_template,
+        "Use the echo tool to say exactly: hello world",
+        "Rename the file notes.txt",
+        (
+            '{"type": "function", "function": {"name": "fs_read", "description": "Read a file", "parameters": '
+            '{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}'
+        ),
+    ]
+    trainer = trainers.BpeTrainer(
+        vocab_size=2000,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     raw.train_from_iterator(texts * 4, trainer=trainer)
-    tok = PreTrainedTokenizerFast(tokenizer_object=raw, bos_token=None, eos_token="<|im_end|>",
-                                  pad_token="<|endoftext|>", padding_side="left")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=raw, bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
+    )
     tok.add_tokens([*calls, ANSWER])
     tok.chat_template = qwen3_chat_template
 
     vocab = len(tok)
-    config = Qwen3Config(vocab_size=vocab, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=8192,
-                         tie_word_embeddings=False, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                         bos_token_id=None)
+    config = Qwen3Config(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+    )
     model = Qwen3ForCausalLM(config)
-    turn_open = tok.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True,
-                                        tokenize=True, return_dict=False)[-1]
+    turn_open = tok.apply_chat_template(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=True, return_dict=False
+    )[-1]
     with torch.no_grad():
         for layer in model.model.layers:  # the residual stream is the last token's embedding only
             layer.self_attn.o_proj.weight.zero_()

@@ -31,16 +31,26 @@ from mcp.types import (
 )
 
 # A 1x1 red PNG and a minimal (silent, 1 sample) WAV.
-PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = base64.b64encode(
-    b"RIFF" + (38).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
-    + (1).to_bytes(2, "little") + (1).to_bytes(2, "little") + (8000).to_bytes(4, "little")
-    + (16000).to_bytes(4, "little") + (2).to_bytes(2, "little") + (16).to_bytes(2, "little")
-    + b"data" + (2).to_bytes(4, "little") + b"\x00\x00"
+    b"RIFF"
+    + (38).to_bytes(4, "little")
+    + b"WAVEfmt "
+    + (16).to_bytes(4, "little")
+    + (1).to_bytes(2, "little")
+    + (1).to_bytes(2, "little")
+    + (8000).to_bytes(4, "little")
+    + (16000).to_bytes(4, "little")
+    + (2).to_bytes(2, "little")
+    + (16).to_bytes(2, "little")
+    + b"data"
+    + (2).to_bytes(4, "little")
+    + b"\x00\x00"
 ).decode()
 
-server = FastMCP("conformance-fixture", instructions="Fixtures of the official MCP conformance suite.",
-                 dereference_schemas=False)  # the suite checks $defs/$ref survive the listing
+server = FastMCP(
+    "conformance-fixture", instructions="Fixtures of the official MCP conformance suite.", dereference_schemas=False
+)  # the suite checks $defs/$ref survive the listing
 
 
 # -- tools -------------------------------------------------------------------------------
@@ -65,27 +75,43 @@ def test_audio_content() -> CallToolResult:
 @server.tool
 def test_embedded_resource() -> CallToolResult:
     """Returns an embedded text resource."""
-    return CallToolResult(content=[EmbeddedResource(type="resource", resource=TextResourceContents(
-        uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."))])
+    return CallToolResult(
+        content=[
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri="test://embedded-resource", mime_type="text/plain", text="This is an embedded resource content."
+                ),
+            )
+        ]
+    )
 
 
 @server.tool
 def test_multiple_content_types() -> CallToolResult:
     """Returns text, an image and an embedded resource."""
-    return CallToolResult(content=[
-        TextContent(type="text", text="Multiple content types test:"),
-        ImageContent(type="image", data=PNG, mime_type="image/png"),
-        EmbeddedResource(type="resource", resource=TextResourceContents(
-            uri="test://mixed-content-resource", mime_type="application/json",
-            text=json.dumps({"test": "data", "value": 123}))),
-    ])
+    return CallToolResult(
+        content=[
+            TextContent(type="text", text="Multiple content types test:"),
+            ImageContent(type="image", data=PNG, mime_type="image/png"),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri="test://mixed-content-resource",
+                    mime_type="application/json",
+                    text=json.dumps({"test": "data", "value": 123}),
+                ),
+            ),
+        ]
+    )
 
 
 @server.tool
 def test_error_handling() -> CallToolResult:
     """Always fails (an isError result)."""
-    return CallToolResult(content=[TextContent(type="text", text="This tool intentionally returns an error for testing")],
-                          is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text="This tool intentionally returns an error for testing")], is_error=True
+    )
 
 
 @server.tool
@@ -135,8 +161,9 @@ def _json_schema_tool(name: str | None = None, address: dict | None = None) -> s
     return "ok"
 
 
-_schema_tool = Tool.from_function(_json_schema_tool, name="json_schema_2020_12_tool",
-                                  description="Tool with JSON Schema 2020-12 features")
+_schema_tool = Tool.from_function(
+    _json_schema_tool, name="json_schema_2020_12_tool", description="Tool with JSON Schema 2020-12 features"
+)
 _schema_tool.parameters = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
@@ -148,26 +175,28 @@ server.add_tool(_schema_tool)
 
 
 # -- resources -----------------------------------------------------------------------------
-@server.resource("test://static-text", name="static-text", description="A static text resource",
-                 mime_type="text/plain")
+@server.resource("test://static-text", name="static-text", description="A static text resource", mime_type="text/plain")
 def static_text() -> str:
     return "This is the content of the static text resource."
 
 
-@server.resource("test://static-binary", name="static-binary", description="A static binary resource (PNG)",
-                 mime_type="image/png")
+@server.resource(
+    "test://static-binary", name="static-binary", description="A static binary resource (PNG)", mime_type="image/png"
+)
 def static_binary() -> bytes:
     return base64.b64decode(PNG)
 
 
-@server.resource("test://watched-resource", name="watched-resource", description="A resource to subscribe to",
-                 mime_type="text/plain")
+@server.resource(
+    "test://watched-resource", name="watched-resource", description="A resource to subscribe to", mime_type="text/plain"
+)
 def watched_resource() -> str:
     return "Watched resource content."
 
 
-@server.resource("test://template/{id}/data", name="template-data", description="A resource template",
-                 mime_type="application/json")
+@server.resource(
+    "test://template/{id}/data", name="template-data", description="A resource template", mime_type="application/json"
+)
 def template_data(id: str) -> ResourceResult:
     body = json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":"))
     return ResourceResult([ResourceContent(body, mime_type="application/json")])
@@ -187,13 +216,21 @@ def test_prompt_with_arguments(arg1: str, arg2: str) -> list[Message]:
 @server.prompt(name="test_prompt_with_embedded_resource", description="A prompt embedding a resource")
 def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:
     return [
-        Message(EmbeddedResource(type="resource", resource=TextResourceContents(
-            uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."))),
+        Message(
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(
+                    uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."
+                ),
+            )
+        ),
         Message("Please process the embedded resource above."),
     ]
 
 
 @server.prompt(name="test_prompt_with_image", description="A prompt with an image")
 def test_prompt_with_image() -> list[Message]:
-    return [Message(ImageContent(type="image", data=PNG, mime_type="image/png")),
-            Message("Please analyze the image above.")]
+    return [
+        Message(ImageContent(type="image", data=PNG, mime_type="image/png")),
+        Message("Please analyze the image above."),
+    ]

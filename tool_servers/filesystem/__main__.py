@@ -14,11 +14,19 @@ from .core import DEFAULT_LIMITS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = parser("filesystem",
-               "MCP filesystem tool server confined to one folder: list, read, write, edit, move, delete, search.",
-               port=8765, lean=True, root_help="the folder the tools may see and change (paths outside it are refused)")
-    p.add_argument("--max-read-chars", type=int, default=DEFAULT_LIMITS["max_read_chars"],
-                   help="characters read returns before cutting with a marker (default %(default)s)")
+    p = parser(
+        "filesystem",
+        "MCP filesystem tool server confined to one folder: list, read, write, edit, move, delete, search.",
+        port=8765,
+        lean=True,
+        root_help="the folder the tools may see and change (paths outside it are refused)",
+    )
+    p.add_argument(
+        "--max-read-chars",
+        type=int,
+        default=DEFAULT_LIMITS["max_read_chars"],
+        help="characters read returns before cutting with a marker (default %(default)s)",
+    )
     return p
 
 

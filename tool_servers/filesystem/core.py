@@ -49,15 +49,15 @@ NOT_REGULAR = "{path!r} is not a regular file (a pipe, socket or device); it can
 """The refusal for FIFOs, sockets and devices (``.format(path=...)``)."""
 
 DEFAULT_LIMITS: dict[str, int] = {
-    "max_read_chars": 100_000,   # read: characters returned before the cut marker
+    "max_read_chars": 100_000,  # read: characters returned before the cut marker
     "max_read_scan_bytes": 64_000_000,  # read: bytes scanned at most to find and measure the lines asked for
     "max_write_chars": 5_000_000,  # write/edit: largest file content accepted
-    "max_list_entries": 1_000,   # list: entries shown before the cut marker
+    "max_list_entries": 1_000,  # list: entries shown before the cut marker
     "max_walk_entries": 100_000,  # list/search: entries visited at most
-    "max_depth": 64,             # list/search: folders deeper than this are not entered
-    "max_search_results": 200,   # search: matching lines shown at most
+    "max_depth": 64,  # list/search: folders deeper than this are not entered
+    "max_search_results": 200,  # search: matching lines shown at most
     "max_search_file_bytes": 2_000_000,  # search: larger files are skipped (and counted)
-    "max_line_chars": 300,       # search: a matching line is clipped to this
+    "max_line_chars": 300,  # search: a matching line is clipped to this
 }
 
 INSTRUCTIONS = (
@@ -72,7 +72,6 @@ _RO = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY
 
 class Refused(Exception):
     """A tool call refused with a message for the agent (FastMCP's ``ToolError`` twin)."""
-
 
 
 def _parts(path: Any) -> tuple[str, ...]:
@@ -132,8 +131,7 @@ def root_of(ctx: Any) -> Path:
     return root
 
 
-def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
-               **limits: int) -> dict[str, Callable[..., str]]:
+def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None, **limits: int) -> dict[str, Callable[..., str]]:
     """The seven tools for the root folder of ``ctx``, as plain functions raising :class:`Refused`.
 
     Args:
@@ -171,8 +169,9 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
             shown: list[str] = []
             total = 0
             budget = cap["max_walk_entries"]
-            for entry in walk(fd, "", recursive=recursive, files_first=False, max_depth=cap["max_depth"],
-                              max_entries=budget):
+            for entry in walk(
+                fd, "", recursive=recursive, files_first=False, max_depth=cap["max_depth"], max_entries=budget
+            ):
                 total += 1
                 if len(shown) >= cap["max_list_entries"]:
                     continue
@@ -233,23 +232,29 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
                         held += len(kept[-1])
                     total += length
             except UnicodeDecodeError:
-                raise Refused(f"File {path!r} is not UTF-8 text ({st.st_size} bytes, binary); "
-                                "it cannot be read as text.") from None
+                raise Refused(
+                    f"File {path!r} is not UTF-8 text ({st.st_size} bytes, binary); it cannot be read as text."
+                ) from None
         finally:
             os.close(fd)
         stopped = scan.exhausted and not complete
         if (start_line > 1 or max_lines is not None) and start_line > max(count, 1):
             if stopped:
-                raise Refused(f"start_line {start_line} is past the first {count} lines of {path!r}, all that "
-                                f"read scans ({cap['max_read_scan_bytes']} bytes); the file is {st.st_size} bytes.")
+                raise Refused(
+                    f"start_line {start_line} is past the first {count} lines of {path!r}, all that "
+                    f"read scans ({cap['max_read_scan_bytes']} bytes); the file is {st.st_size} bytes."
+                )
             raise Refused(f"File {path!r} has {count} lines; start_line {start_line} is past its end.")
         out = "".join(kept)
         if len(out) > limit or stopped:
             cut = out[:limit]
             nxt = start_line + cut.count("\n")
             of = f"at least {total}" if stopped else f"{total}"
-            return (cut + ("" if cut.endswith("\n") else "\n")
-                    + f"[... truncated: showing {len(cut)} of {of} characters; continue with start_line={nxt} ...]")
+            return (
+                cut
+                + ("" if cut.endswith("\n") else "\n")
+                + f"[... truncated: showing {len(cut)} of {of} characters; continue with start_line={nxt} ...]"
+            )
         return out
 
     @_safe
@@ -275,8 +280,10 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
                 try:
                     fd = tree.create(parent, parts[-1], os.O_WRONLY | os.O_NONBLOCK)
                 except FileExistsError:
-                    raise Refused(f"{path!r} is a link to a missing file or appeared meanwhile; nothing was written. "
-                                    "Write to the file's own path.") from None
+                    raise Refused(
+                        f"{path!r} is a link to a missing file or appeared meanwhile; nothing was written. "
+                        "Write to the file's own path."
+                    ) from None
                 finally:
                     os.close(parent)
                 existed = False
@@ -311,17 +318,23 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
             if old_text == "":
                 raise Refused("old_text is empty; give the exact text to replace (use write to replace a whole file).")
             if st.st_size > 4 * limit:  # more bytes than any text of `limit` characters (sparse files included)
-                raise Refused(f"File {path!r} is {st.st_size} bytes; edit changes files of at most {limit} "
-                                "characters. Use write to replace it.")
+                raise Refused(
+                    f"File {path!r} is {st.st_size} bytes; edit changes files of at most {limit} "
+                    "characters. Use write to replace it."
+                )
             raw = read_at_most(fd, 4 * limit)
             text = _text(raw, len(raw), path)
             del raw
             count = text.count(old_text)
             if count == 0:
-                raise Refused(f"old_text not found in {path!r}; nothing changed. Read the file and copy the text exactly.")
+                raise Refused(
+                    f"old_text not found in {path!r}; nothing changed. Read the file and copy the text exactly."
+                )
             if count > 1 and not replace_all:
-                raise Refused(f"old_text occurs {count} times in {path!r}; nothing changed. "
-                                "Include more surrounding text to make it unique, or set replace_all to true.")
+                raise Refused(
+                    f"old_text occurs {count} times in {path!r}; nothing changed. "
+                    "Include more surrounding text to make it unique, or set replace_all to true."
+                )
             size = len(text) + count * (len(new_text) - len(old_text))  # known before anything is built
             if size > limit:
                 raise Refused(f"The result would be {size} characters; the limit is {limit}.")
@@ -355,8 +368,10 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
         if not src:
             raise Refused("The workspace root itself cannot be moved.")
         if not dst:
-            raise Refused(f"Destination {destination!r} is an existing folder; give the full new path, "
-                            f"e.g. {(destination.rstrip('/') + '/' + src[-1])!r}.")
+            raise Refused(
+                f"Destination {destination!r} is an existing folder; give the full new path, "
+                f"e.g. {(destination.rstrip('/') + '/' + src[-1])!r}."
+            )
         if dst == src:
             raise Refused(f"Source and destination are the same path ({source!r}).")
         if dst[: len(src)] == src:
@@ -378,8 +393,10 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
                 pass
             if dst_st is not None:
                 if stat.S_ISDIR(dst_st.st_mode):
-                    raise Refused(f"Destination {destination!r} is an existing folder; give the full new path, "
-                                    f"e.g. {(destination.rstrip('/') + '/' + src[-1])!r}.")
+                    raise Refused(
+                        f"Destination {destination!r} is an existing folder; give the full new path, "
+                        f"e.g. {(destination.rstrip('/') + '/' + src[-1])!r}."
+                    )
                 if not overwrite:
                     raise Refused(f"Destination {destination!r} already exists; set overwrite to true to replace it.")
                 if stat.S_ISDIR(sst.st_mode):
@@ -418,7 +435,9 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
                 return f"Deleted {_rel(parts)}."
             entries = count_tree(pfd, parts[-1])
             if entries and not recursive:
-                raise Refused(f"Folder {path!r} is not empty ({entries} entries); set recursive to true to delete it with its contents.")
+                raise Refused(
+                    f"Folder {path!r} is not empty ({entries} entries); set recursive to true to delete it with its contents."
+                )
             remove_tree(pfd, parts[-1])
         finally:
             os.close(pfd)
@@ -480,8 +499,9 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
                 budget = cap["max_walk_entries"]
                 seen = 0
                 prefix = "/".join(parts) + "/" if parts else ""
-                for entry in walk(fd, prefix, recursive=True, files_first=True, max_depth=cap["max_depth"],
-                                  max_entries=budget):
+                for entry in walk(
+                    fd, prefix, recursive=True, files_first=True, max_depth=cap["max_depth"], max_entries=budget
+                ):
                     seen += 1
                     if not stat.S_ISREG(entry.st.st_mode):
                         continue  # folders, links (never followed), pipes, sockets, devices
@@ -503,15 +523,24 @@ def make_tools(ctx: Any, *, owner: tuple[int, int] | str | None = None,
         else:
             out = "\n".join(hits)
             if more:
-                out += f"\n[... truncated: {more} more matching lines not shown; narrow the search with path or glob ...]"
+                out += (
+                    f"\n[... truncated: {more} more matching lines not shown; narrow the search with path or glob ...]"
+                )
         if skipped:
             out += f"\n[{skipped} file(s) larger than {biggest} bytes skipped]"
         if stopped:
             out += f"\n[search stopped after {cap['max_walk_entries']} entries; narrow it with path or glob]"
         return out
 
-    tools = {"list": list_, "read": read, "write": write, "edit": edit, "move": move, "delete": delete,
-             "search": search}
+    tools = {
+        "list": list_,
+        "read": read,
+        "write": write,
+        "edit": edit,
+        "move": move,
+        "delete": delete,
+        "search": search,
+    }
     if getattr(ctx, "read_only", False):  # production --read-only: same tools, changes refused
         for name in CHANGING_TOOLS:
             tools[name] = _refusing(tools[name], name)
@@ -547,6 +576,7 @@ def _compile(pattern: str, regex: bool, case_sensitive: bool) -> Any:
         return re2.compile(pattern, options)
     except re2.error as e:
         detail = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
-        raise Refused(f"Regular expression {pattern!r} is not supported: {detail}. Search matches in linear time "
-                        "(RE2 syntax), without backreferences or look-around.") from None
-
+        raise Refused(
+            f"Regular expression {pattern!r} is not supported: {detail}. Search matches in linear time "
+            "(RE2 syntax), without backreferences or look-around."
+        ) from None

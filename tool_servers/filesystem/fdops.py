@@ -15,8 +15,19 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-__all__ = ["CHUNK", "Entry", "Scan", "Special", "count_tree", "lines", "open_regular", "read_at_most", "remove_tree",
-           "walk", "write_whole"]
+__all__ = [
+    "CHUNK",
+    "Entry",
+    "Scan",
+    "Special",
+    "count_tree",
+    "lines",
+    "open_regular",
+    "read_at_most",
+    "remove_tree",
+    "walk",
+    "write_whole",
+]
 
 CHUNK = 256 * 1024
 _BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # what str.splitlines splits on
@@ -92,8 +103,9 @@ class Entry:
     dirfd: int  # the folder holding it (valid while the walk is at this entry)
 
 
-def walk(fd: int, prefix: str, *, recursive: bool, files_first: bool, max_depth: int,
-         max_entries: int) -> Iterator[Entry]:
+def walk(
+    fd: int, prefix: str, *, recursive: bool, files_first: bool, max_depth: int, max_entries: int
+) -> Iterator[Entry]:
     """Entries below the open folder ``fd`` in name order, links never followed, without recursion.
 
     ``files_first`` lists a folder's non-folders before descending (``os.walk``
@@ -159,8 +171,7 @@ def count_tree(dirfd: int, name: str) -> int:
     """How many entries are below folder ``name`` of ``dirfd`` (links not followed)."""
     fd = os.open(name, _DIR, dir_fd=dirfd)
     try:
-        return sum(1 for _ in walk(fd, "", recursive=True, files_first=False, max_depth=1 << 30,
-                                   max_entries=1 << 62))
+        return sum(1 for _ in walk(fd, "", recursive=True, files_first=False, max_depth=1 << 30, max_entries=1 << 62))
     finally:
         os.close(fd)
 
@@ -206,4 +217,4 @@ def write_whole(fd: int, data: bytes) -> None:
     os.ftruncate(fd, 0)
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]

@@ -54,8 +54,13 @@ def _openat2(dirfd: int, path: str, flags: int, mode: int = 0) -> int:
     raw = path.encode("utf-8", "surrogateescape")
     err = errno.EAGAIN
     for _ in range(16):  # EAGAIN: a rename raced the walk; the kernel asks to try again
-        fd = _libc.syscall(_SYS_OPENAT2, ctypes.c_int(dirfd), ctypes.c_char_p(raw), ctypes.byref(how),
-                           ctypes.c_size_t(ctypes.sizeof(how)))
+        fd = _libc.syscall(
+            _SYS_OPENAT2,
+            ctypes.c_int(dirfd),
+            ctypes.c_char_p(raw),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
         if fd >= 0:
             return int(fd)
         err = ctypes.get_errno()
@@ -110,8 +115,7 @@ class Root:
         use_openat2: force the kernel resolver on or off (default: on when the kernel has it).
     """
 
-    def __init__(self, path: str, owner: tuple[int, int] | str | None = None,
-                 use_openat2: bool | None = None) -> None:
+    def __init__(self, path: str, owner: tuple[int, int] | str | None = None, use_openat2: bool | None = None) -> None:
         if owner is not None and owner != "root" and not isinstance(owner, tuple):
             raise ValueError(f"owner must be (uid, gid), 'root' or None, got {owner!r}")
         self.path = path

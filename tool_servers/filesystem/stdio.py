@@ -38,5 +38,8 @@ async def serve_lean(ctx: Any, **limits: int) -> None:
         return run
 
     definitions = json.loads(TOOLS_FILE.read_text())
-    await serve({"name": "filesystem", "instructions": INSTRUCTIONS}, definitions,
-                {name: handler(fn) for name, fn in tools.items()})
+    await serve(
+        {"name": "filesystem", "instructions": INSTRUCTIONS},
+        definitions,
+        {name: handler(fn) for name, fn in tools.items()},
+    )

@@ -14,15 +14,26 @@ from .core import DEFAULT_LIMITS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = parser("python",
-               "MCP python tool server: a persistent interpreter (child process) working in one folder, "
-               "with time, memory and output limits.",
-               port=8767, lean=True,
-               root_help="the interpreter's working folder, first on sys.path (NOT a confinement: code has your rights)")
-    p.add_argument("--memory-mb", type=int, default=int(DEFAULT_LIMITS["memory_mb"]),
-                   help="the interpreter's address-space limit in MiB, 0 for none (default %(default)s)")
-    p.add_argument("--max-output-chars", type=int, default=int(DEFAULT_LIMITS["max_output_chars"]),
-                   help="characters of stdout, stderr, result and traceback kept before a marker (default %(default)s)")
+    p = parser(
+        "python",
+        "MCP python tool server: a persistent interpreter (child process) working in one folder, "
+        "with time, memory and output limits.",
+        port=8767,
+        lean=True,
+        root_help="the interpreter's working folder, first on sys.path (NOT a confinement: code has your rights)",
+    )
+    p.add_argument(
+        "--memory-mb",
+        type=int,
+        default=int(DEFAULT_LIMITS["memory_mb"]),
+        help="the interpreter's address-space limit in MiB, 0 for none (default %(default)s)",
+    )
+    p.add_argument(
+        "--max-output-chars",
+        type=int,
+        default=int(DEFAULT_LIMITS["max_output_chars"]),
+        help="characters of stdout, stderr, result and traceback kept before a marker (default %(default)s)",
+    )
     add_timeout_flags(p, DEFAULT_LIMITS, "code")
     return p
 
@@ -32,8 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     root = root_dir(args)
     if root is None:
         return 2
-    limits = dict(memory_mb=args.memory_mb, max_output_chars=args.max_output_chars,
-                  default_timeout=args.default_timeout, max_timeout=args.max_timeout)
+    limits = dict(
+        memory_mb=args.memory_mb,
+        max_output_chars=args.max_output_chars,
+        default_timeout=args.default_timeout,
+        max_timeout=args.max_timeout,
+    )
     if args.lean:
         from .core import serve_lean as loop
 

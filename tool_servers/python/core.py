@@ -42,22 +42,31 @@ INTERRUPT_GRACE = 2.0
 """Seconds a timed-out call has to end after ``SIGINT`` before the child is killed."""
 
 DEFAULT_LIMITS: dict[str, float] = {
-    "default_timeout": 30.0,       # seconds, when the call gives none
-    "max_timeout": 120.0,          # largest timeout a call may ask for
-    "memory_mb": 512,              # the child's address-space limit
-    "max_output_chars": 50_000,    # per stream / result / traceback
-    "max_code_chars": 200_000,     # longest code accepted
+    "default_timeout": 30.0,  # seconds, when the call gives none
+    "max_timeout": 120.0,  # largest timeout a call may ask for
+    "memory_mb": 512,  # the child's address-space limit
+    "max_output_chars": 50_000,  # per stream / result / traceback
+    "max_code_chars": 200_000,  # longest code accepted
 }
 
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "stdout": {"type": "string", "description": "What the code printed (sys.stdout), cut with a marker past the cap."},
+        "stdout": {
+            "type": "string",
+            "description": "What the code printed (sys.stdout), cut with a marker past the cap.",
+        },
         "stderr": {"type": "string", "description": "What the code wrote to sys.stderr (warnings included)."},
-        "result": {"type": ["string", "null"], "description": "repr() of the last line's value when it is an expression (null when None or a statement)."},
+        "result": {
+            "type": ["string", "null"],
+            "description": "repr() of the last line's value when it is an expression (null when None or a statement).",
+        },
         "error": {"type": ["string", "null"], "description": "The traceback when the code raised (null otherwise)."},
         "timed_out": {"type": "boolean", "description": "Whether the code was stopped at its timeout."},
-        "restarted": {"type": "boolean", "description": "Whether the interpreter was (or will be) restarted: all variables were lost."},
+        "restarted": {
+            "type": "boolean",
+            "description": "Whether the interpreter was (or will be) restarted: all variables were lost.",
+        },
     },
     "required": ["stdout", "stderr", "result", "error", "timed_out", "restarted"],
 }
@@ -120,9 +129,16 @@ class Interpreter:
 
     async def _start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, WORKER, str(self.root), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, cwd=str(self.root), start_new_session=True,
-            preexec_fn=self._limits(), limit=16 * self.max_output + 1_000_000,
+            sys.executable,
+            WORKER,
+            str(self.root),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd=str(self.root),
+            start_new_session=True,
+            preexec_fn=self._limits(),
+            limit=16 * self.max_output + 1_000_000,
         )
         self._finalizer.detach()
         self._finalizer = weakref.finalize(self, _kill, self.proc)
@@ -165,8 +181,10 @@ class Interpreter:
             restarted = bool(notes)
             if self.proc is None or self.proc.returncode is not None:
                 if self.proc is not None:
-                    notes.append(f"The interpreter {_status(self.proc.returncode)} since the last call and was "
-                                 f"restarted: {_LOST}.")
+                    notes.append(
+                        f"The interpreter {_status(self.proc.returncode)} since the last call and was "
+                        f"restarted: {_LOST}."
+                    )
                     restarted = True
                 await self._start()
             proc = self.proc
@@ -204,22 +222,43 @@ class Interpreter:
                 _kill(proc)
                 self.proc = None
                 if timed_out:
-                    why = (f"Timed out after {timeout:g} s; the code did not stop on interrupt, so the interpreter "
-                           f"was killed and will restart on the next call: {_LOST}.")
+                    why = (
+                        f"Timed out after {timeout:g} s; the code did not stop on interrupt, so the interpreter "
+                        f"was killed and will restart on the next call: {_LOST}."
+                    )
                 elif proc.returncode == -signal.SIGXCPU:
-                    why = (f"The interpreter {_status(proc.returncode)}: it used up its CPU time limit. It will "
-                           f"restart on the next call: {_LOST}.")
+                    why = (
+                        f"The interpreter {_status(proc.returncode)}: it used up its CPU time limit. It will "
+                        f"restart on the next call: {_LOST}."
+                    )
                 else:
-                    why = (f"The interpreter {_status(proc.returncode)} while running this code (out of memory? "
-                           f"the limit is {self.memory_mb} MB; or os._exit) and will restart on the next call: "
-                           f"{_LOST}.")
-                return {"stdout": "", "stderr": "", "result": None, "error": why, "timed_out": timed_out,
-                        "restarted": True, "notes": notes}
+                    why = (
+                        f"The interpreter {_status(proc.returncode)} while running this code (out of memory? "
+                        f"the limit is {self.memory_mb} MB; or os._exit) and will restart on the next call: "
+                        f"{_LOST}."
+                    )
+                return {
+                    "stdout": "",
+                    "stderr": "",
+                    "result": None,
+                    "error": why,
+                    "timed_out": timed_out,
+                    "restarted": True,
+                    "notes": notes,
+                }
             if timed_out:
-                reply["error"] = (f"Timed out after {timeout:g} s: interrupted (variables are kept).\n"
-                                  + (reply.get("error") or ""))
-            return {"stdout": reply["stdout"], "stderr": reply["stderr"], "result": reply["result"],
-                    "error": reply["error"], "timed_out": timed_out, "restarted": restarted, "notes": notes}
+                reply["error"] = f"Timed out after {timeout:g} s: interrupted (variables are kept).\n" + (
+                    reply.get("error") or ""
+                )
+            return {
+                "stdout": reply["stdout"],
+                "stderr": reply["stderr"],
+                "result": reply["result"],
+                "error": reply["error"],
+                "timed_out": timed_out,
+                "restarted": restarted,
+                "notes": notes,
+            }
 
 
 def render(result: dict[str, Any], notes: list[str]) -> str:
@@ -243,12 +282,16 @@ RUN_DESCRIPTION = """Run Python code in the persistent interpreter; returns stdo
 Variables persist across calls. The working folder is the workspace, which is also on sys.path."""
 RESTART_DESCRIPTION = "Restart the interpreter: every variable, import and function defined so far is forgotten."
 RESTARTED = "The interpreter was restarted; no variables are defined."
-CODE_HELP = ("Python source to execute, e.g. 'import json\\nx = 2\\nx * 21'. The last line's value (if an expression) "
-             "is returned as result.")
+CODE_HELP = (
+    "Python source to execute, e.g. 'import json\\nx = 2\\nx * 21'. The last line's value (if an expression) "
+    "is returned as result."
+)
 
 
 def timeout_help(cap: dict[str, float]) -> str:
-    return f"Seconds before the code is interrupted (default {cap['default_timeout']:g}, at most {cap['max_timeout']:g})."
+    return (
+        f"Seconds before the code is interrupted (default {cap['default_timeout']:g}, at most {cap['max_timeout']:g})."
+    )
 
 
 def limits(overrides: dict[str, float]) -> dict[str, float]:
@@ -270,14 +313,17 @@ class Refused(Exception):
     """A call the tool refuses (its message says why): an error result."""
 
 
-async def call(interpreter: Interpreter, cap: dict[str, float], code: str,
-               timeout: float | None) -> tuple[str, dict[str, Any], bool]:
+async def call(
+    interpreter: Interpreter, cap: dict[str, float], code: str, timeout: float | None
+) -> tuple[str, dict[str, Any], bool]:
     """One ``run`` call: (text, structured, is_error); :class:`Refused` for bad input."""
     if not code.strip():
         raise Refused("code is empty; give Python source such as 'print(1 + 1)'.")
     if len(code) > cap["max_code_chars"]:
-        raise Refused(f"code is {len(code)} characters; the limit is {int(cap['max_code_chars'])}. "
-                      "Write it to a file and import or exec it.")
+        raise Refused(
+            f"code is {len(code)} characters; the limit is {int(cap['max_code_chars'])}. "
+            "Write it to a file and import or exec it."
+        )
     seconds = cap["default_timeout"] if timeout is None else timeout
     if seconds > cap["max_timeout"]:
         raise Refused(f"timeout {seconds:g} s is above this server's limit of {cap['max_timeout']:g} s.")
@@ -292,15 +338,31 @@ async def call(interpreter: Interpreter, cap: dict[str, float], code: str,
 def tool_definitions(cap: dict[str, float]) -> list[dict[str, Any]]:
     """The tools as MCP lists them (what the FastMCP server lists, without its ``_meta``)."""
     return [
-        {"name": "run", "title": "Run", "description": RUN_DESCRIPTION,
-         "inputSchema": {"additionalProperties": False, "properties": {
-             "code": {"description": CODE_HELP, "type": "string"},
-             "timeout": {"anyOf": [{"exclusiveMinimum": 0, "type": "number"}, {"type": "null"}], "default": None,
-                         "description": timeout_help(cap)},
-         }, "required": ["code"], "type": "object"},
-         "outputSchema": OUTPUT_SCHEMA},
-        {"name": "restart", "title": "Restart", "description": RESTART_DESCRIPTION,
-         "inputSchema": {"additionalProperties": False, "properties": {}, "type": "object"}},
+        {
+            "name": "run",
+            "title": "Run",
+            "description": RUN_DESCRIPTION,
+            "inputSchema": {
+                "additionalProperties": False,
+                "properties": {
+                    "code": {"description": CODE_HELP, "type": "string"},
+                    "timeout": {
+                        "anyOf": [{"exclusiveMinimum": 0, "type": "number"}, {"type": "null"}],
+                        "default": None,
+                        "description": timeout_help(cap),
+                    },
+                },
+                "required": ["code"],
+                "type": "object",
+            },
+            "outputSchema": OUTPUT_SCHEMA,
+        },
+        {
+            "name": "restart",
+            "title": "Restart",
+            "description": RESTART_DESCRIPTION,
+            "inputSchema": {"additionalProperties": False, "properties": {}, "type": "object"},
+        },
     ]
 
 
@@ -324,8 +386,9 @@ async def serve_lean(ctx: Any, **overrides: float) -> None:
 
     warm = asyncio.ensure_future(interpreter.prestart())
     try:
-        await serve({"name": "python", "instructions": INSTRUCTIONS}, tool_definitions(cap),
-                    {"run": run, "restart": restart})
+        await serve(
+            {"name": "python", "instructions": INSTRUCTIONS}, tool_definitions(cap), {"run": run, "restart": restart}
+        )
     finally:
         warm.cancel()
         interpreter.stop()

@@ -101,8 +101,14 @@ def execute(code: str, cell: int, cap: int, namespace: dict) -> dict:
             error = f"{type(e).__name__} (its traceback could not be formatted)\n"
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
-    return {"stdout": out.value("stdout"), "stderr": err.value("stderr"), "result": result, "error": error,
-            "stdout_dropped": out.dropped, "stderr_dropped": err.dropped}
+    return {
+        "stdout": out.value("stdout"),
+        "stderr": err.value("stderr"),
+        "result": result,
+        "error": error,
+        "stdout_dropped": out.dropped,
+        "stderr_dropped": err.dropped,
+    }
 
 
 def main() -> None:
@@ -132,8 +138,14 @@ def main() -> None:
             request = json.loads(line)
             reply = execute(request["code"], request["cell"], request["max_output"], namespace)
         except KeyboardInterrupt:
-            reply = {"stdout": "", "stderr": "", "result": None, "error": "KeyboardInterrupt\n",
-                     "stdout_dropped": 0, "stderr_dropped": 0}
+            reply = {
+                "stdout": "",
+                "stderr": "",
+                "result": None,
+                "error": "KeyboardInterrupt\n",
+                "stdout_dropped": 0,
+                "stderr_dropped": 0,
+            }
         replies.write(json.dumps(reply, ensure_ascii=False) + "\n")
         replies.flush()
 

@@ -14,12 +14,19 @@ from .core import DEFAULT_LIMITS
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = parser("shell",
-               "MCP shell tool server: run a command in one folder, with a timeout, an output cap and the exit code.",
-               port=8766, lean=True,
-               root_help="the working folder of every command (NOT a confinement: commands have your rights)")
-    p.add_argument("--max-output-bytes", type=int, default=int(DEFAULT_LIMITS["max_output_bytes"]),
-                   help="bytes of stdout and of stderr kept before cutting with a marker (default %(default)s)")
+    p = parser(
+        "shell",
+        "MCP shell tool server: run a command in one folder, with a timeout, an output cap and the exit code.",
+        port=8766,
+        lean=True,
+        root_help="the working folder of every command (NOT a confinement: commands have your rights)",
+    )
+    p.add_argument(
+        "--max-output-bytes",
+        type=int,
+        default=int(DEFAULT_LIMITS["max_output_bytes"]),
+        help="bytes of stdout and of stderr kept before cutting with a marker (default %(default)s)",
+    )
     add_timeout_flags(p, DEFAULT_LIMITS, "a command")
     return p
 
@@ -29,8 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     root = root_dir(args)
     if root is None:
         return 2
-    limits = dict(max_output_bytes=args.max_output_bytes, default_timeout=args.default_timeout,
-                  max_timeout=args.max_timeout)
+    limits = dict(
+        max_output_bytes=args.max_output_bytes, default_timeout=args.default_timeout, max_timeout=args.max_timeout
+    )
     if args.lean:
         from .core import serve_lean as loop
 

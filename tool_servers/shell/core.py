@@ -18,7 +18,6 @@ rights of the user running it. Inside an environment it runs behind the
 ``sandbox`` boundary, which is what keeps commands away from the host.
 """
 
-
 import asyncio
 import contextlib
 import os
@@ -30,19 +29,24 @@ from typing import Any
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "TRUNCATED", "render", "run_command", "tool_definitions"]
 
 DEFAULT_LIMITS: dict[str, float] = {
-    "max_output_bytes": 50_000,   # per stream: bytes kept before the cut marker
-    "default_timeout": 30.0,      # seconds, when the call gives none
-    "max_timeout": 120.0,         # largest timeout a call may ask for
-    "max_command_chars": 100_000, # longest command accepted
-    "max_stdin_bytes": 1_000_000, # largest stdin accepted
+    "max_output_bytes": 50_000,  # per stream: bytes kept before the cut marker
+    "default_timeout": 30.0,  # seconds, when the call gives none
+    "max_timeout": 120.0,  # largest timeout a call may ask for
+    "max_command_chars": 100_000,  # longest command accepted
+    "max_stdin_bytes": 1_000_000,  # largest stdin accepted
 }
 
 OUTPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "exit_code": {"type": ["integer", "null"],
-                      "description": "The command's exit status; a negative number -N when killed by signal N; null when it timed out."},
-        "stdout": {"type": "string", "description": "Standard output (UTF-8, undecodable bytes replaced), cut with a marker past the cap."},
+        "exit_code": {
+            "type": ["integer", "null"],
+            "description": "The command's exit status; a negative number -N when killed by signal N; null when it timed out.",
+        },
+        "stdout": {
+            "type": "string",
+            "description": "Standard output (UTF-8, undecodable bytes replaced), cut with a marker past the cap.",
+        },
         "stderr": {"type": "string", "description": "Standard error, same rules."},
         "timed_out": {"type": "boolean", "description": "Whether the command was killed at its timeout."},
         "truncated": {"type": "boolean", "description": "Whether stdout or stderr was cut."},
@@ -74,7 +78,9 @@ class _Capped:
         out = self.data.decode("utf-8", errors="replace")
         if self.dropped:
             kept = self.data.decode("utf-8", errors="ignore")
-            out = kept + ("" if kept.endswith("\n") or not kept else "\n") + TRUNCATED.format(n=self.dropped, stream=name)
+            out = (
+                kept + ("" if kept.endswith("\n") or not kept else "\n") + TRUNCATED.format(n=self.dropped, stream=name)
+            )
         return out
 
 
@@ -96,14 +102,21 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def run_command(command: str, cwd: Path, timeout: float, max_output_bytes: int,
-                      stdin: str | None = None) -> dict[str, Any]:
+async def run_command(
+    command: str, cwd: Path, timeout: float, max_output_bytes: int, stdin: str | None = None
+) -> dict[str, Any]:
     """Run ``command`` in ``cwd``; the structured result (see :data:`OUTPUT_SCHEMA`)."""
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(loop), _SHELL, "-c", command, cwd=str(cwd), start_new_session=True,
+        lambda: _Protocol(loop),
+        _SHELL,
+        "-c",
+        command,
+        cwd=str(cwd),
+        start_new_session=True,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     assert proc.stdout is not None and proc.stderr is not None  # both are pipes (above)
@@ -190,17 +203,22 @@ class Refused(Exception):
     """A call the tool refuses (its message says why): an error result."""
 
 
-async def call(root: Path, cap: dict[str, float], command: str, timeout: float | None,
-               stdin: str | None) -> tuple[str, dict[str, Any], bool]:
+async def call(
+    root: Path, cap: dict[str, float], command: str, timeout: float | None, stdin: str | None
+) -> tuple[str, dict[str, Any], bool]:
     """One ``run`` call: (text, structured, is_error); :class:`Refused` for bad input."""
     if not command.strip():
         raise Refused("command is empty; give a shell command such as 'ls'.")
     if len(command) > cap["max_command_chars"]:
-        raise Refused(f"command is {len(command)} characters; the limit is {int(cap['max_command_chars'])}. "
-                      "Write a script file and run it instead.")
+        raise Refused(
+            f"command is {len(command)} characters; the limit is {int(cap['max_command_chars'])}. "
+            "Write a script file and run it instead."
+        )
     if stdin is not None and len(stdin.encode()) > cap["max_stdin_bytes"]:
-        raise Refused(f"stdin is {len(stdin.encode())} bytes; the limit is {int(cap['max_stdin_bytes'])}. "
-                      "Write it to a file instead.")
+        raise Refused(
+            f"stdin is {len(stdin.encode())} bytes; the limit is {int(cap['max_stdin_bytes'])}. "
+            "Write it to a file instead."
+        )
     seconds = cap["default_timeout"] if timeout is None else timeout
     if seconds > cap["max_timeout"]:
         raise Refused(f"timeout {seconds:g} s is above this server's limit of {cap['max_timeout']:g} s.")
@@ -215,16 +233,32 @@ async def call(root: Path, cap: dict[str, float], command: str, timeout: float |
 
 def tool_definitions(cap: dict[str, float]) -> list[dict[str, Any]]:
     """The tools as MCP lists them (what the FastMCP server lists, without its ``_meta``)."""
-    return [{
-        "name": "run", "title": "Run", "description": RUN_DESCRIPTION,
-        "inputSchema": {"additionalProperties": False, "properties": {
-            "command": {"description": COMMAND_HELP, "type": "string"},
-            "timeout": {"anyOf": [{"exclusiveMinimum": 0, "type": "number"}, {"type": "null"}], "default": None,
-                        "description": timeout_help(cap)},
-            "stdin": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "description": STDIN_HELP},
-        }, "required": ["command"], "type": "object"},
-        "outputSchema": OUTPUT_SCHEMA,
-    }]
+    return [
+        {
+            "name": "run",
+            "title": "Run",
+            "description": RUN_DESCRIPTION,
+            "inputSchema": {
+                "additionalProperties": False,
+                "properties": {
+                    "command": {"description": COMMAND_HELP, "type": "string"},
+                    "timeout": {
+                        "anyOf": [{"exclusiveMinimum": 0, "type": "number"}, {"type": "null"}],
+                        "default": None,
+                        "description": timeout_help(cap),
+                    },
+                    "stdin": {
+                        "anyOf": [{"type": "string"}, {"type": "null"}],
+                        "default": None,
+                        "description": STDIN_HELP,
+                    },
+                },
+                "required": ["command"],
+                "type": "object",
+            },
+            "outputSchema": OUTPUT_SCHEMA,
+        }
+    ]
 
 
 async def serve_lean(ctx: Any, **overrides: float) -> None:
@@ -236,8 +270,9 @@ async def serve_lean(ctx: Any, **overrides: float) -> None:
 
     async def run(arguments: dict[str, Any]) -> Reply:
         try:
-            text, structured, is_error = await call(root, cap, arguments["command"], arguments.get("timeout"),
-                                                    arguments.get("stdin"))
+            text, structured, is_error = await call(
+                root, cap, arguments["command"], arguments.get("timeout"), arguments.get("stdin")
+            )
         except Refused as e:
             raise ToolFailure(str(e)) from None
         return Reply(text, structured, is_error)

@@ -19,19 +19,37 @@ from .server import DEFAULT_MAX_ROWS, build_server
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = base_parser("sql", "MCP SQL tool server: query (read-only), execute, list_tables, describe_table; "
-                                "SQLite file or PostgreSQL database.", port=8766)
+    parser = base_parser(
+        "sql",
+        "MCP SQL tool server: query (read-only), execute, list_tables, describe_table; "
+        "SQLite file or PostgreSQL database.",
+        port=8766,
+    )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--sqlite", type=Path, metavar="FILE",
-                       help="SQLite database file (created if missing)")
-    where.add_argument("--database-url", metavar="URL",
-                       help="PostgreSQL URL, e.g. postgresql://user@localhost:5432/db (default: $DATABASE_URL)")
-    parser.add_argument("--max-rows", type=int, default=DEFAULT_MAX_ROWS,
-                        help="rows a result shows before the cut marker (default %(default)s)")
-    parser.add_argument("--timeout", type=float, default=10.0,
-                        help="seconds one call may run before it is cancelled (default %(default)s)")
-    parser.add_argument("--max-result-bytes", type=int, default=DEFAULT_MAX_RESULT_BYTES,
-                        help="bytes of values one result may carry before it is refused (default %(default)s)")
+    where.add_argument("--sqlite", type=Path, metavar="FILE", help="SQLite database file (created if missing)")
+    where.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="PostgreSQL URL, e.g. postgresql://user@localhost:5432/db (default: $DATABASE_URL)",
+    )
+    parser.add_argument(
+        "--max-rows",
+        type=int,
+        default=DEFAULT_MAX_ROWS,
+        help="rows a result shows before the cut marker (default %(default)s)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds one call may run before it is cancelled (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-result-bytes",
+        type=int,
+        default=DEFAULT_MAX_RESULT_BYTES,
+        help="bytes of values one result may carry before it is refused (default %(default)s)",
+    )
     return parser
 
 
@@ -43,14 +61,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.sqlite.expanduser().parent.is_dir():
             print(f"error: folder of --sqlite {str(args.sqlite)!r} does not exist", file=sys.stderr)
             return 2
-        backend = SQLiteBackend(args.sqlite.expanduser(), timeout=args.timeout,
-                                max_result_bytes=args.max_result_bytes)
+        backend = SQLiteBackend(args.sqlite.expanduser(), timeout=args.timeout, max_result_bytes=args.max_result_bytes)
         where = str(args.sqlite)
     else:
         url = args.database_url or os.environ.get("DATABASE_URL")
         if not url:
-            print("error: give --sqlite FILE, or --database-url URL / $DATABASE_URL for PostgreSQL",
-                  file=sys.stderr)
+            print("error: give --sqlite FILE, or --database-url URL / $DATABASE_URL for PostgreSQL", file=sys.stderr)
             return 2
         from .postgres import PostgresBackend
 

@@ -28,9 +28,22 @@ from typing import Any
 
 from . import normalize
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EXPRESSION", "MAX_SQL_CHARS", "Backend", "Column", "ResultCollector", "RowSet",
-           "SqlError", "StatementResult", "TableDescription", "check_sql_size", "split_statements", "statement_command",
-           "value_size"]
+__all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "EXPRESSION",
+    "MAX_SQL_CHARS",
+    "Backend",
+    "Column",
+    "ResultCollector",
+    "RowSet",
+    "SqlError",
+    "StatementResult",
+    "TableDescription",
+    "check_sql_size",
+    "split_statements",
+    "statement_command",
+    "value_size",
+]
 
 EXPRESSION = "(expression)"
 """The column name an index on an expression reports."""
@@ -123,8 +136,11 @@ class ResultCollector:
             return False
         self.size += sum(value_size(v) for v in row)
         if self.size > self.max_bytes:
-            raise SqlError("too_large", f"the result is larger than {self.max_bytes} bytes, the limit of one "
-                           "result: select fewer or shorter columns, aggregate, or add LIMIT")
+            raise SqlError(
+                "too_large",
+                f"the result is larger than {self.max_bytes} bytes, the limit of one "
+                "result: select fewer or shorter columns, aggregate, or add LIMIT",
+            )
         self.rowset.rows.append([normalize.value(v) for v in row])
         return True
 
@@ -261,8 +277,12 @@ def check_execute_statement(statement: str, index: int) -> None:
     words = re.findall(r"[A-Za-z_]+", _strip_comments(statement).upper())
     first = words[0] if words else ""
     if first in _TRANSACTION or (first == "ROLLBACK"):
-        raise SqlError("not_allowed", f"{first} is not allowed: each execute call already runs in its own "
-                       "transaction (committed if every statement succeeds, rolled back otherwise); "
-                       "send the statements without transaction control", index)
+        raise SqlError(
+            "not_allowed",
+            f"{first} is not allowed: each execute call already runs in its own "
+            "transaction (committed if every statement succeeds, rolled back otherwise); "
+            "send the statements without transaction control",
+            index,
+        )
     if first in _REFUSED:
         raise SqlError("not_allowed", f"{first} is not available through this tool", index)

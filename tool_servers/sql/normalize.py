@@ -54,8 +54,18 @@ from typing import Any
 __all__ = ["ERROR_KINDS", "comparable", "default_expr", "error_kind", "type_name", "value"]
 
 ERROR_KINDS = (
-    "syntax", "undefined_table", "undefined_column", "undefined_function", "already_exists",
-    "constraint", "data", "read_only", "not_allowed", "timeout", "too_large", "other",
+    "syntax",
+    "undefined_table",
+    "undefined_column",
+    "undefined_function",
+    "already_exists",
+    "constraint",
+    "data",
+    "read_only",
+    "not_allowed",
+    "timeout",
+    "too_large",
+    "other",
 )
 
 
@@ -91,16 +101,28 @@ def value(v: Any) -> Any:
 
 
 _SYNONYMS = {
-    "INT": "INTEGER", "INT4": "INTEGER", "INT8": "BIGINT", "INT2": "SMALLINT",
-    "BOOL": "BOOLEAN", "FLOAT8": "DOUBLE PRECISION", "FLOAT4": "REAL", "FLOAT": "DOUBLE PRECISION",
-    "DOUBLE": "DOUBLE PRECISION", "DECIMAL": "NUMERIC", "CHARACTER VARYING": "VARCHAR",
-    "CHARACTER": "CHAR", "TIMESTAMP WITHOUT TIME ZONE": "TIMESTAMP",
-    "TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ", "TIME WITHOUT TIME ZONE": "TIME", "BYTEA": "BLOB",
+    "INT": "INTEGER",
+    "INT4": "INTEGER",
+    "INT8": "BIGINT",
+    "INT2": "SMALLINT",
+    "BOOL": "BOOLEAN",
+    "FLOAT8": "DOUBLE PRECISION",
+    "FLOAT4": "REAL",
+    "FLOAT": "DOUBLE PRECISION",
+    "DOUBLE": "DOUBLE PRECISION",
+    "DECIMAL": "NUMERIC",
+    "CHARACTER VARYING": "VARCHAR",
+    "CHARACTER": "CHAR",
+    "TIMESTAMP WITHOUT TIME ZONE": "TIMESTAMP",
+    "TIMESTAMP WITH TIME ZONE": "TIMESTAMPTZ",
+    "TIME WITHOUT TIME ZONE": "TIME",
+    "BYTEA": "BLOB",
 }
 
 
-def type_name(declared: str | None, *, length: int | None = None, precision: int | None = None,
-              scale: int | None = None) -> str:
+def type_name(
+    declared: str | None, *, length: int | None = None, precision: int | None = None, scale: int | None = None
+) -> str:
     """One spelling for a column type: SQLite's declared type or PostgreSQL's
     ``data_type`` (with its length/precision/scale)."""
     text = re.sub(r"\s+", " ", (declared or "").strip().upper())
@@ -139,10 +161,21 @@ _SQLITE_KINDS = [
 ]
 
 _PG_KINDS = {
-    "42601": "syntax", "42P01": "undefined_table", "42703": "undefined_column",
-    "42883": "undefined_function", "42P07": "already_exists", "42710": "already_exists",
-    "42701": "already_exists", "25006": "read_only", "57014": "timeout", "42501": "not_allowed",
-    "54000": "too_large", "54001": "too_large", "54011": "too_large", "53100": "too_large", "53200": "too_large",
+    "42601": "syntax",
+    "42P01": "undefined_table",
+    "42703": "undefined_column",
+    "42883": "undefined_function",
+    "42P07": "already_exists",
+    "42710": "already_exists",
+    "42701": "already_exists",
+    "25006": "read_only",
+    "57014": "timeout",
+    "42501": "not_allowed",
+    "54000": "too_large",
+    "54001": "too_large",
+    "54011": "too_large",
+    "53100": "too_large",
+    "53200": "too_large",
 }
 
 

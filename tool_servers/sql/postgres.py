@@ -80,8 +80,16 @@ def _cursor_statement(statement: str) -> bool:
     return statement_command(statement) in _CURSOR_COMMANDS and not _WRITES.search(statement)
 
 
-async def _run_rows(conn: Any, statement: str, max_rows: int, max_bytes: int, opened: list[Any], *,
-                    prepare: bool = False, count_rest: bool = True) -> tuple[Any, RowSet | None, int]:
+async def _run_rows(
+    conn: Any,
+    statement: str,
+    max_rows: int,
+    max_bytes: int,
+    opened: list[Any],
+    *,
+    prepare: bool = False,
+    count_rest: bool = True,
+) -> tuple[Any, RowSet | None, int]:
     """Run ``statement``; ``(cursor, rows or None, total rows)``.
 
     A row-returning statement runs through a server-side cursor and is fetched
@@ -135,8 +143,9 @@ async def drop_database(admin_url: str, name: str, *, role: str | None = None) -
     """Drop a database (``WITH (FORCE)``), if it exists, then ``role`` (the episode's), if given."""
     psycopg = _psycopg()
     async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
-        await conn.execute(psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
-            psycopg.sql.Identifier(name)))
+        await conn.execute(
+            psycopg.sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(psycopg.sql.Identifier(name))
+        )
         if role is not None:
             await conn.execute(psycopg.sql.SQL("DROP ROLE IF EXISTS {}").format(psycopg.sql.Identifier(role)))
 
@@ -148,15 +157,21 @@ async def _hand_over(conn: Any, role: str) -> None:
     """Make ``role`` the owner of the ``public`` schema and of every relation in it (sequences that
     belong to a column follow their table)."""
     sql = _psycopg().sql
-    rows = await (await conn.execute(
-        "SELECT c.relkind, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public' AND c.relkind = ANY(%s) AND NOT EXISTS (SELECT 1 FROM pg_depend d "
-        "WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))",
-        (list(_OWNED),))).fetchall()
+    rows = await (
+        await conn.execute(
+            "SELECT c.relkind, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'public' AND c.relkind = ANY(%s) AND NOT EXISTS (SELECT 1 FROM pg_depend d "
+            "WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype IN ('a', 'i'))",
+            (list(_OWNED),),
+        )
+    ).fetchall()
     await conn.execute(sql.SQL("ALTER SCHEMA public OWNER TO {}").format(sql.Identifier(role)))
     for kind, rel in rows:
-        await conn.execute(sql.SQL("ALTER {} public.{} OWNER TO {}").format(
-            sql.SQL(_OWNED[kind]), sql.Identifier(rel), sql.Identifier(role)))
+        await conn.execute(
+            sql.SQL("ALTER {} public.{} OWNER TO {}").format(
+                sql.SQL(_OWNED[kind]), sql.Identifier(rel), sql.Identifier(role)
+            )
+        )
 
 
 class PostgresBackend(Backend):
@@ -188,16 +203,22 @@ class PostgresBackend(Backend):
         password = secrets.token_urlsafe(24)
         try:
             async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
-                await conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT "
-                                           "NOREPLICATION PASSWORD {}").format(sql.Identifier(name),
-                                                                               sql.Literal(password)))
-                await conn.execute(sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE {}").format(
-                    sql.Identifier(name), sql.Identifier(name), sql.Identifier(template)))
+                await conn.execute(
+                    sql.SQL(
+                        "CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION PASSWORD {}"
+                    ).format(sql.Identifier(name), sql.Literal(password))
+                )
+                await conn.execute(
+                    sql.SQL("CREATE DATABASE {} OWNER {} TEMPLATE {}").format(
+                        sql.Identifier(name), sql.Identifier(name), sql.Identifier(template)
+                    )
+                )
                 await conn.execute(sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(name)))
             info = psycopg.conninfo.conninfo_to_dict(admin_url)
             info["dbname"] = name
-            async with await psycopg.AsyncConnection.connect(psycopg.conninfo.make_conninfo(**info),
-                                                             autocommit=True) as conn:
+            async with await psycopg.AsyncConnection.connect(
+                psycopg.conninfo.make_conninfo(**info), autocommit=True
+            ) as conn:
                 await _hand_over(conn, name)
         except BaseException:
             await drop_database(admin_url, name, role=name)
@@ -229,8 +250,9 @@ class PostgresBackend(Backend):
             await conn.set_read_only(True)
             try:
                 with self._deadline(None):
-                    _, rows, _ = await _run_rows(conn, statements[0], max_rows, self.max_result_bytes, opened,
-                                                 prepare=True, count_rest=False)
+                    _, rows, _ = await _run_rows(
+                        conn, statements[0], max_rows, self.max_result_bytes, opened, prepare=True, count_rest=False
+                    )
                 return rows if rows is not None else RowSet([], [])
             except psycopg.Error as e:
                 raise _error(e) from None
@@ -253,8 +275,7 @@ class PostgresBackend(Backend):
             for i, statement in enumerate(statements, 1):
                 try:
                     with self._deadline(i, end):
-                        cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes,
-                                                              opened)
+                        cursor, rows, total = await _run_rows(conn, statement, max_rows, self.max_result_bytes, opened)
                 except psycopg.Error as e:
                     raise _error(e, i) from None
                 except SqlError as e:
@@ -335,40 +356,53 @@ class PostgresBackend(Backend):
         )
         tables: dict[str, dict[str, Any]] = {}
         for name, kind, column in rows:
-            entry = tables.setdefault(name, {"name": name, "kind": "view" if kind == "VIEW" else "table",
-                                             "columns": []})
+            entry = tables.setdefault(
+                name, {"name": name, "kind": "view" if kind == "VIEW" else "table", "columns": []}
+            )
             entry["columns"].append(column)
         return sorted(tables.values(), key=lambda t: t["name"])
 
     async def describe_table(self, table: str) -> TableDescription:
         conn = await self._reader()
         try:
+
             async def rows(sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
                 return await (await conn.execute(sql, params)).fetchall()
 
-            found = await rows("SELECT table_type FROM information_schema.tables "
-                               "WHERE table_schema = current_schema() AND table_name = %s", (table,))
+            found = await rows(
+                "SELECT table_type FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND table_name = %s",
+                (table,),
+            )
             if not found:
                 raise SqlError("undefined_table", f'relation "{table}" does not exist')
             kind = "view" if found[0][0] == "VIEW" else "table"
             rel = "(quote_ident(current_schema()) || '.' || quote_ident(%s))::regclass"
-            pk = {r[0] for r in await rows(
-                f"SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
-                f"AND a.attnum = ANY(i.indkey) WHERE i.indrelid = {rel} AND i.indisprimary", (table,))}
+            pk = {
+                r[0]
+                for r in await rows(
+                    f"SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                    f"AND a.attnum = ANY(i.indkey) WHERE i.indrelid = {rel} AND i.indisprimary",
+                    (table,),
+                )
+            }
             columns = []
             for name, dtype, udt, nullable, default, length, precision, scale in await rows(
                 "SELECT column_name, data_type, udt_name, is_nullable, column_default, character_maximum_length, "
                 "numeric_precision, numeric_scale FROM information_schema.columns "
-                "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position", (table,)
+                "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position",
+                (table,),
             ):
                 declared = udt if dtype in ("USER-DEFINED", "ARRAY") else dtype
-                columns.append(Column(
-                    name=name,
-                    type=normalize.type_name(declared, length=length, precision=precision, scale=scale),
-                    nullable=nullable == "YES" and name not in pk,
-                    default=normalize.default_expr(default),
-                    primary_key=name in pk,
-                ))
+                columns.append(
+                    Column(
+                        name=name,
+                        type=normalize.type_name(declared, length=length, precision=precision, scale=scale),
+                        nullable=nullable == "YES" and name not in pk,
+                        default=normalize.default_expr(default),
+                        primary_key=name in pk,
+                    )
+                )
             fks = []
             for cols, refcols, reftable in await rows(
                 "SELECT ARRAY(SELECT a.attname FROM unnest(c.conkey) WITH ORDINALITY k(n, o) "
@@ -376,7 +410,8 @@ class PostgresBackend(Backend):
                 "ARRAY(SELECT a.attname FROM unnest(c.confkey) WITH ORDINALITY k(n, o) "
                 "  JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.o), "
                 f"cf.relname FROM pg_constraint c JOIN pg_class cf ON cf.oid = c.confrelid "
-                f"WHERE c.contype = 'f' AND c.conrelid = {rel}", (table,)
+                f"WHERE c.contype = 'f' AND c.conrelid = {rel}",
+                (table,),
             ):
                 fks.append({"columns": list(cols), "references": reftable, "referenced_columns": list(refcols)})
             indexes = []
@@ -385,11 +420,14 @@ class PostgresBackend(Backend):
                 "  LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n AND k.n <> 0 ORDER BY k.o), "
                 "i.indisunique, i.indpred IS NOT NULL "
                 f"FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid "
-                f"WHERE i.indrelid = {rel} AND NOT i.indisprimary", (EXPRESSION, table)
+                f"WHERE i.indrelid = {rel} AND NOT i.indisprimary",
+                (EXPRESSION, table),
             ):
                 indexes.append({"name": name, "columns": list(cols), "unique": bool(unique), "partial": bool(partial)})
             return TableDescription(
-                name=table, kind=kind, columns=columns,
+                name=table,
+                kind=kind,
+                columns=columns,
                 foreign_keys=sorted(fks, key=lambda f: (f["columns"], f["references"])),
                 indexes=sorted(indexes, key=lambda i: i["name"]),
             )

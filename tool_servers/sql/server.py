@@ -68,14 +68,18 @@ def render_table(rows: RowSet, max_rows: int) -> str:
         return "(statement returned no columns)"
     cells = [[_cell(v) for v in row] for row in rows.rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(rows.columns)]
+
     def line(values: list[str]) -> str:
         return " | ".join(v.ljust(w) for v, w in zip(values, widths, strict=True)).rstrip()
+
     out = [line(rows.columns), "-+-".join("-" * w for w in widths)]
     out += [line(r) for r in cells]
     n = len(rows.rows)
     if rows.truncated:
-        out.append(f"[truncated: showing the first {max_rows} rows; more rows exist. "
-                   "Aggregate, or narrow the query with WHERE/LIMIT/OFFSET.]")
+        out.append(
+            f"[truncated: showing the first {max_rows} rows; more rows exist. "
+            "Aggregate, or narrow the query with WHERE/LIMIT/OFFSET.]"
+        )
     else:
         out.append(f"({n} row{'' if n == 1 else 's'})")
     return "\n".join(out)
@@ -89,9 +93,11 @@ def _error(e: SqlError) -> ToolResult:
     where = f"statement {e.statement}: " if e.statement else ""
     tail = " (the whole call was rolled back; nothing changed)" if e.statement else ""
     text = f"SQL error ({e.kind}): {where}{e.message}{tail}"
-    return ToolResult(content=[TextContent(type="text", text=text)],
-                      structured_content={"error": {"kind": e.kind, "message": e.message, "statement": e.statement}},
-                      is_error=True)
+    return ToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content={"error": {"kind": e.kind, "message": e.message, "statement": e.statement}},
+        is_error=True,
+    )
 
 
 def _ok(text: str, structured: dict[str, Any]) -> ToolResult:
@@ -135,8 +141,9 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             entry: dict[str, Any] = {"statement": i, "command": r.command, "rowcount": r.rowcount}
             if r.rows is not None:
                 entry.update({"columns": r.rows.columns, "rows": r.rows.rows, "truncated": r.rows.truncated})
-                lines.append(f"statement {i}: {r.command} returned {r.rowcount} row(s)\n"
-                             + render_table(r.rows, max_rows))
+                lines.append(
+                    f"statement {i}: {r.command} returned {r.rowcount} row(s)\n" + render_table(r.rows, max_rows)
+                )
             else:
                 what = "done" if r.rowcount is None else f"{r.rowcount} row(s) affected"
                 lines.append(f"statement {i}: {r.command} {what}")
@@ -156,8 +163,9 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
         if not tables:
             text = "(no tables)"
         else:
-            text = "\n".join(f"{t['name']}{' (view)' if t['kind'] == 'view' else ''}: {', '.join(t['columns'])}"
-                             for t in tables)
+            text = "\n".join(
+                f"{t['name']}{' (view)' if t['kind'] == 'view' else ''}: {', '.join(t['columns'])}" for t in tables
+            )
         return _ok(text, {"tables": tables})
 
     @server.tool(annotations={"readOnlyHint": True})
@@ -181,11 +189,15 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
                 flags.append(f"DEFAULT {c.default}")
             lines.append(f"  {c.name} {' '.join(flags)}")
         for fk in d.foreign_keys:
-            lines.append(f"  FOREIGN KEY ({', '.join(fk['columns'])}) REFERENCES "
-                         f"{fk['references']} ({', '.join(fk['referenced_columns'])})")
+            lines.append(
+                f"  FOREIGN KEY ({', '.join(fk['columns'])}) REFERENCES "
+                f"{fk['references']} ({', '.join(fk['referenced_columns'])})"
+            )
         for ix in d.indexes:
-            lines.append(f"  {'PARTIAL ' if ix['partial'] else ''}{'UNIQUE ' if ix['unique'] else ''}INDEX "
-                         f"{ix['name']} ({', '.join(ix['columns'])})")
+            lines.append(
+                f"  {'PARTIAL ' if ix['partial'] else ''}{'UNIQUE ' if ix['unique'] else ''}INDEX "
+                f"{ix['name']} ({', '.join(ix['columns'])})"
+            )
         return _ok("\n".join(lines), structured)
 
     return server
@@ -226,20 +238,26 @@ async def create_server(ctx: Any) -> FastMCP:
         if not path.is_absolute():
             path = Path(ctx.workspace) / path
         backend: Backend = SQLiteBackend(
-            path, timeout=timeout, max_result_bytes=max_result,
+            path,
+            timeout=timeout,
+            max_result_bytes=max_result,
             max_value_bytes=int(_setting(ctx, "SQL_MAX_VALUE_BYTES") or DEFAULT_MAX_VALUE_BYTES),
-            max_db_bytes=int(_setting(ctx, "SQL_MAX_DB_BYTES") or DEFAULT_MAX_DB_BYTES))
+            max_db_bytes=int(_setting(ctx, "SQL_MAX_DB_BYTES") or DEFAULT_MAX_DB_BYTES),
+        )
     elif kind == "postgres":
         from .postgres import PostgresBackend
 
         url = _setting(ctx, "DATABASE_URL")
         if not url:
-            raise ValueError("SQL_BACKEND=postgres needs DATABASE_URL (a libpq URL such as "
-                             "postgresql://user@host:5432/dbname); pass it with pass_env = [\"DATABASE_URL\"]")
+            raise ValueError(
+                "SQL_BACKEND=postgres needs DATABASE_URL (a libpq URL such as "
+                'postgresql://user@host:5432/dbname); pass it with pass_env = ["DATABASE_URL"]'
+            )
         template = _setting(ctx, "SQL_PG_TEMPLATE")
         if template:
-            backend = await PostgresBackend.for_episode(url, template, ctx.episode_id, timeout=timeout,
-                                                        max_result_bytes=max_result)
+            backend = await PostgresBackend.for_episode(
+                url, template, ctx.episode_id, timeout=timeout, max_result_bytes=max_result
+            )
         else:
             backend = PostgresBackend(url, timeout=timeout, max_result_bytes=max_result)
     else:

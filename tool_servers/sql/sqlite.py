@@ -78,8 +78,15 @@ class SQLiteBackend(Backend):
 
     engine = "sqlite"
 
-    def __init__(self, path: str | Path, *, timeout: float = 10.0, max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, max_db_bytes: int = DEFAULT_MAX_DB_BYTES) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        timeout: float = 10.0,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_db_bytes: int = DEFAULT_MAX_DB_BYTES,
+    ) -> None:
         self.path = Path(path)
         self.timeout = timeout
         self.max_value_bytes = max_value_bytes
@@ -98,8 +105,13 @@ class SQLiteBackend(Backend):
             conn = sqlite3.connect(self.path, isolation_level=None)
             conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA trusted_schema = OFF")  # views and triggers call only innocuous functions
-        authorizer = harden(conn, writable=not read_only, deadline=deadline, max_value_bytes=self.max_value_bytes,
-                            max_db_bytes=self.max_db_bytes)
+        authorizer = harden(
+            conn,
+            writable=not read_only,
+            deadline=deadline,
+            max_value_bytes=self.max_value_bytes,
+            max_db_bytes=self.max_db_bytes,
+        )
         return conn, authorizer
 
     async def _run(self, fn: Any, *args: Any) -> Any:
@@ -200,14 +212,22 @@ class SQLiteBackend(Backend):
             raise SqlError("undefined_table", f"no such table: {table}")
         conn = self._catalog()
         try:
-            row = conn.execute("SELECT name, type FROM sqlite_master WHERE type IN ('table','view') AND name = ? "
-                               "AND name NOT LIKE 'sqlite_%'", (table,)).fetchone()
+            row = conn.execute(
+                "SELECT name, type FROM sqlite_master WHERE type IN ('table','view') AND name = ? "
+                "AND name NOT LIKE 'sqlite_%'",
+                (table,),
+            ).fetchone()
             if row is None:
                 raise SqlError("undefined_table", f"no such table: {table}")
             name, kind = row
             columns = [
-                Column(name=c[1], type=normalize.type_name(c[2]), nullable=not c[3] and not c[5],
-                       default=c[4], primary_key=bool(c[5]))
+                Column(
+                    name=c[1],
+                    type=normalize.type_name(c[2]),
+                    nullable=not c[3] and not c[5],
+                    default=c[4],
+                    primary_key=bool(c[5]),
+                )
                 for c in conn.execute("SELECT * FROM pragma_table_info(?)", (name,))
             ]
             fks: dict[int, dict[str, Any]] = {}
@@ -219,11 +239,15 @@ class SQLiteBackend(Backend):
             for ix in conn.execute("SELECT * FROM pragma_index_list(?)", (name,)):
                 if ix[3] == "pk":
                     continue
-                cols = [c[2] if c[2] is not None else EXPRESSION
-                        for c in conn.execute("SELECT * FROM pragma_index_info(?)", (ix[1],))]
+                cols = [
+                    c[2] if c[2] is not None else EXPRESSION
+                    for c in conn.execute("SELECT * FROM pragma_index_info(?)", (ix[1],))
+                ]
                 indexes.append({"name": ix[1], "columns": cols, "unique": bool(ix[2]), "partial": bool(ix[4])})
             return TableDescription(
-                name=name, kind=kind, columns=columns,
+                name=name,
+                kind=kind,
+                columns=columns,
                 foreign_keys=sorted(fks.values(), key=lambda f: (f["columns"], f["references"])),
                 indexes=sorted(indexes, key=lambda i: i["name"]),
             )

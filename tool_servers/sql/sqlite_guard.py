@@ -35,41 +35,147 @@ from typing import Any
 
 __all__ = ["FUNCTIONS", "MAX_COLUMNS", "MAX_SQL_BYTES", "Authorizer", "harden"]
 
-FUNCTIONS = frozenset({
-    # core scalar
-    "abs", "changes", "char", "coalesce", "format", "glob", "hex", "ifnull", "iif", "instr", "last_insert_rowid",
-    "length", "like", "likelihood", "likely", "lower", "ltrim", "max", "min", "nullif", "printf", "quote",
-    "random", "randomblob", "replace", "round", "rtrim", "sign", "soundex", "sqlite_source_id", "sqlite_version",
-    "substr", "substring", "total_changes", "trim", "typeof", "unicode", "unlikely", "upper", "zeroblob",
-    # date and time
-    "current_date", "current_time", "current_timestamp", "date", "datetime", "julianday", "strftime", "time",
-    "unixepoch",
-    # aggregate
-    "avg", "count", "group_concat", "sum", "total", "json_group_array", "json_group_object",
-    # window
-    "cume_dist", "dense_rank", "first_value", "lag", "last_value", "lead", "nth_value", "ntile", "percent_rank",
-    "rank", "row_number",
-    # math
-    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "ceiling", "cos", "cosh", "degrees", "exp",
-    "floor", "ln", "log", "log10", "log2", "mod", "pi", "pow", "power", "radians", "sin", "sinh", "sqrt", "tan",
-    "tanh", "trunc",
-    # JSON
-    "->", "->>", "json", "json_array", "json_array_length", "json_extract", "json_insert", "json_object",
-    "json_patch", "json_quote", "json_remove", "json_replace", "json_set", "json_type", "json_valid",
-})
+FUNCTIONS = frozenset(
+    {
+        # core scalar
+        "abs",
+        "changes",
+        "char",
+        "coalesce",
+        "format",
+        "glob",
+        "hex",
+        "ifnull",
+        "iif",
+        "instr",
+        "last_insert_rowid",
+        "length",
+        "like",
+        "likelihood",
+        "likely",
+        "lower",
+        "ltrim",
+        "max",
+        "min",
+        "nullif",
+        "printf",
+        "quote",
+        "random",
+        "randomblob",
+        "replace",
+        "round",
+        "rtrim",
+        "sign",
+        "soundex",
+        "sqlite_source_id",
+        "sqlite_version",
+        "substr",
+        "substring",
+        "total_changes",
+        "trim",
+        "typeof",
+        "unicode",
+        "unlikely",
+        "upper",
+        "zeroblob",
+        # date and time
+        "current_date",
+        "current_time",
+        "current_timestamp",
+        "date",
+        "datetime",
+        "julianday",
+        "strftime",
+        "time",
+        "unixepoch",
+        # aggregate
+        "avg",
+        "count",
+        "group_concat",
+        "sum",
+        "total",
+        "json_group_array",
+        "json_group_object",
+        # window
+        "cume_dist",
+        "dense_rank",
+        "first_value",
+        "lag",
+        "last_value",
+        "lead",
+        "nth_value",
+        "ntile",
+        "percent_rank",
+        "rank",
+        "row_number",
+        # math
+        "acos",
+        "acosh",
+        "asin",
+        "asinh",
+        "atan",
+        "atan2",
+        "atanh",
+        "ceil",
+        "ceiling",
+        "cos",
+        "cosh",
+        "degrees",
+        "exp",
+        "floor",
+        "ln",
+        "log",
+        "log10",
+        "log2",
+        "mod",
+        "pi",
+        "pow",
+        "power",
+        "radians",
+        "sin",
+        "sinh",
+        "sqrt",
+        "tan",
+        "tanh",
+        "trunc",
+        # JSON
+        "->",
+        "->>",
+        "json",
+        "json_array",
+        "json_array_length",
+        "json_extract",
+        "json_insert",
+        "json_object",
+        "json_patch",
+        "json_quote",
+        "json_remove",
+        "json_replace",
+        "json_set",
+        "json_type",
+        "json_valid",
+    }
+)
 """Functions a statement may call (SQLite reports them lower-case). Everything else is refused."""
 
-ALTER_FUNCTIONS = frozenset({"sqlite_rename_column", "sqlite_rename_table", "sqlite_rename_test",
-                             "sqlite_drop_column", "sqlite_rename_quotefix"})
+ALTER_FUNCTIONS = frozenset(
+    {
+        "sqlite_rename_column",
+        "sqlite_rename_table",
+        "sqlite_rename_test",
+        "sqlite_drop_column",
+        "sqlite_rename_quotefix",
+    }
+)
 """SQLite's internal helpers of ``ALTER TABLE``: the authorizer is asked about them, but user SQL cannot call
 them (SQLite answers "no such function"), so allowing them admits ``ALTER TABLE`` and nothing else."""
 
-SCHEMA_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
-                            "foreign_key_list"})
+SCHEMA_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"})
 """Pragmas that only read the schema (``PRAGMA table_info(t)``, ``pragma_table_info('t')``)."""
 
-READ_PRAGMAS = frozenset({"foreign_keys", "user_version", "page_size", "page_count", "encoding", "collation_list",
-                          "table_list"})
+READ_PRAGMAS = frozenset(
+    {"foreign_keys", "user_version", "page_size", "page_count", "encoding", "collation_list", "table_list"}
+)
 """Pragmas that may be read without an argument (nothing that names a file, checkpoints or optimizes)."""
 
 INTERNAL_TABLES = frozenset({"dbstat", "sqlite_dbpage", "sqlite_stmt"})
@@ -84,13 +190,28 @@ _OK, _DENY = sqlite3.SQLITE_OK, sqlite3.SQLITE_DENY
 _A = sqlite3
 _READ = {_A.SQLITE_SELECT, _A.SQLITE_READ, getattr(_A, "SQLITE_RECURSIVE", 33)}
 _WRITE = _READ | {
-    _A.SQLITE_INSERT, _A.SQLITE_UPDATE, _A.SQLITE_DELETE, _A.SQLITE_ALTER_TABLE, _A.SQLITE_REINDEX,
+    _A.SQLITE_INSERT,
+    _A.SQLITE_UPDATE,
+    _A.SQLITE_DELETE,
+    _A.SQLITE_ALTER_TABLE,
+    _A.SQLITE_REINDEX,
     _A.SQLITE_ANALYZE,
-    _A.SQLITE_CREATE_TABLE, _A.SQLITE_CREATE_INDEX, _A.SQLITE_CREATE_VIEW, _A.SQLITE_CREATE_TRIGGER,
-    _A.SQLITE_CREATE_TEMP_TABLE, _A.SQLITE_CREATE_TEMP_INDEX, _A.SQLITE_CREATE_TEMP_VIEW,
+    _A.SQLITE_CREATE_TABLE,
+    _A.SQLITE_CREATE_INDEX,
+    _A.SQLITE_CREATE_VIEW,
+    _A.SQLITE_CREATE_TRIGGER,
+    _A.SQLITE_CREATE_TEMP_TABLE,
+    _A.SQLITE_CREATE_TEMP_INDEX,
+    _A.SQLITE_CREATE_TEMP_VIEW,
     _A.SQLITE_CREATE_TEMP_TRIGGER,
-    _A.SQLITE_DROP_TABLE, _A.SQLITE_DROP_INDEX, _A.SQLITE_DROP_VIEW, _A.SQLITE_DROP_TRIGGER,
-    _A.SQLITE_DROP_TEMP_TABLE, _A.SQLITE_DROP_TEMP_INDEX, _A.SQLITE_DROP_TEMP_VIEW, _A.SQLITE_DROP_TEMP_TRIGGER,
+    _A.SQLITE_DROP_TABLE,
+    _A.SQLITE_DROP_INDEX,
+    _A.SQLITE_DROP_VIEW,
+    _A.SQLITE_DROP_TRIGGER,
+    _A.SQLITE_DROP_TEMP_TABLE,
+    _A.SQLITE_DROP_TEMP_INDEX,
+    _A.SQLITE_DROP_TEMP_VIEW,
+    _A.SQLITE_DROP_TEMP_TRIGGER,
 }
 """Actions of a change: data, tables, indexes, views, triggers. Not: ATTACH/DETACH, virtual tables,
 transaction control (every call is its own transaction), pragma assignments."""
@@ -134,14 +255,18 @@ class Authorizer:
 
 
 _ACTION_NAMES = {
-    _A.SQLITE_ATTACH: "ATTACH", _A.SQLITE_DETACH: "DETACH", _A.SQLITE_TRANSACTION: "transaction control",
-    _A.SQLITE_SAVEPOINT: "SAVEPOINT", _A.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE",
+    _A.SQLITE_ATTACH: "ATTACH",
+    _A.SQLITE_DETACH: "DETACH",
+    _A.SQLITE_TRANSACTION: "transaction control",
+    _A.SQLITE_SAVEPOINT: "SAVEPOINT",
+    _A.SQLITE_CREATE_VTABLE: "CREATE VIRTUAL TABLE",
     _A.SQLITE_DROP_VTABLE: "dropping a virtual table",
 }
 
 
-def harden(conn: sqlite3.Connection, *, writable: bool, deadline: float, max_value_bytes: int,
-           max_db_bytes: int | None = None) -> Authorizer:
+def harden(
+    conn: sqlite3.Connection, *, writable: bool, deadline: float, max_value_bytes: int, max_db_bytes: int | None = None
+) -> Authorizer:
     """Apply limits, the deadline and the authorizer to ``conn``; returns the authorizer.
 
     Call after the backend's own setup statements (they run unchecked) and before any agent SQL."""

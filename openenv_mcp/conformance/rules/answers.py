@@ -84,16 +84,17 @@ class _Audit:
             text = json.dumps(payload, ensure_ascii=False, default=str)
         for path, task in _task_objects(payload):
             if task.get("answer") is not None:
-                self.problems.append(f"task {self.full.id!r}: {channel} carries {path}.answer = "
-                                     f"{_short(canonical_json(task['answer']))}")
+                self.problems.append(
+                    f"task {self.full.id!r}: {channel} carries {path}.answer = {_short(canonical_json(task['answer']))}"
+                )
             shown = sorted(self.private & set(task.get("data") or {}))
             if shown:
-                self.problems.append(f"task {self.full.id!r}: {channel} carries grader-only {path}.data keys "
-                                     f"{shown}")
+                self.problems.append(f"task {self.full.id!r}: {channel} carries grader-only {path}.data keys {shown}")
         for label, forms in self.secrets:
             if any(f in text for f in forms):
-                self.problems.append(f"task {self.full.id!r}: {channel} shows the grader-only {label} "
-                                     f"{_short(forms[0])}")
+                self.problems.append(
+                    f"task {self.full.id!r}: {channel} shows the grader-only {label} {_short(forms[0])}"
+                )
 
 
 def _short(text: str, limit: int = 80) -> str:
@@ -110,7 +111,9 @@ async def _local_channels(audit: _Audit, episode: Any) -> None:
     audit.check("reset observation", episode.first_observation().to_json())
     audit.check("list_tools observation", (await episode.act(ListTools())).to_json())
     async with Client(episode_server(episode)) as client:
-        audit.check("MCP tools/list", [t.model_dump(mode="json", by_alias=True) for t in (await client.list_tools()).tools])
+        audit.check(
+            "MCP tools/list", [t.model_dump(mode="json", by_alias=True) for t in (await client.list_tools()).tools]
+        )
         for prompt in (await client.list_prompts()).prompts:
             audit.check("MCP prompts/list", prompt.model_dump(mode="json", by_alias=True))
             args = {a.name: "x" for a in prompt.arguments or []}
@@ -134,9 +137,15 @@ async def _local_channels(audit: _Audit, episode: Any) -> None:
         async def close(self) -> None:
             pass
 
-    traj = await play_episode(lambda: _Same(), lambda m, t: Turn(message={"role": "assistant", "content": "ok"}),
-                              index=0, env_name=episode.env.name, seed=episode.seed, task_id=episode.task.id,
-                              close=False)
+    traj = await play_episode(
+        lambda: _Same(),
+        lambda m, t: Turn(message={"role": "assistant", "content": "ok"}),
+        index=0,
+        env_name=episode.env.name,
+        seed=episode.seed,
+        task_id=episode.task.id,
+        close=False,
+    )
     audit.check("rollout line", traj.to_json())
     obs = await episode.act(CallTool(name=PROBE_TOOL))
     audit.check("step observation", obs.to_json())
@@ -159,8 +168,9 @@ async def _served_channels(audits: dict[str, _Audit], base: str) -> None:
                 for action in ({"type": "list_tools"}, {"type": "call_tool", "name": PROBE_TOOL, "arguments": {}}):
                     got = await http.post(f"{path}/step", json={"action": action}, headers=headers)
                     audit.check(f"control plane POST {shown}/step {action['type']}", got.content)
-                audit.check(f"control plane GET {shown}/state",
-                            (await http.get(f"{path}/state", headers=headers)).content)
+                audit.check(
+                    f"control plane GET {shown}/state", (await http.get(f"{path}/state", headers=headers)).content
+                )
                 audit.check("control plane GET /episodes", (await http.get("/episodes", headers=headers)).content)
             finally:
                 await http.delete(path, headers=headers)
@@ -175,21 +185,27 @@ async def _playground_info(environment: Any) -> bytes | None:
     from starlette.requests import Request
 
     route = next(r for r in playground_routes(environment) if getattr(r, "path", "") == "/playground/info")
-    response = await route.endpoint(Request({"type": "http", "method": "GET", "path": "/playground/info",
-                                             "headers": []}))
+    response = await route.endpoint(
+        Request({"type": "http", "method": "GET", "path": "/playground/info", "headers": []})
+    )
     return bytes(response.body)
 
 
-@rule("env.answer_hidden", "error", "a task's answer and private data fields reach no face: observations, "
-      "control plane, MCP prompts and resources, playground, rollout lines", needs=("episodes", "local"),
-      timeout=600)
+@rule(
+    "env.answer_hidden",
+    "error",
+    "a task's answer and private data fields reach no face: observations, "
+    "control plane, MCP prompts and resources, playground, rollout lines",
+    needs=("episodes", "local"),
+    timeout=600,
+)
 async def check_answer_hidden(ctx: Context) -> None:
     environment = ctx.subject.environment
     if environment is None:
         raise Skipped("needs the environment's full tasks (loaded locally)")
     tasks = environment.tasks.tasks
     audits = {t.id: _Audit(t, t.public(environment.private_fields), environment.private_fields) for t in tasks}
-    if not any(t.answer is not None or a.private & t.data.keys() for t, a in zip(tasks, audits.values())):
+    if not any(t.answer is not None or a.private & t.data.keys() for t, a in zip(tasks, audits.values(), strict=True)):
         raise Skipped("no task has an answer or a private data field")
     for task in tasks:
         handle = await ctx.subject.new_episode(seed=environment.tasks.seed_for(task.id), task_id=task.id)

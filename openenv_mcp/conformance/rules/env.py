@@ -53,8 +53,10 @@ def _tools_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str |
     for ta, tb in zip(a, b, strict=True):
         for key in sorted(set(ta) | set(tb)):
             if canonical_json(ta.get(key)) != canonical_json(tb.get(key)):
-                return (f"tool {ta.get('name')!r} field {key!r} is {_short(canonical_json(ta.get(key)), 80)} in the "
-                        f"observation and {_short(canonical_json(tb.get(key)), 80)} over MCP")
+                return (
+                    f"tool {ta.get('name')!r} field {key!r} is {_short(canonical_json(ta.get(key)), 80)} in the "
+                    f"observation and {_short(canonical_json(tb.get(key)), 80)} over MCP"
+                )
     return None
 
 
@@ -103,13 +105,16 @@ async def _replay(handle: EpisodeHandle, actions: list[CallTool]) -> list[tuple[
     return out
 
 
-def _first_difference(label_a: str, a: list[tuple[CallTool, str]], label_b: str,
-                      b: list[tuple[CallTool, str]]) -> str | None:
+def _first_difference(
+    label_a: str, a: list[tuple[CallTool, str]], label_b: str, b: list[tuple[CallTool, str]]
+) -> str | None:
     for i, ((action, ra), (_, rb)) in enumerate(zip(a, b, strict=False), 1):
         if ra != rb:
             full = "" if _brief(ra) != _brief(rb) else f" (full results {_short(ra, 300)} vs {_short(rb, 300)})"
-            return (f"step {i} tools/call {action.name!r} {_short(json.dumps(action.arguments), 60)} returned "
-                    f"{_brief(ra)} {label_a} and {_brief(rb)} {label_b}{full}")
+            return (
+                f"step {i} tools/call {action.name!r} {_short(json.dumps(action.arguments), 60)} returned "
+                f"{_brief(ra)} {label_a} and {_brief(rb)} {label_b}{full}"
+            )
     if len(a) != len(b):
         return f"{label_a} took {len(a)} steps, {label_b} took {len(b)}"
     return None
@@ -124,8 +129,13 @@ def _observation_difference(label_a: str, a: dict[str, Any], label_b: str, b: di
 
 
 _VOLATILE = [
-    (re.compile(r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2} \d{4} "
-                r"\d{2}:\d{2}:\d{2}( GMT[+-]\d{4})?( \([^)]*\))?"), "<time>"),
+    (
+        re.compile(
+            r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2} \d{4} "
+            r"\d{2}:\d{2}:\d{2}( GMT[+-]\d{4})?( \([^)]*\))?"
+        ),
+        "<time>",
+    ),
     (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?"), "<time>"),
     (re.compile(r"\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
     (re.compile(r"\b1\d{9}(\d{3})?(\.\d+)?\b"), "<epoch>"),
@@ -152,8 +162,13 @@ def _caveat(ctx: Context, claim: str = "leaked state") -> str:
 
 
 # -- determinism -------------------------------------------------------------------
-@rule("env.determinism", "error", "the same seed gives the same task, first observation and results",
-      needs=("episodes",), timeout=120)
+@rule(
+    "env.determinism",
+    "error",
+    "the same seed gives the same task, first observation and results",
+    needs=("episodes",),
+    timeout=120,
+)
 async def check_determinism(ctx: Context) -> None:
     for seed in (ctx.seed + 1,):
         a = await ctx.subject.new_episode(seed=seed)
@@ -167,8 +182,7 @@ async def check_determinism(ctx: Context) -> None:
     a = await ctx.subject.new_episode(seed=ctx.seed)
     b = await ctx.subject.new_episode(seed=ctx.seed)
     try:
-        diff = _observation_difference("in one episode", a.first_observation(), "in the other",
-                                       b.first_observation())
+        diff = _observation_difference("in one episode", a.first_observation(), "in the other", b.first_observation())
         if diff:
             raise Failed(f"reset(seed={ctx.seed}) twice: {diff}")
         actions = await _actions(ctx, a)
@@ -191,11 +205,16 @@ async def check_determinism(ctx: Context) -> None:
 
 
 # -- parity ------------------------------------------------------------------------
-@rule("env.parity", "error", "the MCP face and step() give the same tools, results, end state and reward",
-      needs=("episodes",), timeout=120)
+@rule(
+    "env.parity",
+    "error",
+    "the MCP face and step() give the same tools, results, end state and reward",
+    needs=("episodes",),
+    timeout=120,
+)
 async def check_parity(ctx: Context) -> None:
     environment = ctx.subject.environment
-    tasks = environment.tasks.tasks[:ctx.max_tasks] if environment is not None else [None]
+    tasks = environment.tasks.tasks[: ctx.max_tasks] if environment is not None else [None]
     started = time.monotonic()
     checked = 0
     for n, task in enumerate(tasks):
@@ -230,23 +249,28 @@ async def check_parity(ctx: Context) -> None:
             where = f"task {b.task.id!r} ({kind + ' trajectory' if scripted else 'generated calls'}, seed {seed})"
             diff = _tools_difference(_for_version(tools_a, version), _for_version(listed, version))
             if diff:
-                raise Failed(f"{where}: tools/list over MCP (protocol {version}) differs from the reset "
-                             f"observation's tools: {diff}")
+                raise Failed(
+                    f"{where}: tools/list over MCP (protocol {version}) differs from the reset "
+                    f"observation's tools: {diff}"
+                )
             diff = _first_difference("via step()", steps_a, "via MCP tools/call", steps_b)
             if diff:
                 raise Failed(f"{where}: {diff}{_caveat(ctx, 'a difference between the faces')}")
             if state_a != state_b:
                 keys = [k for k in state_a if state_a[k] != state_b.get(k)]
-                raise Failed(f"{where}: end state differs in {keys}: via step() "
-                             f"{ {k: state_a[k] for k in keys} }, via MCP { {k: state_b.get(k) for k in keys} }")
+                raise Failed(
+                    f"{where}: end state differs in {keys}: via step() "
+                    f"{ {k: state_a[k] for k in keys} }, via MCP { {k: state_b.get(k) for k in keys} }"
+                )
             if not scripted:
                 break  # generated calls: one run per task is enough
         checked += 1
 
 
 # -- reset and isolation -----------------------------------------------------------
-@rule("env.reset_restores", "error", "changes made in an episode are gone after reset",
-      needs=("episodes",), timeout=120)
+@rule(
+    "env.reset_restores", "error", "changes made in an episode are gone after reset", needs=("episodes",), timeout=120
+)
 async def check_reset_restores(ctx: Context) -> None:
     a = await ctx.subject.new_episode(seed=ctx.seed)
     try:
@@ -259,17 +283,25 @@ async def check_reset_restores(ctx: Context) -> None:
     try:
         diff = _observation_difference("after reset", b.first_observation(), "in the first episode", first_a)
         if diff is None:
-            diff = _first_difference("after reset", _masked(await _replay(b, actions)), "in the first episode",
-                                     _masked(steps_a))
+            diff = _first_difference(
+                "after reset", _masked(await _replay(b, actions)), "in the first episode", _masked(steps_a)
+            )
     finally:
         await b.close()
     if diff:
-        raise Failed(f"replaying generated calls after reset(seed={ctx.seed}): {diff}: changes made in the "
-                     f"previous episode are still visible{_caveat(ctx)}")
+        raise Failed(
+            f"replaying generated calls after reset(seed={ctx.seed}): {diff}: changes made in the "
+            f"previous episode are still visible{_caveat(ctx)}"
+        )
 
 
-@rule("env.episode_isolation", "error", "two concurrent episodes never see each other's writes",
-      needs=("episodes",), timeout=120)
+@rule(
+    "env.episode_isolation",
+    "error",
+    "two concurrent episodes never see each other's writes",
+    needs=("episodes",),
+    timeout=120,
+)
 async def check_episode_isolation(ctx: Context) -> None:
     a = await ctx.subject.new_episode(seed=ctx.seed)
     try:
@@ -286,19 +318,31 @@ async def check_episode_isolation(ctx: Context) -> None:
         await a.close()
         await b.close()
     if diff:
-        raise Failed(f"two live episodes (seed {ctx.seed}), A replayed generated calls, then B the same ones: "
-                     f"{diff}: A's writes are visible in B{_caveat(ctx)}")
+        raise Failed(
+            f"two live episodes (seed {ctx.seed}), A replayed generated calls, then B the same ones: "
+            f"{diff}: A's writes are visible in B{_caveat(ctx)}"
+        )
 
 
 # -- sim/prod identity ---------------------------------------------------------------
-IDENTITY_FIELDS = (("input_schema", "inputSchema"), ("output_schema", "outputSchema"),
-                   ("description", "description"), ("title", "title"), ("annotations", "annotations"))
+IDENTITY_FIELDS = (
+    ("input_schema", "inputSchema"),
+    ("output_schema", "outputSchema"),
+    ("description", "description"),
+    ("title", "title"),
+    ("annotations", "annotations"),
+)
 """What a production face must keep of every simulation tool (besides its name)."""
 
 
-@rule("env.prod_identity", "error", "the production face (--mode prod, on a user's folder when the environment "
-      "works on one) offers the same tool names, schemas, descriptions and annotations as simulation",
-      needs=("local",), timeout=120)
+@rule(
+    "env.prod_identity",
+    "error",
+    "the production face (--mode prod, on a user's folder when the environment "
+    "works on one) offers the same tool names, schemas, descriptions and annotations as simulation",
+    needs=("local",),
+    timeout=120,
+)
 async def check_prod_identity(ctx: Context) -> None:
     import tempfile
 
@@ -312,12 +356,15 @@ async def check_prod_identity(ctx: Context) -> None:
         user = folder if spec.prod_workspace == "required" else None
         for mode in ("sim", "prod"):
             try:
-                env = Environment(spec, mode=mode, workdir=environment.workdir,
-                                  workspace=user if mode == "prod" else None)
+                env = Environment(
+                    spec, mode=mode, workdir=environment.workdir, workspace=user if mode == "prod" else None
+                )
                 episode = await env.new_episode(seed=ctx.seed)
             except Exception as e:
-                raise Failed(f"the {mode} face could not start, so its interface cannot be compared: {e} "
-                             "(give it what it needs, e.g. the variables in pass_env)") from e
+                raise Failed(
+                    f"the {mode} face could not start, so its interface cannot be compared: {e} "
+                    "(give it what it needs, e.g. the variables in pass_env)"
+                ) from e
             try:
                 listed[mode] = {t.name: t for t in episode.tools}
             finally:
@@ -325,14 +372,17 @@ async def check_prod_identity(ctx: Context) -> None:
     sim, prod = listed["sim"], listed["prod"]
     problems = []
     if set(sim) != set(prod):
-        problems.append(f"tools only in sim: {sorted(set(sim) - set(prod))}, only in prod: "
-                        f"{sorted(set(prod) - set(sim))}")
+        problems.append(
+            f"tools only in sim: {sorted(set(sim) - set(prod))}, only in prod: {sorted(set(prod) - set(sim))}"
+        )
     for name in sorted(set(sim) & set(prod)):
         for field, alias in IDENTITY_FIELDS:
             a, b = _wire(getattr(sim[name], field)), _wire(getattr(prod[name], field))
             if canonical_json(a) != canonical_json(b):
-                problems.append(f"tool {name!r} {alias} differs: sim {_short(canonical_json(a), 100)}, "
-                                f"prod {_short(canonical_json(b), 100)}")
+                problems.append(
+                    f"tool {name!r} {alias} differs: sim {_short(canonical_json(a), 100)}, "
+                    f"prod {_short(canonical_json(b), 100)}"
+                )
     variants = [s.name for s in spec.tool_servers if s.prod]
     fail_if([f"servers {variants}: {p}" if variants else p for p in problems])
 
@@ -343,8 +393,14 @@ def _wire(value: Any) -> Any:
 
 
 # -- parity over the real wire -----------------------------------------------------------
-@rule("wire.parity", "error", "served over real HTTP, an episode's own MCP address and the control plane's step "
-      "give the same tools, results, end state and reward", needs=("local", "http"), timeout=120)
+@rule(
+    "wire.parity",
+    "error",
+    "served over real HTTP, an episode's own MCP address and the control plane's step "
+    "give the same tools, results, end state and reward",
+    needs=("local", "http"),
+    timeout=120,
+)
 async def check_wire_parity(ctx: Context) -> None:
     from ..subject import UrlSubject
 

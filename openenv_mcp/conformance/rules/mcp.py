@@ -57,7 +57,9 @@ def _result_text(result: CallToolResult) -> str:
 
 
 # -- lifecycle ---------------------------------------------------------------------
-@rule("mcp.handshake", "error", "initialize answers the requested protocol version, server info and the tools capability")
+@rule(
+    "mcp.handshake", "error", "initialize answers the requested protocol version, server info and the tools capability"
+)
 async def check_handshake(ctx: Context) -> None:
     try:
         async with ctx.subject.mcp(mode="legacy") as client:
@@ -72,10 +74,13 @@ async def check_handshake(ctx: Context) -> None:
         raise Failed(f"initialize failed: {leaf(e)}{await _http_detail(ctx)}") from e
     problems = []
     if version not in HANDSHAKE_PROTOCOL_VERSIONS:
-        problems.append(f"initialize answered protocolVersion {version!r}, not one of {list(HANDSHAKE_PROTOCOL_VERSIONS)}")
+        problems.append(
+            f"initialize answered protocolVersion {version!r}, not one of {list(HANDSHAKE_PROTOCOL_VERSIONS)}"
+        )
     elif version != LATEST_HANDSHAKE:
-        problems.append(f"initialize answered protocolVersion {version!r} although the client asked for "
-                        f"{LATEST_HANDSHAKE!r}")
+        problems.append(
+            f"initialize answered protocolVersion {version!r} although the client asked for {LATEST_HANDSHAKE!r}"
+        )
     if info is None or not info.name:
         problems.append(f"initialize answered serverInfo {info!r}: a name is required")
     if caps is None or caps.tools is None:
@@ -90,8 +95,16 @@ async def _http_detail(ctx: Context) -> str:
         return ""
     import httpx
 
-    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": LATEST_HANDSHAKE, "capabilities": {}, "clientInfo": {"name": "conformance", "version": "1"}}}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LATEST_HANDSHAKE,
+            "capabilities": {},
+            "clientInfo": {"name": "conformance", "version": "1"},
+        },
+    }
     headers = {"Accept": "application/json, text/event-stream", **(getattr(ctx.subject, "headers", None) or {})}
     try:
         async with httpx.AsyncClient(timeout=10) as http:
@@ -109,8 +122,10 @@ async def check_discover(ctx: Context) -> None:
     async with ctx.subject.mcp(mode="auto") as client:
         version = client.protocol_version
         if version not in MODERN_PROTOCOL_VERSIONS:
-            raise Failed(f"server/discover was not answered: the client fell back to initialize and "
-                         f"negotiated {version!r} instead of {modern!r}")
+            raise Failed(
+                f"server/discover was not answered: the client fell back to initialize and "
+                f"negotiated {version!r} instead of {modern!r}"
+            )
         await client.list_tools()
 
 
@@ -159,7 +174,9 @@ def _schema_problem(schema: Any) -> str | None:
     return None
 
 
-@rule("tools.schema", "error", "every inputSchema/outputSchema is a valid JSON Schema (2020-12 by default) of type object")
+@rule(
+    "tools.schema", "error", "every inputSchema/outputSchema is a valid JSON Schema (2020-12 by default) of type object"
+)
 async def check_tools_schema(ctx: Context) -> None:
     problems = []
     for tool in await ctx.tools():
@@ -172,21 +189,35 @@ async def check_tools_schema(ctx: Context) -> None:
 
 @rule("tools.names", "error", "tool names follow the MCP format: 1-128 of A-Z a-z 0-9 _ - .")
 async def check_tool_names(ctx: Context) -> None:
-    fail_if([f"tools/list: tool name {t.name!r} does not match [A-Za-z0-9_.-]{{1,128}} (MCP 2025-11-25)"
-             for t in await ctx.tools() if not TOOL_NAME.match(t.name)])
+    fail_if(
+        [
+            f"tools/list: tool name {t.name!r} does not match [A-Za-z0-9_.-]{{1,128}} (MCP 2025-11-25)"
+            for t in await ctx.tools()
+            if not TOOL_NAME.match(t.name)
+        ]
+    )
 
 
 @rule("tools.names_portable", "warning", "tool names are accepted by common LLM function-calling APIs (<= 64, no dots)")
 async def check_tool_names_portable(ctx: Context) -> None:
-    fail_if([f"tools/list: tool name {t.name!r} is not accepted by common function-calling APIs "
-             "([A-Za-z0-9_-]{1,64})" for t in await ctx.tools() if TOOL_NAME.match(t.name)
-             and not PORTABLE_NAME.match(t.name)])
+    fail_if(
+        [
+            f"tools/list: tool name {t.name!r} is not accepted by common function-calling APIs ([A-Za-z0-9_-]{{1,64}})"
+            for t in await ctx.tools()
+            if TOOL_NAME.match(t.name) and not PORTABLE_NAME.match(t.name)
+        ]
+    )
 
 
 @rule("tools.descriptions", "warning", "every tool has a description")
 async def check_tool_descriptions(ctx: Context) -> None:
-    fail_if([f"tools/list: tool {t.name!r} has description {t.description!r}" for t in await ctx.tools()
-             if not (t.description or "").strip()])
+    fail_if(
+        [
+            f"tools/list: tool {t.name!r} has description {t.description!r}"
+            for t in await ctx.tools()
+            if not (t.description or "").strip()
+        ]
+    )
 
 
 @rule("control_plane.hidden", "error", "control-plane names (reset, step, state, close) are never tools")
@@ -198,9 +229,14 @@ async def check_control_plane_hidden(ctx: Context) -> None:
         if isinstance(error, ToolNameError):  # openenv-mcp refused the tool list: that is this rule's failure
             raise Failed(str(error)) from e
         raise
-    fail_if([f"tools/list exposes {t.name!r}: control-plane names ({', '.join(sorted(RESERVED_TOOL_NAMES))}) "
-             "must never be tools, an agent must not learn it can reset" for t in await ctx.tools()
-             if t.name.lower() in RESERVED_TOOL_NAMES])
+    fail_if(
+        [
+            f"tools/list exposes {t.name!r}: control-plane names ({', '.join(sorted(RESERVED_TOOL_NAMES))}) "
+            "must never be tools, an agent must not learn it can reset"
+            for t in await ctx.tools()
+            if t.name.lower() in RESERVED_TOOL_NAMES
+        ]
+    )
 
 
 def _check_blocks(where: str, blocks: list[Any], problems: list[str]) -> None:
@@ -228,8 +264,10 @@ def _check_blocks(where: str, blocks: list[Any], problems: list[str]) -> None:
             if not str(block.uri):
                 problems.append(f"{at} resource_link has no uri")
         else:
-            problems.append(f"{at} has type {getattr(block, 'type', type(block).__name__)!r}, "
-                            "not one of text, image, audio, resource_link, resource")
+            problems.append(
+                f"{at} has type {getattr(block, 'type', type(block).__name__)!r}, "
+                "not one of text, image, audio, resource_link, resource"
+            )
 
 
 # -- resources and prompts -------------------------------------------------------
@@ -281,8 +319,9 @@ async def check_prompts(ctx: Context) -> None:
             try:
                 got = await client.get_prompt(prompt.name, args)
             except MCPError as e:
-                problems.append(f"prompts/get {prompt.name!r} {args} answered JSON-RPC error "
-                                f"{e.error.code}: {e.error.message}")
+                problems.append(
+                    f"prompts/get {prompt.name!r} {args} answered JSON-RPC error {e.error.code}: {e.error.message}"
+                )
                 continue
             for i, message in enumerate(got.messages):
                 if message.role not in ("user", "assistant"):
@@ -290,8 +329,9 @@ async def check_prompts(ctx: Context) -> None:
                 _check_blocks(f"prompts/get {prompt.name!r} messages[{i}]", [message.content], problems)
         try:
             await client.get_prompt("openenv_conformance_no_such_prompt", {})
-            problems.append("prompts/get 'openenv_conformance_no_such_prompt' (not listed) succeeded; "
-                            "expected an error (-32602)")
+            problems.append(
+                "prompts/get 'openenv_conformance_no_such_prompt' (not listed) succeeded; expected an error (-32602)"
+            )
         except MCPError:
             pass
     fail_if(problems)
@@ -306,8 +346,10 @@ async def check_unknown_tool(ctx: Context) -> None:
         except MCPError:
             return
     if not result.is_error:
-        raise Failed(f"tools/call {NO_SUCH_TOOL!r} returned isError=false with content "
-                     f"{_short(_result_text(result))!r}; an unknown tool must be an error")
+        raise Failed(
+            f"tools/call {NO_SUCH_TOOL!r} returned isError=false with content "
+            f"{_short(_result_text(result))!r}; an unknown tool must be an error"
+        )
 
 
 @rule("call.invalid_arguments", "error", "arguments that violate a tool's inputSchema are answered with an error")
@@ -322,14 +364,16 @@ async def check_invalid_arguments(ctx: Context) -> None:
     probes = probes[:MAX_ITEMS]
     for start in range(0, len(probes), PER_SESSION):  # fresh episodes, a few calls each (never truncated)
         async with ctx.subject.mcp(fresh=True) as client:
-            for tool, what, args in probes[start:start + PER_SESSION]:
+            for tool, what, args in probes[start : start + PER_SESSION]:
                 try:
                     result = await client.call_tool(tool.name, args)
                 except MCPError:
                     continue
                 if not result.is_error:
-                    problems.append(f"tools/call {tool.name!r} with {what} ({_short(args, 80)}) returned "
-                                    f"isError=false: {_short(_result_text(result), 80)!r}")
+                    problems.append(
+                        f"tools/call {tool.name!r} with {what} ({_short(args, 80)}) returned "
+                        f"isError=false: {_short(_result_text(result), 80)!r}"
+                    )
     fail_if(problems)
 
 
@@ -359,12 +403,16 @@ async def _call_all(client: Any, calls: list[CallTool], tools: dict[str, Tool], 
         try:
             result = await client.call_tool(call.name, call.arguments)
         except MCPError as e:
-            problems.append(f"tools/call {call.name!r} {_short(call.arguments, 80)} answered JSON-RPC error "
-                            f"{e.error.code}: {e.error.message}")
+            problems.append(
+                f"tools/call {call.name!r} {_short(call.arguments, 80)} answered JSON-RPC error "
+                f"{e.error.code}: {e.error.message}"
+            )
             continue
         except Exception as e:  # the SDK client could not parse or validate the result
-            problems.append(f"tools/call {call.name!r} {_short(call.arguments, 80)}: the official SDK client "
-                            f"rejected the result: {_short(str(e), 200)}")
+            problems.append(
+                f"tools/call {call.name!r} {_short(call.arguments, 80)}: the official SDK client "
+                f"rejected the result: {_short(str(e), 200)}"
+            )
             continue
         where = f"tools/call {call.name!r}"
         _check_blocks(where, result.content, problems)
@@ -376,5 +424,7 @@ async def _call_all(client: Any, calls: list[CallTool], tools: dict[str, Tool], 
                 cls = jsonschema.validators.validator_for(tool.output_schema, default=jsonschema.Draft202012Validator)
                 error = jsonschema.exceptions.best_match(cls(tool.output_schema).iter_errors(result.structured_content))
                 if error is not None:
-                    problems.append(f"{where} structuredContent {_short(result.structured_content, 80)} does not "
-                                    f"match its outputSchema: {error.message}")
+                    problems.append(
+                        f"{where} structuredContent {_short(result.structured_content, 80)} does not "
+                        f"match its outputSchema: {error.message}"
+                    )

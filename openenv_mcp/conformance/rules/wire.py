@@ -56,8 +56,12 @@ class _Wire:
         self.next_id = 100
 
     def headers(self) -> dict[str, str]:
-        h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-             "MCP-Protocol-Version": LATEST, **self.extra}
+        h = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+            "MCP-Protocol-Version": LATEST,
+            **self.extra,
+        }
         if self.session:
             h["Mcp-Session-Id"] = self.session
         return h
@@ -73,8 +77,11 @@ class _Wire:
 
     async def initialize(self) -> None:
         self.session = None
-        params = {"protocolVersion": LATEST, "capabilities": {},
-                  "clientInfo": {"name": "openenv-mcp-conformance", "version": "1"}}
+        params = {
+            "protocolVersion": LATEST,
+            "capabilities": {},
+            "clientInfo": {"name": "openenv-mcp-conformance", "version": "1"},
+        }
         self.next_id += 1
         body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": "initialize", "params": params})
         response = await self.client.post(self.url, content=body.encode(), headers=self.headers())
@@ -94,8 +101,9 @@ class _Wire:
         return None  # a result, or a JSON-RPC error: either way the server answers
 
 
-def _verdict(status: int, messages: list[dict[str, Any]], *, want_error: bool = True,
-             want_code: int | None = None) -> str | None:
+def _verdict(
+    status: int, messages: list[dict[str, Any]], *, want_error: bool = True, want_code: int | None = None
+) -> str | None:
     """None when the answer is a clean error (4xx, a JSON-RPC error or an isError result)."""
     if status >= 500:
         return f"answered HTTP {status} (a server error, expected a 4xx or a JSON-RPC error)"
@@ -115,8 +123,14 @@ def _verdict(status: int, messages: list[dict[str, Any]], *, want_error: bool = 
     return f"answered HTTP {status} with {json.dumps(messages[:1])[:160]}, expected an error"
 
 
-@rule("wire.robustness", "error", "malformed JSON-RPC, wrong types, oversized arguments and unknown methods get "
-      "clean errors over HTTP, and the server still answers", needs=("http",), timeout=120)
+@rule(
+    "wire.robustness",
+    "error",
+    "malformed JSON-RPC, wrong types, oversized arguments and unknown methods get "
+    "clean errors over HTTP, and the server still answers",
+    needs=("http",),
+    timeout=120,
+)
 async def check_robustness(ctx: Context) -> None:
     tools = await ctx.tools()
     first = tools[0] if tools else None
@@ -125,22 +139,48 @@ async def check_robustness(ctx: Context) -> None:
     probes: list[tuple[str, bytes, dict[str, Any]]] = [
         ("a malformed JSON body", b'{"jsonrpc": "2.0", "id": 1, "method": ', {"want_code": None}),
         ("a JSON value that is not JSON-RPC", b'{"hello": "world"}', {}),
-        ("an unknown method 'openenv/no_such_method'",
-         json.dumps({"jsonrpc": "2.0", "id": 2, "method": "openenv/no_such_method", "params": {}}).encode(),
-         {"want_code": -32601}),
-        ("tools/call with name=42 and arguments='oops'",
-         json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                     "params": {"name": 42, "arguments": "oops"}}).encode(), {}),
+        (
+            "an unknown method 'openenv/no_such_method'",
+            json.dumps({"jsonrpc": "2.0", "id": 2, "method": "openenv/no_such_method", "params": {}}).encode(),
+            {"want_code": -32601},
+        ),
+        (
+            "tools/call with name=42 and arguments='oops'",
+            json.dumps(
+                {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": 42, "arguments": "oops"}}
+            ).encode(),
+            {},
+        ),
     ]
     if first is not None:
-        probes.append((f"tools/call {first.name!r} with every argument of the wrong type",
-                       json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
-                           "name": first.name, "arguments": {p: {"wrong": [1]} for p in props} or {"x": {}}}}).encode(),
-                       {}))
-        probes.append((f"tools/call {first.name!r} with an {OVERSIZED_BYTES // 2**20} MiB argument",
-                       json.dumps({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
-                           "name": first.name, "arguments": {big_key: "x" * OVERSIZED_BYTES}}}).encode(),
-                       {"want_error": False}))
+        probes.append(
+            (
+                f"tools/call {first.name!r} with every argument of the wrong type",
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 4,
+                        "method": "tools/call",
+                        "params": {"name": first.name, "arguments": {p: {"wrong": [1]} for p in props} or {"x": {}}},
+                    }
+                ).encode(),
+                {},
+            )
+        )
+        probes.append(
+            (
+                f"tools/call {first.name!r} with an {OVERSIZED_BYTES // 2**20} MiB argument",
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 5,
+                        "method": "tools/call",
+                        "params": {"name": first.name, "arguments": {big_key: "x" * OVERSIZED_BYTES}},
+                    }
+                ).encode(),
+                {"want_error": False},
+            )
+        )
     problems: list[str] = []
     async with ctx.subject.http() as url, httpx.AsyncClient(timeout=HTTP_TIMEOUT) as client:
         wire = _Wire(client, url, getattr(ctx.subject, "headers", None))
@@ -231,8 +271,13 @@ def _docker_containers(label: str) -> set[str] | None:
         return None
 
 
-@rule("shutdown.clean", "error", "closing an episode leaves no process or container behind",
-      needs=("episodes", "local"), timeout=60)
+@rule(
+    "shutdown.clean",
+    "error",
+    "closing an episode leaves no process or container behind",
+    needs=("episodes", "local"),
+    timeout=60,
+)
 async def check_shutdown(ctx: Context) -> None:
     before = _descendants(os.getpid())
     handle = await ctx.subject.new_episode(seed=ctx.seed)
@@ -242,7 +287,7 @@ async def check_shutdown(ctx: Context) -> None:
         from .env import _actions, _replay
 
         await _replay(handle, (await _actions(ctx, handle))[:4])
-        started = (_descendants(os.getpid()) - before)
+        started = _descendants(os.getpid()) - before
         if workspace is not None:
             started |= _in_workspace(workspace.path)
         started.discard(os.getpid())
@@ -250,7 +295,8 @@ async def check_shutdown(ctx: Context) -> None:
         await handle.close()
     label = f"openenv-mcp.episode={episode_id}"
     uses_docker = ctx.subject.environment is not None and any(
-        s.isolation == "docker" for s in ctx.subject.environment.servers)
+        s.isolation == "docker" for s in ctx.subject.environment.servers
+    )
     leaked: set[int] = set()
     containers: set[str] | None = None
     with anyio.move_on_after(SHUTDOWN_GRACE):  # removal may finish just after close() returns
@@ -274,8 +320,10 @@ def _walled(ctx: Context, kinds: tuple[str, ...]) -> list[Any]:
     servers = [s for s in environment.servers if s.isolation in kinds]
     if not servers:
         have = sorted({str(s.isolation) for s in environment.servers})
-        raise Skipped(f"no tool server runs behind {', '.join(kinds)}; this environment uses {', '.join(have)} "
-                      "(in-process servers share the environment's process: nothing to probe)")
+        raise Skipped(
+            f"no tool server runs behind {', '.join(kinds)}; this environment uses {', '.join(have)} "
+            "(in-process servers share the environment's process: nothing to probe)"
+        )
     return servers
 
 
@@ -288,13 +336,21 @@ async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, A
     from ...isolation import ServerContext, connect
     from ..probe import PROBE_SOURCE
 
-    probe = ToolServerSpec(name=f"{spec.name}-probe", command=["python3", "-c", PROBE_SOURCE],
-                           isolation=spec.isolation, network=spec.network, limits=spec.limits,
-                           hide=list(getattr(spec, "hide", []) or []))
+    probe = ToolServerSpec(
+        name=f"{spec.name}-probe",
+        command=["python3", "-c", PROBE_SOURCE],
+        isolation=spec.isolation,
+        network=spec.network,
+        limits=spec.limits,
+        hide=list(getattr(spec, "hide", []) or []),
+    )
     environment = ctx.subject.environment
     workspace = Workspace(environment.workdir if environment is not None else None)
-    conn = connect(probe, ServerContext(episode_id=f"conformance-{uuid.uuid4().hex[:12]}", workspace=workspace.path),
-                   environment.spec.base_dir if environment is not None else None)
+    conn = connect(
+        probe,
+        ServerContext(episode_id=f"conformance-{uuid.uuid4().hex[:12]}", workspace=workspace.path),
+        environment.spec.base_dir if environment is not None else None,
+    )
     try:
         await conn.start()
         result = await conn.call_tool(tool, arguments, tool)
@@ -310,13 +366,20 @@ WALLED = ("process", "sandbox", "docker")
 
 def _hint(spec: Any) -> str:
     if spec.isolation == "process":
-        return (" (the process boundary is no filesystem or network wall: use isolation = \"sandbox\" or "
-                "\"docker\", or accept it in a known-failures file if you trust this server)")
+        return (
+            ' (the process boundary is no filesystem or network wall: use isolation = "sandbox" or '
+            '"docker", or accept it in a known-failures file if you trust this server)'
+        )
     return ""
 
 
-@rule("containment.host_file", "error", "a tool server behind process, sandbox or docker cannot read a host "
-      "file outside its workspace", needs=("local",), timeout=120)
+@rule(
+    "containment.host_file",
+    "error",
+    "a tool server behind process, sandbox or docker cannot read a host file outside its workspace",
+    needs=("local",),
+    timeout=120,
+)
 async def check_containment_file(ctx: Context) -> None:
     import secrets
     import tempfile
@@ -334,23 +397,31 @@ async def check_containment_file(ctx: Context) -> None:
             answer = await _probe_call(ctx, spec, "read_file", {"path": str(secret)})
             ctx.cache[f"probe.file.{spec.name}"] = answer
             if token in answer:
-                problems.append(f"tool server {spec.name!r} ({spec.isolation}): the probe read the host file "
-                                f"{str(secret)!r}: {answer[:50]!r}{_hint(spec)}")
+                problems.append(
+                    f"tool server {spec.name!r} ({spec.isolation}): the probe read the host file "
+                    f"{str(secret)!r}: {answer[:50]!r}{_hint(spec)}"
+                )
     finally:
         secret.unlink(missing_ok=True)
         folder.rmdir()
     fail_if(problems)
 
 
-@rule("containment.network", "error", "a tool server behind process, sandbox or docker with network = \"none\" "
-      "cannot reach a listener on the host loopback", needs=("local",), timeout=120)
+@rule(
+    "containment.network",
+    "error",
+    'a tool server behind process, sandbox or docker with network = "none" '
+    "cannot reach a listener on the host loopback",
+    needs=("local",),
+    timeout=120,
+)
 async def check_containment_network(ctx: Context) -> None:
     import secrets
 
     servers = _walled(ctx, WALLED)
     servers = [s for s in servers if s.network == "none" or s.isolation == "docker"]
     if not servers:
-        raise Skipped("every contained tool server declares network = \"host\" (egress allowed by policy)")
+        raise Skipped('every contained tool server declares network = "host" (egress allowed by policy)')
     token = secrets.token_hex(16)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
     port = listener.extra(anyio.abc.SocketAttribute.local_port)
@@ -368,9 +439,11 @@ async def check_containment_network(ctx: Context) -> None:
                     answer = await _probe_call(ctx, spec, "connect", {"host": "127.0.0.1", "port": port})
                     ctx.cache[f"probe.network.{spec.name}"] = answer
                     if token in answer:
-                        problems.append(f"tool server {spec.name!r} ({spec.isolation}, network {spec.network!r}): "
-                                        f"the probe connected to a host loopback listener 127.0.0.1:{port}: "
-                                        f"{answer[:50]!r}{_hint(spec)}")
+                        problems.append(
+                            f"tool server {spec.name!r} ({spec.isolation}, network {spec.network!r}): "
+                            f"the probe connected to a host loopback listener 127.0.0.1:{port}: "
+                            f"{answer[:50]!r}{_hint(spec)}"
+                        )
             finally:
                 tg.cancel_scope.cancel()
     finally:

@@ -1,7 +1,11 @@
 """1 once ``submit`` received exactly the expected order."""
 
 EXPECTED = {
-    "quantity": 2, "price": 9.5, "color": "blue", "express": True, "tags": ["a", "b"],
+    "quantity": 2,
+    "price": 9.5,
+    "color": "blue",
+    "express": True,
+    "tags": ["a", "b"],
     "address": {"city": "Berlin", "zip": "10115"},
     "items": [{"sku": "W-1", "count": 2}],
 }

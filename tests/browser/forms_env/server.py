@@ -25,17 +25,24 @@ class Item(BaseModel):
 
 
 @server.tool
-def submit(quantity: int = Field(ge=1, le=100, description="How many."),
-           color: Literal["red", "green", "blue"] = Field(description="Colour."),
-           address: Address = Field(description="Where to ship."),
-           price: float = 1.0,
-           express: bool = False,
-           tags: list[str] | None = None,
-           items: list[Item] | None = None,
-           note: str | None = None) -> dict:
+def submit(
+    quantity: int = Field(ge=1, le=100, description="How many."),
+    color: Literal["red", "green", "blue"] = Field(description="Colour."),
+    address: Address = Field(description="Where to ship."),
+    price: float = 1.0,
+    express: bool = False,
+    tags: list[str] | None = None,
+    items: list[Item] | None = None,
+    note: str | None = None,
+) -> dict:
     """Submit an order; returns what was received."""
-    out = {"quantity": quantity, "price": price, "color": color, "express": express,
-           "address": address.model_dump(exclude_none=True)}
+    out = {
+        "quantity": quantity,
+        "price": price,
+        "color": color,
+        "express": express,
+        "address": address.model_dump(exclude_none=True),
+    }
     if tags is not None:
         out["tags"] = tags
     if items is not None:
