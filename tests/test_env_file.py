@@ -39,7 +39,7 @@ def test_wrapped_third_party_server_runs_scripted_episodes(example, policy, rewa
     from openenv_mcp.cli.main import run_reference
 
     rows = anyio.run(lambda: run_reference(str(example), 3, 0, policy, progress=False))
-    assert sorted(r["task"] for r in rows) == ["greet", "greet", "rename"]
+    assert sorted(r["task"] for r in rows) == ["cleanup", "greet", "rename"]  # seeds 0..n-1: every task once
     assert [r["reward"] for r in rows] == [reward] * 3
     assert [r["done"] for r in rows] == [reward == 1.0] * 3
 

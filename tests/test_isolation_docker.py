@@ -518,7 +518,15 @@ async def test_the_files_environment_in_docker_gives_the_in_process_results(imag
                 ToolServerSpec(
                     name="fs",
                     isolation="docker",
-                    command=["python", "-m", "openenv_mcp.tool_servers.filesystem", "--root", "{workspace}"],
+                    command=[
+                        "python",
+                        "-m",
+                        "openenv_mcp.tool_servers.filesystem",
+                        "--root",
+                        "{workspace}",
+                        "--namespace",
+                        "",
+                    ],
                 )
             ]
         }

@@ -61,7 +61,8 @@ def said(capsys) -> str:
     return " ".join(capsys.readouterr().err.split())
 
 
-def test_production_on_a_folder_says_what_it_needs_at_start(capsys, tmp_path):
+def test_production_on_a_folder_says_what_it_needs_at_start(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # sql's database is given
     assert main(["mcp-config", "files", "--mode", "prod"]) == 2
     assert (
         "files works on a folder in production: give --workspace DIR (the folder its tools may see and "

@@ -206,16 +206,21 @@ def test_forms_from_json_schemas_images_and_errors(node, serve):
     assert (out["reward"], out["done"]) == ("1", "true")
 
 
-def test_prod_mode_is_a_tool_tester_over_mcp(node, serve):
-    server = serve("files", "--mode", "prod")
+def test_prod_mode_is_a_tool_tester_over_mcp(node, serve, tmp_path):
+    project = tmp_path / "project"  # production works on the user's folder
+    project.mkdir()
+    (project / "notes.txt").write_text("hello\n")
+    (project / "docs").mkdir()
+    server = serve("files", "--mode", "prod", "--workspace", str(project))
     assert httpx.post(f"{server.url}episodes", json={}).status_code == 404
     out = drive(node, "prod", server.url)
     assert out["mode"] == "prod"
     assert (out["reset_visible"], out["reward_visible"], out["done_visible"]) == (False, False, False)
     assert out["tools"] == ["fs_list", "fs_read", "fs_write", "fs_edit", "fs_move", "fs_delete", "fs_search"]
-    # a listing of the session's workspace (its task, so its files, is random in prod), not an error
+    # a listing of the user's folder, not an error
     lines = out["list_result"].splitlines()
     assert lines and all(re.fullmatch(r".+( \(\d+ bytes\)|/)", line) for line in lines), out["list_result"]
+    assert any(line.startswith("notes.txt") for line in lines), out["list_result"]
     assert "POST /mcp" in out["paths"] and not any("/episodes" in p for p in out["paths"])
     assert (out["step_reward"], out["steps"]) == (0, "1")
 
