@@ -34,7 +34,7 @@ demo: $(STAMP)
 # Test files run in parallel (3 workers, one file per worker: a file's fixtures stay together); the suite is
 # mostly waiting on subprocesses, sandboxes and containers, so 3 workers help on 2 cores. PYTEST_WORKERS=0: serial.
 PYTEST_WORKERS ?= 3
-test: lint
+test: $(STAMP) lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # Lint, format, types (basedpyright: pyright without Node) and layering (import-linter contracts in pyproject).

@@ -361,9 +361,21 @@ class AsyncVectorEnv:
         self.mcp_urls = [r.get("mcp_url", "") if not isinstance(r, Exception) else "" for r in results]
         return [r if isinstance(r, Exception) else Observation.model_validate(r["observation"]) for r in results]
 
+    @overload
+    async def step(
+        self,
+        actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]],
+        *,
+        return_exceptions: Literal[False] = False,
+    ) -> list[Observation]: ...
+    @overload
+    async def step(
+        self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *, return_exceptions: bool
+    ) -> list[Observation | Exception]: ...
+
     async def step(
         self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *, return_exceptions: bool = False
-    ) -> list[Observation]:
+    ) -> list[Observation] | list[Observation | Exception]:
         """One action per episode, all in one batch message."""
         ids = self._ids()
         if len(actions) != len(ids):

@@ -44,7 +44,7 @@ ENDED = "This episode has ended; no further tool calls are accepted."
 MAX_RECORDED_CALLS = 1000
 """Inner calls listed in one run's observation; past it only ``calls_omitted`` counts them."""
 
-RUN_CODE_TOOL = Tool(
+RUN_CODE_TOOL = Tool(  # pyright: ignore[reportCallIssue]  # built by its wire alias inputSchema
     name=RUN_CODE,
     description=(
         "Run Python code in this episode's persistent sandboxed interpreter. Every other tool is a "
@@ -53,7 +53,7 @@ RUN_CODE_TOOL = Tool(
         "Variables persist between runs. The value of a final expression is reported, with stdout, "
         "stderr and any exception."
     ),
-    inputSchema={
+    inputSchema={  # pyright: ignore[reportCallIssue]  # the SDK model accepts its wire alias
         "type": "object",
         "properties": {"code": {"type": "string", "description": "Python source"}},
         "required": ["code"],

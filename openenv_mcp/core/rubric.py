@@ -162,8 +162,8 @@ def _verify(kind: str, gold: Any, candidate: str) -> float:
 
     # math-verify's own timeouts use signal.alarm (main thread only); this runs in a worker
     # thread under MATH_VERIFY_TIMEOUT instead, on an agent answer cut to MATH_MAX_CHARS.
-    gold_parsed = parse(wrap(gold_text), parsing_timeout=None)
-    got = parse(wrap(candidate[:MATH_MAX_CHARS]), parsing_timeout=None)
+    gold_parsed = parse(wrap(gold_text), parsing_timeout=None)  # pyright: ignore[reportArgumentType]  # None (no alarm) is documented, the annotation says int
+    got = parse(wrap(candidate[:MATH_MAX_CHARS]), parsing_timeout=None)  # pyright: ignore[reportArgumentType]  # as above
     return 1.0 if verify(gold_parsed, got, timeout_seconds=None) else 0.0
 
 
@@ -218,6 +218,7 @@ class Rubric:
                 f"{self.env_name} criterion {c.name!r}",
             )
         if c.kind == "verifier":
+            assert c.verifier is not None  # kind is "verifier" only when verifier is set (Criterion.kind)
             if c.verifier == "math":
                 try:
                     import math_verify  # noqa: F401

@@ -82,7 +82,7 @@ class TasksTable(BaseModel):
 _TABLE_KEYS = set(TasksTable.model_fields)
 
 
-def parse_tasks_value(value: Any) -> tuple[dict[str, Any], str | None, list[str]]:
+def parse_tasks_value(value: Any) -> tuple[dict[str, Any], str, list[str]]:
     """The env file's ``tasks`` value as (named sets, default set name, shared private keys).
 
     A string, list or flat table is the one set ``default``; sub-tables are named sets that

@@ -382,5 +382,5 @@ def codeact_tool(tools: list[Any]) -> Any:
         fn = make_function(tool.model_dump(mode="json", by_alias=True, include={"name", "description", "input_schema"}))
         summary = collapse((tool.description or "").strip().splitlines()[0] if tool.description else "")
         lines.append(f"{fn.__name__}{fn.__signature__}" + (f": {summary}" if summary else ""))
-    description = RUN_CODE_TOOL.description + " The functions: " + "; ".join(lines) + "."
+    description = (RUN_CODE_TOOL.description or "") + " The functions: " + "; ".join(lines) + "."
     return RUN_CODE_TOOL.model_copy(update={"description": description})

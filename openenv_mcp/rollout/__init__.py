@@ -629,6 +629,7 @@ async def play_episode(
             messages.append({"role": "system", "content": system_prompt})
         messages.append({"role": "user", "content": prompt})
         steps: list[dict[str, Any]] = []
+        completions: list[dict[str, Any]] = []
         usage: dict[str, int] = {}
         traj = Trajectory(
             episode=index,
@@ -640,13 +641,12 @@ async def play_episode(
             model=model,
             messages=messages,
             tools=tools,
-            steps=[],
+            steps=steps,
             usage={},
             key=key,
             sample=sample,
-            completions=[],
+            completions=completions,
         )
-        steps: list[dict[str, Any]] = traj.steps
         if action_style == "codeact":
             from .codeact import play_codeact_turns
 
@@ -673,7 +673,7 @@ async def play_episode(
             message, calls = _normalize_message(turn.message, traj.turns)
             record = turn.record()
             if record is not None:  # token ids / logprobs for trainers, aligned with the assistant message
-                traj.completions.append({"turn": traj.turns, "message_index": len(messages), **record})
+                completions.append({"turn": traj.turns, "message_index": len(messages), **record})
             messages.append(message)
             if not calls:
                 traj.stop_reason = "no_tool_calls"
@@ -896,7 +896,7 @@ class _Group:
                 return await _ask(self.policy, messages, tools)
             async with self.lock:
                 if self.first is None:
-                    sampler = getattr(self.policy, "sample", None)
+                    sampler: Any = getattr(self.policy, "sample", None)
                     if callable(sampler):
                         self.first = list(await sampler(messages, tools, self.n))
                     else:

@@ -76,6 +76,7 @@ async def play_codeact_turns(
                 break
             e0 = time.perf_counter()
             obs: Observation = await env.step(RunCode(code=code))
+            assert obs.result is not None  # a RunCode step's observation always carries its result
             elapsed = time.perf_counter() - e0
             env_s += elapsed
             run = obs.result.structured_content if obs.result is not None else {}

@@ -172,7 +172,8 @@ def _openai_client(base_url: str, api_key: str | None, timeout: float, recorder:
         api_key=api_key or "not-needed",
         timeout=timeout,
         max_retries=2,
-        http_client=httpx.AsyncClient(transport=recorder, timeout=timeout),
+        # the SDK takes a legacy httpx client too (checked at run time); its annotation names only httpx2's
+        http_client=httpx.AsyncClient(transport=recorder, timeout=timeout),  # pyright: ignore[reportArgumentType]
     )
 
 
@@ -277,6 +278,7 @@ class CommandHarness:
             except OSError as e:
                 raise ConfigError(f"--harness-cmd could not start {argv[0]!r}: {e}") from e
             out, err = bytearray(), bytearray()
+            code: int | None = None
             try:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_drain, proc.stdout, out)
@@ -286,6 +288,7 @@ class CommandHarness:
                 with anyio.CancelScope(shield=True):
                     _kill_group(proc.pid)
                     await proc.aclose()
+        assert code is not None  # the task group re-raises any failure, so proc.wait() returned
         transcript = {"argv": argv, "exit_code": code, "stdout": _tail(out), "stderr": _tail(err)}
         if code != 0:
             raise HarnessFailed(f"the harness command exited with status {code}: {_tail(err, 500).strip()}", transcript)

@@ -189,6 +189,7 @@ class ControlPlane:
         except EpisodeEnded:
             self.metrics.tool_call(label, "failed", time.perf_counter() - started, face)
             raise
+        assert obs.result is not None  # a CallTool / RunCode step's observation always carries its result
         self.metrics.tool_call(label, "error" if obs.result.is_error else "ok", time.perf_counter() - started, face)
         if isinstance(action, RunCode):
             for call in obs.result.structured_content["calls"]:

@@ -33,7 +33,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from ..errors import BadRequest, EpisodeEnded, OpenEnvError
 from ..isolation.inprocess import error_result
-from ..types import CallTool, ListTools, Observation, action_from_json
+from ..types import CallTool, ListTools, Observation, RunCode, action_from_json
 from .manager import ADMIN_SCOPE_KEY
 from .mcp_http import EPISODE_SCOPE_KEY, UNKNOWN_EPISODE_CODE
 from .mcp_server import EPISODE_ENDED_MESSAGE
@@ -98,7 +98,7 @@ def openenv_observation(obs: Observation) -> dict[str, Any]:
     return {"observation": body, "reward": obs.reward, "done": obs.done or obs.truncated, "metadata": obs.info}
 
 
-def openenv_action(data: Any) -> CallTool | ListTools:
+def openenv_action(data: Any) -> CallTool | ListTools | RunCode:
     """An action from OpenEnv's step data: ours, or OpenEnv's ``CallToolAction``/``ListToolsAction``
     dumps (``tool_name`` for ``name``, an ignored ``metadata``)."""
     if not isinstance(data, dict):

@@ -264,8 +264,9 @@ async def validate(
                     continue
                 actions = probe_actions(probe, tools, index, earlier, environment.max_steps)
                 record(await play_script(make_env, task.id, probe, actions, seed, success))
-            if solutions.get("reference"):
-                earlier.append(solutions["reference"])
+            reference = solutions.get("reference")
+            if reference:
+                earlier.append(reference)
     finally:
         await environment.aclose()
     if policy is not None:

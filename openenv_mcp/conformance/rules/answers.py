@@ -183,8 +183,9 @@ async def _playground_info(environment: Any) -> bytes | None:
     except ImportError:
         return None
     from starlette.requests import Request
+    from starlette.routing import Route
 
-    route = next(r for r in playground_routes(environment) if getattr(r, "path", "") == "/playground/info")
+    route = next(r for r in playground_routes(environment) if isinstance(r, Route) and r.path == "/playground/info")
     response = await route.endpoint(
         Request({"type": "http", "method": "GET", "path": "/playground/info", "headers": []})
     )
