@@ -460,9 +460,21 @@ class VectorEnv:
         task_ids = list(task_ids) if task_ids is not None else None
         return self._portal.call(lambda: self._async.reset(seeds, task_ids, return_exceptions=return_exceptions))
 
+    @overload
+    def step(
+        self,
+        actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]],
+        *,
+        return_exceptions: Literal[False] = False,
+    ) -> list[Observation]: ...
+    @overload
+    def step(
+        self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *, return_exceptions: bool
+    ) -> list[Observation | Exception]: ...
+
     def step(
         self, actions: Sequence[CallTool | ListTools | RunCode | dict[str, Any]], *, return_exceptions: bool = False
-    ) -> list[Observation]:
+    ) -> list[Observation] | list[Observation | Exception]:
         return self._portal.call(lambda: self._async.step(actions, return_exceptions=return_exceptions))
 
     @overload

@@ -642,7 +642,7 @@ async def play_episode(
             messages=messages,
             tools=tools,
             steps=steps,
-            usage={},
+            usage=usage,
             key=key,
             sample=sample,
             completions=completions,
@@ -896,9 +896,10 @@ class _Group:
                 return await _ask(self.policy, messages, tools)
             async with self.lock:
                 if self.first is None:
-                    sampler: Any = getattr(self.policy, "sample", None)
+                    sampler = getattr(self.policy, "sample", None)
                     if callable(sampler):
-                        self.first = list(await sampler(messages, tools, self.n))
+                        choices: Any = sampler(messages, tools, self.n)  # an optional Policy method
+                        self.first = list(await choices)
                     else:
                         self.first = [await _ask(self.policy, messages, tools) for _ in range(self.n)]
             return self.first[sample]

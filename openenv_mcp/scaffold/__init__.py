@@ -53,7 +53,7 @@ class Scaffold:
 
 
 def _template(kind: str, file: str) -> str:
-    return resources.files(__package__).joinpath("templates", kind, file).read_text()
+    return resources.files(__name__).joinpath("templates", kind, file).read_text()
 
 
 def _render(text: str, values: dict[str, str]) -> str:
@@ -72,13 +72,14 @@ async def read_tools(
     """The tools of a running MCP server (a stdio command, or a streamable-HTTP URL), read with the SDK."""
     import anyio
     from mcp import ClientSession
+    from mcp.types import PaginatedRequestParams
 
     async def listing(read: Any, write: Any) -> list[Any]:
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools, cursor = [], None
             while True:
-                page = await session.list_tools(cursor=cursor) if cursor else await session.list_tools()
+                page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
                 tools.extend(page.tools)
                 cursor = page.next_cursor
                 if not cursor:
