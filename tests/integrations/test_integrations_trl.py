@@ -181,7 +181,7 @@ def schema_corpus(env_name: str) -> list[str]:
     return [json.dumps(get_json_schema(getattr(cls, t.name))) for t in _tools(env_name)]
 
 
-def _grpo(env_name: str, tmp_path: Path, task_id: str | None) -> None:
+def check_grpo_two_steps(env_name: str, tmp_path: Path, task_id: str | None) -> None:
     os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -254,11 +254,11 @@ def _grpo(env_name: str, tmp_path: Path, task_id: str | None) -> None:
 
 
 def test_grpo_trainer_two_steps_on_echo(tmp_path: Path) -> None:
-    _grpo("echo", tmp_path, task_id="echo-02")
+    check_grpo_two_steps("echo", tmp_path, task_id="echo-02")
 
 
 def test_grpo_trainer_two_steps_on_files(tmp_path: Path) -> None:
-    _grpo("files", tmp_path, task_id=None)
+    check_grpo_two_steps("files", tmp_path, task_id=None)
 
 
 # -- (c) the example script ---------------------------------------------------------------------------
