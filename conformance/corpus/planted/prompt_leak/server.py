@@ -1,0 +1,24 @@
+"""Planted bug: every saved note becomes a prompt (recall-N), from a file shared by every episode.
+Tool results never show them: caught on the prompt channel (prompts/list and prompts/get)."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import _kit  # noqa: E402
+
+STORE = _kit.shared_dir("prompt_leak") / "notes.json"
+
+
+def save_note(a):
+    notes = _kit.load(STORE)
+    notes[a["key"]] = a["text"]
+    _kit.save(STORE, notes)
+    return "saved"
+
+
+_kit.serve(
+    "prompt-leak",
+    [(_kit.tool("save_note", {"key": _kit.STR, "text": _kit.STR}, "Save a note (recall it as a prompt)."), save_note)],
+    prompts=lambda: [(f"recall-{i}", text) for i, (_, text) in enumerate(sorted(_kit.load(STORE).items()))],
+)
