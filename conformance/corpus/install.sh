@@ -82,8 +82,15 @@ if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   fi
   for name in "${!PY_PKGS[@]}"; do echo "${PY_PKGS[$name]}"; done | sort > "$ctx/requirements.txt"
   cp "$CORPUS/docker/corpus.Dockerfile" "$ctx/Dockerfile"
+  # an image is rebuilt only when its inputs changed (sending the ~160 MB context costs seconds per image)
+  hash="$( (cat "$ctx/Dockerfile" "$ctx/requirements.txt" "$ctx/npm/package-lock.json"; echo "$BASE_IMAGE";
+            "$ctx/node/bin/node" --version) | sha256sum | cut -c1-16)"
   for target in filesystem memory everything time fetch sqlite; do
-    docker build -q --build-arg BASE_IMAGE="$BASE_IMAGE" --target "$target" \
-      -t "openenv-mcp/corpus-$target" "$ctx" >/dev/null
+    image="openenv-mcp/corpus-$target"
+    [ "$(docker image inspect -f '{{index .Config.Labels "openenv-mcp.corpus-hash"}}' "$image" 2>/dev/null)" = "$hash" ] &&
+      continue
+    docker build -q --build-arg BASE_IMAGE="$BASE_IMAGE" --target "$target" --label "openenv-mcp.corpus-hash=$hash" \
+      -t "$image" "$ctx" >/dev/null 2>&1 || { echo "corpus image $image failed to build" >&2;
+      docker build --build-arg BASE_IMAGE="$BASE_IMAGE" --target "$target" "$ctx" >&2; exit 1; }
   done
 fi

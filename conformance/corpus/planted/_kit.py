@@ -72,9 +72,7 @@ def save(path: Path, data: dict[str, str]) -> None:
 
 
 def text_result(text: str, *, error: bool = False, structured: Any = None) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)], is_error=error, structured_content=structured
-    )
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error, structured_content=structured)
 
 
 def serve(

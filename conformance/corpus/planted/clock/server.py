@@ -1,14 +1,12 @@
 """Planted bug: status() prints the wall-clock time ("4:45:36 PM"); the fixed twin prints a fixed build time.
 Caught by env.determinism (replayed with time passing), as nondeterminism naming the time value."""
 
-import time
-
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _kit  # noqa: E402
-
 
 
 def status(a):

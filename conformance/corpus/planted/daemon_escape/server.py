@@ -3,7 +3,6 @@ five minutes with the marker openenv-mcp-planted-daemon in its command line; the
 Must not survive close: shutdown.clean finds survivors by membership, not working directory."""
 
 import os
-
 import sys
 from pathlib import Path
 

@@ -3,7 +3,6 @@ rejected, so naive generated arguments never reach the store and a leak checker 
 Caught by env.episode_isolation / env.reset_restores once generated arguments satisfy the pattern."""
 
 import re
-
 import sys
 from pathlib import Path
 

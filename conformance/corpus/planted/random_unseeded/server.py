@@ -2,7 +2,6 @@
 different results. The fixed twin draws from a generator seeded with a constant. Caught by env.determinism."""
 
 import random
-
 import sys
 from pathlib import Path
 

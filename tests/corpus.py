@@ -1,0 +1,132 @@
+"""Helpers of the corpus tests (tests/test_corpus_*.py, tests/test_planted_*.py).
+
+The corpus (conformance/corpus/) is third-party MCP servers installed by conformance/corpus/install.sh,
+wrapped with one env file per boundary, and planted-bug fixtures with fixed twins. The verdicts each must
+give are written, with their reasons, in conformance/corpus/expected.toml and
+conformance/corpus/planted/expected.toml; these helpers run ``check_env`` and compare.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from conftest import docker_problem, need
+
+from openenv_mcp.conformance import check_env
+from openenv_mcp.conformance.report import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "conformance" / "corpus"
+PLANTED = CORPUS / "planted"
+BOUNDARIES = ("process", "sandbox", "docker")
+CALLS = 8
+"""Generated calls per trajectory in the corpus runs (the default is 12; 8 keeps the suite's time modest)."""
+REPEATED = "env.determinism,env.parity,env.reset_restores,env.episode_isolation,wire.parity,shutdown.clean"
+"""Rules run again for the identical-verdict check: those whose verdict depends on values that vary at run time
+(clock, randomness, per-episode paths, processes); the static ones (schemas, names) cannot change."""
+INSTALL = "run `bash conformance/corpus/install.sh` (npm and PyPI servers, Docker images)"
+
+
+def expected() -> dict[str, Any]:
+    return tomllib.loads((CORPUS / "expected.toml").read_text())
+
+
+def planted_expected() -> dict[str, Any]:
+    return tomllib.loads((PLANTED / "expected.toml").read_text())
+
+
+def need_corpus(server: str, boundary: str) -> None:
+    """Skip (fail under OPENENV_MCP_REQUIRE_ALL=1) when the server or the boundary's engine is missing."""
+    need((CORPUS / server / "runtime" / "npm").is_dir(), f"the corpus is not installed: {INSTALL}")
+    if boundary == "sandbox":
+        from openenv_mcp.errors import BoundaryError
+        from openenv_mcp.isolation.sandbox import bwrap_path
+
+        try:
+            bwrap_path()
+        except BoundaryError as e:
+            need(False, f"corpus {server} behind sandbox: {e}")
+    if boundary == "docker":
+        problem = docker_problem()
+        need(problem is None, f"corpus {server} behind docker: {problem}")
+        image = f"openenv-mcp/corpus-{server}"
+        found = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=60)
+        need(found.returncode == 0, f"the image {image} is missing: {INSTALL}")
+
+
+def run(target: Path, **options: Any) -> Report:
+    """``openenv-mcp conformance TARGET`` without the official suite (it has its own tests)."""
+    return check_env(str(target), official=False, seed=0, **options)
+
+
+def statuses(report: Report) -> dict[str, str]:
+    return {r.rule: r.status for r in report.results}
+
+
+def expected_statuses(server: str, boundary: str, rules: list[str]) -> dict[str, str]:
+    """Rule -> expected status for one corpus entry: its own table, then [defaults], then ``passed``."""
+    table = expected()
+    entry = table[server][boundary].get("rules", {})
+    defaults = table.get("defaults", {})
+    return {rule: (entry.get(rule) or defaults.get(rule) or {"status": "passed"})["status"] for rule in rules}
+
+
+def check_corpus(server: str, boundary: str) -> None:
+    """Run conformance twice on a corpus entry: the expected table holds, and both runs agree."""
+    need_corpus(server, boundary)
+    target = CORPUS / server / boundary
+    first = run(target, calls=CALLS)
+    got = statuses(first)
+    want = expected_statuses(server, boundary, list(got))
+    wrong = [
+        f"{rule}: expected {want[rule]}, got {got[rule]}: {first.result(rule).message[:300]}"
+        for rule in got
+        if got[rule] != want[rule]
+    ]
+    assert not wrong, f"corpus {server} behind {boundary}:\n" + "\n".join(wrong)
+    second = statuses(run(target, calls=CALLS, only=REPEATED))
+    changed = [f"{rule}: {got[rule]} then {second.get(rule)}" for rule in second if second[rule] != got.get(rule)]
+    assert not changed, f"corpus {server} behind {boundary}: two runs disagree: " + "; ".join(changed)
+
+
+def kill_marked(marker: str) -> list[int]:
+    """Kill (and return) the processes whose command line holds ``marker``: a planted fixture's leftovers."""
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    pids = [int(p) for p in found.stdout.split() if int(p) != os.getpid()]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return pids
+
+
+def check_planted(name: str) -> None:
+    """The planted bug is caught by its rule with a message naming the channel and value; the twin passes."""
+    fixture = planted_expected()[name]
+    rules = [fixture["rule"], *fixture.get("also", [])]
+    marker = fixture.get("survivor_marker")
+    if marker:
+        kill_marked(marker)
+    report = run(PLANTED / name, only=",".join(rules))
+    if marker:
+        survivors = kill_marked(marker)
+        assert not survivors, f"planted {name}: processes {survivors} ({marker}) survived close"
+    result = report.result(fixture["rule"])
+    assert result.status == fixture["status"], (
+        f"planted {name}: {fixture['rule']} is {result.status}, expected {fixture['status']}: {result.message}"
+    )
+    for word in fixture.get("names", []):
+        assert word.lower() in result.message.lower(), (
+            f"planted {name}: the {fixture['rule']} message does not name {word!r}: {result.message}"
+        )
+    twin = run(PLANTED / name / "fixed", only=",".join(rules))
+    if marker:
+        kill_marked(marker)
+    bad = [f"{r.rule} {r.status}: {r.message[:200]}" for r in twin.results if r.status not in ("passed", "skipped")]
+    assert not bad, f"fixed twin of {name} does not pass: " + "; ".join(bad)

@@ -1,0 +1,9 @@
+"""Corpus: the third-party kitchen-sink 'everything' server behind sandbox gives the verdicts written in
+conformance/corpus/expected.toml, the same on two consecutive runs (one file per boundary: it is the
+slowest server of the corpus, and test files are what the xdist runner spreads over workers)."""
+
+from corpus import check_corpus
+
+
+def test_corpus_everything_sandbox_verdicts_match_the_expected_table_twice() -> None:
+    check_corpus("everything", "sandbox")

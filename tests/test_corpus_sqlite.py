@@ -1,0 +1,10 @@
+"""Corpus: the third-party 'sqlite' server behind process, sandbox and docker gives the verdicts written in
+conformance/corpus/expected.toml, the same on two consecutive runs."""
+
+import pytest
+from corpus import BOUNDARIES, check_corpus
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+def test_corpus_sqlite_verdicts_match_the_expected_table_twice(boundary: str) -> None:
+    check_corpus("sqlite", boundary)
