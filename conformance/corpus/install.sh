@@ -27,7 +27,7 @@ NPM_PKGS=(
 declare -A PY_PKGS=(
   [time]="mcp-server-time==2026.10.19"
   [fetch]="mcp-server-fetch==2026.10.24"
-  [sqlite]="mcp-server-sqlite==2025.4.25"
+  [sqlite]="mcp-server-sqlite==2025.4.25 mcp==1.30.0"   # written for the mcp 1.x API (Server.list_resources)
 )
 PYTHON="${PYTHON:-python3}"
 
@@ -56,7 +56,7 @@ for name in "${!PY_PKGS[@]}"; do
   if [ -x "$venv/bin/python" ] && [ -f "$venv/.pinned" ] && [ "$(cat "$venv/.pinned")" = "$spec" ]; then continue; fi
   rm -rf "$venv"
   "$PYTHON" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "$spec" 2>&1 | grep -v '^WARNING: Location' >&2 || true
+  "$venv/bin/pip" install -q --disable-pip-version-check $spec 2>&1 | grep -v '^WARNING: Location' >&2 || true
   "$venv/bin/python" -c "import importlib; importlib.import_module('mcp_server_${name}')"
   echo "$spec" > "$venv/.pinned"
 done

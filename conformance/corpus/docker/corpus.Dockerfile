@@ -13,7 +13,7 @@ RUN python3 -m venv /opt/venv 2>/dev/null || { \
 COPY requirements.txt /opt/corpus/requirements.txt
 # one venv per PyPI server, as on the host
 RUN set -e; while read -r spec; do name="${spec%%==*}"; name="${name#mcp-server-}"; \
-        python3 -m venv /opt/corpus/$name; /opt/corpus/$name/bin/pip install -q --no-cache-dir "$spec"; \
+        python3 -m venv /opt/corpus/$name; /opt/corpus/$name/bin/pip install -q --no-cache-dir $spec; \
     done < /opt/corpus/requirements.txt
 COPY node /opt/corpus/node
 COPY npm /opt/corpus/npm
