@@ -2,8 +2,10 @@
 conformance/corpus/expected.toml, the same on two consecutive runs (one file per boundary: it is the
 slowest server of the corpus, and test files are what the xdist runner spreads over workers)."""
 
+import pytest
 from corpus import check_corpus
 
 
+@pytest.mark.timeout(900)  # two conformance runs of a third-party server (Docker starts are slow under load)
 def test_corpus_everything_docker_verdicts_match_the_expected_table_twice() -> None:
     check_corpus("everything", "docker")

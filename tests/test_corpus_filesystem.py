@@ -6,5 +6,6 @@ from corpus import BOUNDARIES, check_corpus
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.timeout(900)  # two conformance runs of a third-party server (Docker starts are slow under load)
 def test_corpus_filesystem_verdicts_match_the_expected_table_twice(boundary: str) -> None:
     check_corpus("filesystem", boundary)

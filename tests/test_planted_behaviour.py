@@ -9,6 +9,7 @@ from corpus import check_planted
     "name",
     ["random_unseeded", "clock", "hash_order", "daemon_escape", "tools_change", "output_schema", "control_plane"],
 )
+@pytest.mark.timeout(600)  # two conformance runs (bug and twin)
 def test_planted_bug_is_caught_by_its_rule_and_the_twin_passes(name: str) -> None:
     check_planted(name)
 
