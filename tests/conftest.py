@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
@@ -65,6 +66,7 @@ def postgres_server():
     from pgserver import TempPostgres, find_bindir
 
     need(find_bindir() is not None, "PostgreSQL server binaries not found (apt-get install postgresql)")
+    need(importlib.util.find_spec("psycopg") is not None, "psycopg not installed (pip install 'openenv-mcp[postgres]')")
     server = TempPostgres().start()
     try:
         yield server
