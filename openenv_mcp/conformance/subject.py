@@ -358,7 +358,7 @@ class UrlSubject(Subject):
 def make_subject(target: Any, **options: Any) -> Subject:
     """A subject for a name, env file/folder, URL, EnvSpec, Environment, an ``Env``/``AsyncEnv`` from
     ``make()``, or an MCP server object."""
-    from ..client.registry import _is_url, find_env
+    from ..client.registry import is_url, find_env
     from ..core.spec import EnvSpec
 
     token = options.pop("token", None)
@@ -367,13 +367,13 @@ def make_subject(target: Any, **options: Any) -> Subject:
     unwrapped = getattr(target, "unwrapped", target)  # a sync Env -> its AsyncEnv
     if isinstance(getattr(unwrapped, "environment", None), Environment):  # an AsyncEnv from make_async()
         target = unwrapped.environment
-    elif isinstance(getattr(unwrapped, "url", None), str) and _is_url(unwrapped.url):  # a remote env
+    elif isinstance(getattr(unwrapped, "url", None), str) and is_url(unwrapped.url):  # a remote env
         target = unwrapped.url
     if isinstance(target, Environment):
         return LocalSubject(target)
     if isinstance(target, Server) or hasattr(target, "_mcp_server"):
         return ServerSubject(target)
-    if _is_url(target):
+    if is_url(target):
         return UrlSubject(str(target), token=token)
     spec = target if isinstance(target, EnvSpec) else find_env(target)
     return LocalSubject(Environment(spec, **options), label=str(target) if not isinstance(target, EnvSpec) else None)

@@ -38,7 +38,8 @@ import anyio
 import httpx
 
 from ..errors import ConfigError
-from . import DEFAULT_SYSTEM_PROMPT, Trajectory
+from .runner import DEFAULT_SYSTEM_PROMPT
+from .trajectory import Trajectory
 
 __all__ = ["HARNESSES", "CommandHarness", "HarnessTrajectory", "harness_rollout", "make_harness", "run_harness_command"]
 
@@ -363,9 +364,9 @@ def make_harness(
 @asynccontextmanager
 async def control_plane(env: str, token: str | None) -> AsyncIterator[str]:
     """The URL of a control plane serving ``env``: the URL itself, or a server started here."""
-    from ..client.registry import _is_url, load_environment
+    from ..client.registry import is_url, load_environment
 
-    if _is_url(env):
+    if is_url(env):
         yield env
         return
     import uvicorn
@@ -504,7 +505,7 @@ def run_harness_command(args: Any, console: Any, err_console: Any) -> int:
     """``openenv-mcp rollout ENV --harness NAME | --harness-cmd CMD``: JSONL as episodes finish, then a summary."""
     from rich.table import Table
 
-    from . import summarize
+    from .trajectory import summarize
 
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
     out = Path(args.out)
