@@ -1,4 +1,6 @@
-"""Shared fixtures. Optional engines skip with a reason, unless OPENENV_MCP_REQUIRE_ALL=1 (CI)."""
+"""Shared fixtures of this repository's tests. Optional engines skip with a reason, unless
+OPENENV_MCP_REQUIRE_ALL=1 (CI). General helpers (ports, servers, waiting, ``need``) are in
+:mod:`openenv_mcp.testing`: tests import them from there."""
 
 from __future__ import annotations
 
@@ -9,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from openenv_mcp.testing import REQUIRE_ALL, need
+from openenv_mcp.testing import need
 
-__all__ = ["REQUIRE_ALL", "ROOT", "docker_problem", "need", "need_boundaries", "need_docker"]
+__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker"]
 
 ROOT = Path(__file__).resolve().parent.parent
 

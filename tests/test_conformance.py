@@ -21,9 +21,9 @@ from openenv_mcp.client.registry import list_envs, load_environment
 from openenv_mcp.conformance import RULES, ConformanceError, assert_conformant_async, check_env_async
 from openenv_mcp.conformance.report import load_known_failures
 from openenv_mcp.conformance.runner import select_rules
-from openenv_mcp.conformance.subject import free_port
 from openenv_mcp.core.spec import load_module
 from openenv_mcp.errors import ConfigError
+from openenv_mcp.testing import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "conformance" / "fixtures"

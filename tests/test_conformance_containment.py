@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import need, need_docker
+from conftest import need_docker
 
 from openenv_mcp.conformance import check_env_async
+from openenv_mcp.testing import need
 
 ENVS = Path(__file__).resolve().parent.parent / "conformance" / "fixtures" / "envs"
 HINT = (

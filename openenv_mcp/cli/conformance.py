@@ -99,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _cache_verdict(target: str, report: Any) -> None:
     from ..client.catalog import save_report
-    from ..client.registry import find_env
+    from ..client.registry import find_env, is_url
 
-    if "://" in target:
+    if is_url(target):
         return  # a running server: no environment files to pin the verdict to
     try:
         save_report(find_env(target), report)

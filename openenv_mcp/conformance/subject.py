@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import abc
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -33,17 +32,12 @@ from mcp.server import Server
 
 from ..core.environment import Environment
 from ..errors import ConfigError
+from ..ports import free_port
+from ..sdkcompat import lowlevel_server, mcp_http_client
 from ..serve.mcp_server import episode_server
 from ..types import CallTool, ListTools, Observation, State, Task
 
 __all__ = ["EpisodeHandle", "LocalSubject", "ServerSubject", "Subject", "UrlSubject", "make_subject", "serve_asgi"]
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @asynccontextmanager
@@ -211,7 +205,7 @@ class ServerSubject(Subject):
     capabilities = frozenset({"mcp", "http"})
 
     def __init__(self, server: Any, label: str | None = None) -> None:
-        lowlevel = getattr(server, "_mcp_server", server)
+        lowlevel = lowlevel_server(server)
         if not isinstance(lowlevel, Server):
             raise ConfigError(f"{server!r} is not an MCP server object (mcp.server.Server or FastMCP)")
         self.server = server
@@ -241,10 +235,9 @@ async def _url_client(url: str, mode: str = "auto", headers: dict[str, str] | No
             yield client
         return
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with (
-        create_mcp_http_client(headers=headers) as http,
+        mcp_http_client(headers=headers) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
@@ -358,7 +351,7 @@ class UrlSubject(Subject):
 def make_subject(target: Any, **options: Any) -> Subject:
     """A subject for a name, env file/folder, URL, EnvSpec, Environment, an ``Env``/``AsyncEnv`` from
     ``make()``, or an MCP server object."""
-    from ..client.registry import _is_url, find_env
+    from ..client.registry import find_env, is_url
     from ..core.spec import EnvSpec
 
     token = options.pop("token", None)
@@ -367,13 +360,13 @@ def make_subject(target: Any, **options: Any) -> Subject:
     unwrapped = getattr(target, "unwrapped", target)  # a sync Env -> its AsyncEnv
     if isinstance(getattr(unwrapped, "environment", None), Environment):  # an AsyncEnv from make_async()
         target = unwrapped.environment
-    elif isinstance(getattr(unwrapped, "url", None), str) and _is_url(unwrapped.url):  # a remote env
+    elif isinstance(getattr(unwrapped, "url", None), str) and is_url(unwrapped.url):  # a remote env
         target = unwrapped.url
     if isinstance(target, Environment):
         return LocalSubject(target)
-    if isinstance(target, Server) or hasattr(target, "_mcp_server"):
+    if isinstance(lowlevel_server(target), Server):
         return ServerSubject(target)
-    if _is_url(target):
+    if is_url(target):
         return UrlSubject(str(target), token=token)
     spec = target if isinstance(target, EnvSpec) else find_env(target)
     return LocalSubject(Environment(spec, **options), label=str(target) if not isinstance(target, EnvSpec) else None)

@@ -285,6 +285,12 @@ class Episode:
         return code_result(outcome, calls, made), reward, extra
 
     @property
+    def busy(self) -> bool:
+        """Whether an action is in flight (a tool call holds the episode's step lock): an idle reaper
+        must not close the episode under it."""
+        return self._lock.locked()
+
+    @property
     def mcp_tools(self) -> list[Tool]:
         """The tools the MCP face lists: the episode's, plus ``run_code`` when the env opts in."""
         return [*self.tools, RUN_CODE_TOOL] if self.env.spec.codeact else self.tools

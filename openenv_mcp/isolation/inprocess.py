@@ -36,6 +36,7 @@ from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResul
 
 from ..core.spec import ToolServerSpec, load_object
 from ..errors import BoundaryError, ConfigError
+from ..sdkcompat import run_fastmcp_tool
 from .base import Connection, ServerContext
 from .process import run_plain
 
@@ -98,13 +99,13 @@ def _threaded(tool: Any) -> Any:
 
 def _drive(inline: Any, tool: Any, arguments: dict[str, Any]) -> Any:
     """Run a sync tool's FastMCP call to its end in this (worker) thread."""
-    coro = inline._run(arguments)
+    coro = run_fastmcp_tool(inline, arguments)
     try:
         coro.send(None)  # validation and the body run inline: nothing to wait for
     except StopIteration as done:
         return done.value
     coro.close()  # it awaited something (an async dependency): run the call on a loop of this thread
-    return asyncio.run(tool._run(arguments))
+    return asyncio.run(run_fastmcp_tool(tool, arguments))
 
 
 class InProcessConnection(Connection):
@@ -163,7 +164,7 @@ class InProcessConnection(Connection):
         try:
             inline = self._threaded.get(name)
             if inline is None:
-                result = await tool._run(arguments)
+                result = await run_fastmcp_tool(tool, arguments)
             else:  # cancelling the wait (call_timeout) returns at once; the thread runs on to its end
                 result = await anyio.to_thread.run_sync(_drive, inline, tool, arguments, abandon_on_cancel=True)
         except FastMCPError as e:

@@ -36,12 +36,12 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
 from ..errors import OpenEnvError
+from ..sdkcompat import session_manager_class
 from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from .mcp_server import build_server
 
@@ -93,16 +93,6 @@ def _error(err: OpenEnvError) -> MCPError:
     return MCPError(code=UNKNOWN_EPISODE_CODE, message=str(err), data={"code": err.code})
 
 
-class _SessionManager(StreamableHTTPSessionManager):
-    """The SDK's session manager; a session that ends also closes its episode."""
-
-    face: McpFace
-
-    async def _discard_session(self, session_id: str, transport: Any) -> None:
-        await super()._discard_session(session_id, transport)
-        await self.face.session_ended(session_id)
-
-
 class McpFace:
     """The MCP face of one served environment (an ASGI app for ``/mcp``)."""
 
@@ -132,7 +122,7 @@ class McpFace:
         # episode: without it the SDK would run a whole tools/list (a fresh episode) per stateless call.
         self._schemas: dict[str, Any] = {}
         self.server.get_tool_input_schema = self._schemas.get
-        self.sessions = _SessionManager(
+        self.sessions = session_manager_class()(  # the SDK's; a session that ends also closes its episode
             self.server,
             json_response=json_response,
             security_settings=security,
@@ -140,7 +130,7 @@ class McpFace:
             max_request_body_size=max_request_bytes,
             max_sessions=None,  # the episode cap rules (--max-episodes)
         )
-        self.sessions.face = self
+        self.sessions.on_session_end = self.session_ended
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
