@@ -3,8 +3,11 @@
 A rule is an async function ``check_*(ctx)`` registered with :func:`rule`
 under a stable id and a severity. It passes by returning, fails by raising
 :class:`Failed` with a message that names the call and the actual value, and
-declines by raising :class:`Skipped` with the reason it does not apply. No
-bare asserts: a check never depends on ``python -O``.
+declines by raising :class:`Skipped` with the reason it does not apply. A rule
+that makes tool calls ends with :meth:`Context.conclude`: when most of its
+calls failed it raises :class:`Inconclusive` (it compared errors with errors,
+which proves nothing) instead of passing. No bare asserts: a check never
+depends on ``python -O``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from mcp.types import Tool
 from .report import Result, Severity
 from .subject import Subject
 
-__all__ = ["RULES", "Context", "Failed", "Rule", "Skipped", "fail_if", "leaf", "rule"]
+__all__ = ["RULES", "Context", "Failed", "Inconclusive", "Rule", "Skipped", "fail_if", "leaf", "rule"]
+
+MIN_SUCCESS_SHARE = 0.5
+"""A rule whose tool calls succeeded less often than this decided nothing: it is inconclusive."""
+HOW_TO_CONCLUDE = (
+    "give calls that work as `solutions` in the env file (per task a reference trajectory of "
+    '{"name": tool, "arguments": {...}} calls; see docs/env-file.md): the rules replay them and '
+    "take their arguments as samples"
+)
 
 
 class Failed(Exception):
@@ -27,6 +38,10 @@ class Failed(Exception):
 
 class Skipped(Exception):
     """The rule does not apply to this target; the message says why."""
+
+
+class Inconclusive(Exception):
+    """The rule ran but decided nothing (its calls mostly failed); the message says how to fix that."""
 
 
 def fail_if(problems: list[str], limit: int = 6) -> None:
@@ -43,7 +58,7 @@ def leaf(error: BaseException) -> BaseException:
     if not isinstance(error, BaseExceptionGroup):
         return error
     leaves = [leaf(e) for e in error.exceptions]
-    for kind in (Failed, Skipped):
+    for kind in (Failed, Inconclusive, Skipped):
         for item in leaves:
             if isinstance(item, kind):
                 return item
@@ -94,6 +109,22 @@ class Context:
     results: dict[str, Result] = field(default_factory=dict)
     """Verdicts of the rules run so far (a rule may mention a related failure)."""
     cache: dict[str, Any] = field(default_factory=dict)
+    rule_id: str = ""
+    """The rule running now (set by the runner)."""
+
+    def sample_arguments(self) -> dict[str, list[dict[str, Any]]]:
+        """Tool name -> the argument objects of its calls in the env file's ``solutions`` (reference
+        trajectories of every task, distinct, in order), cached: calls known to work."""
+        if "samples" not in self.cache:
+            samples: dict[str, list[dict[str, Any]]] = {}
+            environment = self.subject.environment
+            for task in environment.tasks.tasks if environment is not None else []:
+                for call in self.subject.trajectory(task, "reference") or []:
+                    known = samples.setdefault(call.name, [])
+                    if call.arguments not in known:
+                        known.append(dict(call.arguments))
+            self.cache["samples"] = samples
+        return self.cache["samples"]
 
     async def tools(self) -> list[Tool]:
         """The tool list (``tools/list`` on a fresh session, every page), cached."""
@@ -101,6 +132,20 @@ class Context:
             async with self.subject.mcp() as client:
                 self.cache["tools"] = await list_all_tools(client)
         return self.cache["tools"]
+
+    def conclude(self, what: str = "tool calls") -> None:
+        """End of a rule that made tool calls through episodes (``ctx.subject.tally``, reset by the
+        runner before each rule): raise :class:`Inconclusive` when none was made or most failed."""
+        tally = self.subject.tally
+        total = tally.ok + tally.failed
+        if total == 0:
+            raise Inconclusive(f"no {what} were made (no tools, or the episode ended at once): nothing was compared")
+        if tally.ok < MIN_SUCCESS_SHARE * total:
+            example = f"; first: {tally.first_failure}" if tally.first_failure else ""
+            raise Inconclusive(
+                f"only {tally.ok} of {total} {what} succeeded{example}: the episodes agreed on errors, "
+                f"which proves nothing; to make this rule conclusive, {HOW_TO_CONCLUDE}"
+            )
 
     def failed(self, rule_id: str) -> bool:
         r = self.results.get(rule_id)

@@ -36,7 +36,7 @@ from ..errors import ConfigError
 from ..serve.mcp_server import episode_server
 from ..types import CallTool, ListTools, Observation, State, Task
 
-__all__ = ["EpisodeHandle", "LocalSubject", "ServerSubject", "Subject", "UrlSubject", "make_subject", "serve_asgi"]
+__all__ = ["CallTally", "EpisodeHandle", "LocalSubject", "ServerSubject", "Subject", "UrlSubject", "make_subject", "serve_asgi"]
 
 
 def free_port() -> int:
@@ -66,11 +66,40 @@ async def serve_asgi(app: Any, startup_timeout: float = 20.0) -> AsyncIterator[s
             server.should_exit = True
 
 
+class CallTally:
+    """Tool calls an episode rule made through :meth:`EpisodeHandle.step`: how many succeeded,
+    how many failed, and the first failure (the call and its error text)."""
+
+    def __init__(self) -> None:
+        self.ok = 0
+        self.failed = 0
+        self.first_failure: str | None = None
+
+    def reset(self) -> None:
+        self.__init__()
+
+    def record(self, action: CallTool | ListTools, obs: Observation) -> None:
+        if not isinstance(action, CallTool) or obs.result is None:
+            return
+        if not obs.result.is_error:
+            self.ok += 1
+            return
+        self.failed += 1
+        if self.first_failure is None:
+            text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
+            args = json.dumps(action.arguments, ensure_ascii=False)
+            self.first_failure = (
+                f"tools/call {action.name!r} {args[:80] + ('…' if len(args) > 80 else '')} "
+                f"answered {text[:120] + ('…' if len(text) > 120 else '')!r}"
+            )
+
+
 class EpisodeHandle:
     """One episode, as the episode rules drive it (local: an :class:`Episode`)."""
 
-    def __init__(self, episode: Any) -> None:
+    def __init__(self, episode: Any, tally: CallTally | None = None) -> None:
         self.episode = episode
+        self.tally = tally or CallTally()
 
     @property
     def task(self) -> Task:
@@ -87,7 +116,9 @@ class EpisodeHandle:
         return data
 
     async def step(self, action: CallTool | ListTools) -> Observation:
-        return await self.episode.act(action)
+        obs = await self.episode.act(action)
+        self.tally.record(action, obs)
+        return obs
 
     async def state(self) -> State:
         return self.episode.state()
@@ -105,6 +136,14 @@ class Subject(abc.ABC):
 
     label = "?"
     capabilities: frozenset[str] = frozenset({"mcp"})
+
+    @property
+    def tally(self) -> CallTally:
+        """Tool calls made through this subject's episodes (the runner resets it before each rule)."""
+        found = self.__dict__.get("_tally")
+        if found is None:
+            found = self.__dict__["_tally"] = CallTally()
+        return found
 
     @property
     def environment(self) -> Environment | None:
@@ -172,7 +211,7 @@ class LocalSubject(Subject):
             self._shared = None
 
     async def new_episode(self, seed: int | None = None, task_id: str | None = None) -> EpisodeHandle:
-        return EpisodeHandle(await self.environment.new_episode(seed=seed, task_id=task_id))
+        return EpisodeHandle(await self.environment.new_episode(seed=seed, task_id=task_id), self.tally)
 
     def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool] | None:
         if not self.environment.has_solutions():
@@ -255,8 +294,9 @@ class RemoteEpisodeHandle(EpisodeHandle):
     (``POST /episodes``, ``/episodes/{id}/step``, ``GET .../state``, ``DELETE``); its
     MCP face is the episode's own address ``/episodes/{id}/mcp``."""
 
-    def __init__(self, http: Any, base: str, created: dict[str, Any]) -> None:
+    def __init__(self, http: Any, base: str, created: dict[str, Any], tally: CallTally | None = None) -> None:
         self.http, self.base = http, base
+        self.tally = tally or CallTally()
         self.id: str = created["episode_id"]
         self.mcp_url: str = created.get("mcp_url") or f"{base}/episodes/{self.id}/mcp"
         self._first = created.get("observation") or {}
@@ -288,6 +328,7 @@ class RemoteEpisodeHandle(EpisodeHandle):
         data = await self._call("POST", f"/episodes/{self.id}/step", {"action": action.model_dump(mode="json")})
         obs = Observation.model_validate(data["observation"])
         self._ended = obs.done or obs.truncated
+        self.tally.record(action, obs)
         return obs
 
     async def state(self) -> State:
@@ -339,7 +380,7 @@ class UrlSubject(Subject):
         response = await self._http.post(f"{self.base}/episodes", json={"seed": seed, "task_id": task_id})
         if response.status_code != 201:
             raise ConfigError(f"POST /episodes answered HTTP {response.status_code}: {response.text[:300]}")
-        return RemoteEpisodeHandle(self._http, self.base, response.json())
+        return RemoteEpisodeHandle(self._http, self.base, response.json(), self.tally)
 
     async def aclose(self) -> None:
         if self._http is not None:
