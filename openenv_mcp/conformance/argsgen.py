@@ -245,34 +245,41 @@ def generate_calls(
     seed: int | str,
     count: int,
     words: list[str] | None = None,
-    samples: dict[str, list[dict[str, Any]]] | None = None,
+    samples: list[CallTool] | None = None,
 ) -> list[CallTool]:
     """``count`` seeded calls: every tool at least once (sorted by name), then random ones.
 
     ``words``: the strings to draw from. A small vocabulary unique to one
     experiment (see :func:`nonce_words`) makes reads and writes hit the same
     keys, and makes anything an earlier episode left behind recognisable.
-    ``samples``: tool name -> argument objects known to work (the env file's
-    solutions); a tool's first call is generated over the first word only
-    (what one episode writes there, the next one reads at once); of its later
-    calls, two in three replay a sample. ``seed`` may be a string (e.g. the seed
+    ``samples``: calls known to work (the env file's solutions; the episode's
+    own task first). Order: samples (at most ``count // 2``); every tool once,
+    generated over the first word only (what one episode writes there, the
+    next one reads at once); then random calls, of which two in three replay
+    a sample where the tool has one. ``seed`` may be a string (e.g. the seed
     and a rule id, so two experiments on one server write different values).
     """
     rng = random.Random(seed)
-    samples = samples or {}
     ordered = sorted(tools, key=lambda t: t.name)
+    names = {t.name for t in ordered}
+    known_calls = [c for c in samples or [] if c.name in names]
+    by_tool: dict[str, list[dict[str, Any]]] = {}
+    for c in known_calls:
+        by_tool.setdefault(c.name, []).append(c.arguments)
+    # samples first (calls known to work), at most half the budget
+    calls = [CallTool(name=c.name, arguments=dict(c.arguments)) for c in known_calls[: count // 2]]
     first = words[:1] if words else None  # one word: a write in this pass is read back by the next episode
-    calls = [CallTool(name=t.name, arguments=generate_arguments(t, rng, first)) for t in ordered]
+    calls += [CallTool(name=t.name, arguments=generate_arguments(t, rng, first)) for t in ordered]
     later: dict[str, int] = {}
     while ordered and len(calls) < count:
         tool = rng.choice(ordered)
         n = later[tool.name] = later.get(tool.name, 0) + 1
-        known = samples.get(tool.name)
+        known = by_tool.get(tool.name)
         if known and n % 3:  # two later calls in three replay a sample, the third is generated
             calls.append(CallTool(name=tool.name, arguments=dict(rng.choice(known))))
         else:
             calls.append(CallTool(name=tool.name, arguments=generate_arguments(tool, rng, words, known)))
-    return calls[: max(count, len(ordered))]
+    return calls[: max(count, len(ordered) + len(known_calls[: count // 2]))]
 
 
 def nonce_words() -> list[str]:

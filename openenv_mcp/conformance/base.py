@@ -18,13 +18,12 @@ from typing import Any
 
 from mcp.types import Tool
 
+from ..types import CallTool
 from .report import Result, Severity
 from .subject import Subject
 
 __all__ = ["RULES", "Context", "Failed", "Inconclusive", "Rule", "Skipped", "fail_if", "leaf", "rule"]
 
-MIN_SUCCESS_SHARE = 0.5
-"""A rule whose tool calls succeeded less often than this decided nothing: it is inconclusive."""
 HOW_TO_CONCLUDE = (
     "give calls that work as `solutions` in the env file (per task a reference trajectory of "
     '{"name": tool, "arguments": {...}} calls; see docs/env-file.md): the rules replay them and '
@@ -112,19 +111,22 @@ class Context:
     rule_id: str = ""
     """The rule running now (set by the runner)."""
 
-    def sample_arguments(self) -> dict[str, list[dict[str, Any]]]:
-        """Tool name -> the argument objects of its calls in the env file's ``solutions`` (reference
-        trajectories of every task, distinct, in order), cached: calls known to work."""
-        if "samples" not in self.cache:
-            samples: dict[str, list[dict[str, Any]]] = {}
+    def sample_calls(self, task: Any = None) -> list[CallTool]:
+        """The calls of the env file's ``solutions`` (reference trajectories: ``task``'s first, in
+        order, then every other task's; each distinct call once): calls known to work."""
+        key = f"samples:{getattr(task, 'id', None)}"
+        if key not in self.cache:
             environment = self.subject.environment
-            for task in environment.tasks.tasks if environment is not None else []:
-                for call in self.subject.trajectory(task, "reference") or []:
-                    known = samples.setdefault(call.name, [])
-                    if call.arguments not in known:
-                        known.append(dict(call.arguments))
-            self.cache["samples"] = samples
-        return self.cache["samples"]
+            tasks = list(environment.tasks.tasks) if environment is not None else []
+            if task is not None:
+                tasks = [t for t in tasks if t.id == task.id] + [t for t in tasks if t.id != task.id]
+            calls: list[CallTool] = []
+            for t in tasks:
+                for call in self.subject.trajectory(t, "reference") or []:
+                    if call not in calls:
+                        calls.append(call)
+            self.cache[key] = calls
+        return self.cache[key]
 
     async def tools(self) -> list[Tool]:
         """The tool list (``tools/list`` on a fresh session, every page), cached."""
@@ -135,16 +137,19 @@ class Context:
 
     def conclude(self, what: str = "tool calls") -> None:
         """End of a rule that made tool calls through episodes (``ctx.subject.tally``, reset by the
-        runner before each rule): raise :class:`Inconclusive` when none was made or most failed."""
+        runner before each rule): raise :class:`Inconclusive` when no call was made, or when at
+        least half of the tools it called never answered without an error (their calls were
+        rejected, so the rule compared errors with errors)."""
         tally = self.subject.tally
-        total = tally.ok + tally.failed
-        if total == 0:
+        if tally.calls == 0:
             raise Inconclusive(f"no {what} were made (no tools, or the episode ended at once): nothing was compared")
-        if tally.ok < MIN_SUCCESS_SHARE * total:
-            example = f"; first: {tally.first_failure}" if tally.first_failure else ""
+        untested, called = tally.untested(), tally.called()
+        if untested and len(untested) * 2 >= len(called):
+            ok = sum(tally.ok.values())
             raise Inconclusive(
-                f"only {tally.ok} of {total} {what} succeeded{example}: the episodes agreed on errors, "
-                f"which proves nothing; to make this rule conclusive, {HOW_TO_CONCLUDE}"
+                f"{len(untested)} of the {len(called)} tools called never succeeded ({', '.join(map(repr, untested))}; "
+                f"{ok} of {tally.calls} calls succeeded; first: {tally.first_failure[untested[0]]}): the episodes "
+                f"agreed on errors, which proves nothing; to make this rule conclusive, {HOW_TO_CONCLUDE}"
             )
 
     def failed(self, rule_id: str) -> bool:

@@ -67,28 +67,39 @@ async def serve_asgi(app: Any, startup_timeout: float = 20.0) -> AsyncIterator[s
 
 
 class CallTally:
-    """Tool calls an episode rule made through :meth:`EpisodeHandle.step`: how many succeeded,
-    how many failed, and the first failure (the call and its error text)."""
+    """Tool calls an episode rule made through :meth:`EpisodeHandle.step`: per tool, how many
+    succeeded and how many failed, and each tool's first failure (the call and its error text)."""
 
     def __init__(self) -> None:
-        self.ok = 0
-        self.failed = 0
-        self.first_failure: str | None = None
+        self.ok: dict[str, int] = {}
+        self.failed: dict[str, int] = {}
+        self.first_failure: dict[str, str] = {}
 
     def reset(self) -> None:
         self.__init__()
+
+    @property
+    def calls(self) -> int:
+        return sum(self.ok.values()) + sum(self.failed.values())
+
+    def untested(self) -> list[str]:
+        """Tools called whose every call failed (sorted)."""
+        return sorted(name for name in self.failed if not self.ok.get(name))
+
+    def called(self) -> list[str]:
+        return sorted(set(self.ok) | set(self.failed))
 
     def record(self, action: CallTool | ListTools, obs: Observation) -> None:
         if not isinstance(action, CallTool) or obs.result is None:
             return
         if not obs.result.is_error:
-            self.ok += 1
+            self.ok[action.name] = self.ok.get(action.name, 0) + 1
             return
-        self.failed += 1
-        if self.first_failure is None:
+        self.failed[action.name] = self.failed.get(action.name, 0) + 1
+        if action.name not in self.first_failure:
             text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
             args = json.dumps(action.arguments, ensure_ascii=False)
-            self.first_failure = (
+            self.first_failure[action.name] = (
                 f"tools/call {action.name!r} {args[:80] + ('…' if len(args) > 80 else '')} "
                 f"answered {text[:120] + ('…' if len(text) > 120 else '')!r}"
             )

@@ -69,7 +69,7 @@ async def _actions(ctx: Context, handle: EpisodeHandle, kind: str = "reference")
     if scripted is not None:
         return scripted
     tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
-    return generate_calls(tools, ctx.seed, ctx.calls, samples=ctx.sample_arguments())
+    return generate_calls(tools, ctx.seed, ctx.calls, samples=ctx.sample_calls(handle.task))
 
 
 def _probe_actions(ctx: Context, handle: EpisodeHandle) -> list[CallTool]:
@@ -78,7 +78,7 @@ def _probe_actions(ctx: Context, handle: EpisodeHandle) -> list[CallTool]:
     tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
     # seeded per rule: values drawn from a schema's small pool (pattern, enum) differ from what an
     # earlier rule wrote, so a leak of its writes is visible here too
-    return generate_calls(tools, f"{ctx.seed}:{ctx.rule_id}", ctx.calls, nonce_words(), ctx.sample_arguments())
+    return generate_calls(tools, f"{ctx.seed}:{ctx.rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
 
 
 def _brief(canonical: str) -> str:
