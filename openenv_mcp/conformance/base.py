@@ -110,6 +110,12 @@ class Context:
     cache: dict[str, Any] = field(default_factory=dict)
     rule_id: str = ""
     """The rule running now (set by the runner)."""
+    notes: list[str] = field(default_factory=list)
+    """What the running rule could not check (shown as the message of a pass; reset per rule)."""
+
+    def note(self, text: str) -> None:
+        """Say what this rule left unchecked and why; a pass then carries the note as its message."""
+        self.notes.append(text)
 
     def sample_calls(self, task: Any = None) -> list[CallTool]:
         """The calls of the env file's ``solutions`` (reference trajectories: ``task``'s first, in

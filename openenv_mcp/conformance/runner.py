@@ -61,6 +61,7 @@ async def _run_rule(rule: Any, ctx: Context) -> Result:
     else:
         ctx.subject.tally.reset()
         ctx.rule_id = rule.id
+        ctx.notes = []
         try:
             with anyio.fail_after(rule.timeout):
                 await rule.fn(ctx)
@@ -76,6 +77,8 @@ async def _run_rule(rule: Any, ctx: Context) -> Result:
                 status, message = "failed", f"the rule did not finish within {rule.timeout:g} s"
             else:  # the target broke the check itself: that is a failure, with the cause
                 status, message = "failed", f"{type(e).__name__}: {e}"
+    if status == "passed" and ctx.notes:
+        message = "; ".join(ctx.notes)
     return Result(
         rule=rule.id,
         severity=rule.severity,
