@@ -129,7 +129,7 @@ async def test_a_store_keyed_by_a_pattern_that_leaks_across_episodes_is_caught()
     reset, isolation = report.result("env.reset_restores"), report.result("env.episode_isolation")
     assert reset.status == "failed", reset
     assert isolation.status == "failed", isolation
-    assert "tools/call 'get_zone' {\"user\": \"user-" in reset.message
+    assert 'tools/call \'get_zone\' {"user": "user-' in reset.message
     assert "changes made in the previous episode are still visible" in reset.message
     assert "A's writes are visible in B" in isolation.message
 

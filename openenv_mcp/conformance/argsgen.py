@@ -55,7 +55,6 @@ def schema_pool(schema: Any) -> list[Any]:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as fixed_seed
         from hypothesis import strategies as st
-        from hypothesis.errors import HypothesisException
         from hypothesis_jsonschema import from_schema
 
         extra_formats = {  # formats hypothesis-jsonschema does not know
@@ -72,7 +71,7 @@ def schema_pool(schema: Any) -> list[Any]:
                 max_examples=POOL_SIZE * 6,
                 deadline=None,
                 phases=[Phase.generate],
-                suppress_health_check=list(HealthCheck),
+                suppress_health_check=[HealthCheck(h) for h in HealthCheck],
                 derandomize=False,
             )
             @given(strategy)
@@ -81,10 +80,8 @@ def schema_pool(schema: Any) -> list[Any]:
                     values.append(value)
 
             collect()
-    except (HypothesisException, ImportError, ValueError, TypeError, RecursionError, jsonschema.SchemaError):
-        pass  # unsupported or unsatisfiable schema: no pool (the caller falls back)
-    except Exception:  # hypothesis-jsonschema raises assorted errors on exotic schemas
-        pass
+    except Exception:  # unsupported or unsatisfiable schema (hypothesis-jsonschema raises assorted errors)
+        values = values[:POOL_SIZE]  # keep what was drawn before the failure; the caller falls back when none
     values = [v for v in values if _valid(schema, v)] if isinstance(schema, dict) else values
     _POOLS[key] = values
     return values
@@ -116,9 +113,11 @@ def generate_value(
         return schema["const"]
     if "enum" in schema and schema["enum"]:
         return rng.choice(schema["enum"])
-    seeds = [v for v in (schema.get("examples") or []) if _valid(schema, v)] if isinstance(
-        schema.get("examples"), list
-    ) else []
+    seeds = (
+        [v for v in (schema.get("examples") or []) if _valid(schema, v)]
+        if isinstance(schema.get("examples"), list)
+        else []
+    )
     if "default" in schema and _valid(schema, schema["default"]):
         seeds.append(schema["default"])
     if seeds and rng.random() < 0.7:  # the schema's own examples and default first

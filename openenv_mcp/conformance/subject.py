@@ -36,7 +36,16 @@ from ..errors import ConfigError
 from ..serve.mcp_server import episode_server
 from ..types import CallTool, ListTools, Observation, State, Task
 
-__all__ = ["CallTally", "EpisodeHandle", "LocalSubject", "ServerSubject", "Subject", "UrlSubject", "make_subject", "serve_asgi"]
+__all__ = [
+    "CallTally",
+    "EpisodeHandle",
+    "LocalSubject",
+    "ServerSubject",
+    "Subject",
+    "UrlSubject",
+    "make_subject",
+    "serve_asgi",
+]
 
 
 def free_port() -> int:
@@ -148,13 +157,14 @@ class Subject(abc.ABC):
     label = "?"
     capabilities: frozenset[str] = frozenset({"mcp"})
 
+    _tally: CallTally | None = None
+
     @property
     def tally(self) -> CallTally:
         """Tool calls made through this subject's episodes (the runner resets it before each rule)."""
-        found = self.__dict__.get("_tally")
-        if found is None:
-            found = self.__dict__["_tally"] = CallTally()
-        return found
+        if self._tally is None:
+            self._tally = CallTally()
+        return self._tally
 
     @property
     def environment(self) -> Environment | None:

@@ -175,7 +175,12 @@ async def check_robustness(ctx: Context) -> None:
             (
                 f"tools/call {tool.name!r} with {what}",
                 json.dumps(
-                    {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": tool.name, "arguments": args}}
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 4,
+                        "method": "tools/call",
+                        "params": {"name": tool.name, "arguments": args},
+                    }
                 ).encode(),
                 {},
             )
