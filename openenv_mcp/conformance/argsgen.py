@@ -41,6 +41,19 @@ _HARD = ("pattern", "format", "multipleOf", "not", "if", "dependentRequired", "d
 """Keywords the hand-written generator does not honour: such a (sub)schema takes values from its pool."""
 
 
+def _keep_hypothesis_out_of_cwd() -> None:
+    """Hypothesis caches what it learns about source files under ``./.hypothesis``: a conformance run
+    must not litter the user's folder, so (unless they configured it or already use one there) the
+    cache goes to ``${XDG_CACHE_HOME:-~/.cache}/openenv-mcp/hypothesis``."""
+    import os
+    from pathlib import Path
+
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY") or (Path.cwd() / ".hypothesis").exists():
+        return
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(Path(cache) / "openenv-mcp" / "hypothesis")
+
+
 def schema_pool(schema: Any) -> list[Any]:
     """Up to :data:`POOL_SIZE` distinct values valid for ``schema``, drawn by hypothesis-jsonschema
     with a fixed seed (the same values on every run), smallest first; ``[]`` when it cannot."""
@@ -51,6 +64,7 @@ def schema_pool(schema: Any) -> list[Any]:
     if key in _POOLS:
         return _POOLS[key]
     values: list[Any] = []
+    _keep_hypothesis_out_of_cwd()
     try:
         from hypothesis import HealthCheck, Phase, given, settings
         from hypothesis import seed as fixed_seed
