@@ -97,6 +97,8 @@ def schema_pool(schema: Any) -> list[Any]:
     except Exception:  # unsupported or unsatisfiable schema (hypothesis-jsonschema raises assorted errors)
         values = values[:POOL_SIZE]  # keep what was drawn before the failure; the caller falls back when none
     values = [v for v in values if _valid(schema, v)] if isinstance(schema, dict) else values
+    if len(_POOLS) >= 2048:  # a server with endless distinct schemas cannot grow this without bound
+        _POOLS.clear()
     _POOLS[key] = values
     return values
 
