@@ -156,7 +156,7 @@ ENV_CASES = [
         "leaky",
         "env.episode_isolation",
         re.compile(
-            r"two live episodes \(seed 0\), A replayed generated calls, then B the same ones: step 1 tools/call "
+            r"two live episodes \(seed 0\), A replayed generated calls, then B the same ones: step \d+ tools/call "
             rf"'read_note' \{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} "
             r"in episode B and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in episode A: "
             r"A's writes are visible in B"
@@ -166,7 +166,7 @@ ENV_CASES = [
         "sticky",
         "env.reset_restores",
         re.compile(
-            r"replaying generated calls after reset\(seed=0\): step 1 tools/call 'read_note' "
+            r"replaying generated calls after reset\(seed=0\): step \d+ tools/call 'read_note' "
             rf"\{{\"key\": \"{NONCE}\"\}} returned \"{NONCE}\" structured \{{\"result\": \"{NONCE}\"\}} after reset "
             r"and \"\(none\)\" structured \{\"result\": \"\(none\)\"\} in the first episode: changes made in the "
             r"previous episode are still visible"

@@ -37,7 +37,16 @@ from ..sdkcompat import lowlevel_server, mcp_http_client
 from ..serve.mcp_server import episode_server
 from ..types import CallTool, ListTools, Observation, State, Task
 
-__all__ = ["EpisodeHandle", "LocalSubject", "ServerSubject", "Subject", "UrlSubject", "make_subject", "serve_asgi"]
+__all__ = [
+    "CallTally",
+    "EpisodeHandle",
+    "LocalSubject",
+    "ServerSubject",
+    "Subject",
+    "UrlSubject",
+    "make_subject",
+    "serve_asgi",
+]
 
 
 @asynccontextmanager
@@ -60,11 +69,51 @@ async def serve_asgi(app: Any, startup_timeout: float = 20.0) -> AsyncIterator[s
             server.should_exit = True
 
 
+class CallTally:
+    """Tool calls an episode rule made through :meth:`EpisodeHandle.step`: per tool, how many
+    succeeded and how many failed, and each tool's first failure (the call and its error text)."""
+
+    def __init__(self) -> None:
+        self.ok: dict[str, int] = {}
+        self.failed: dict[str, int] = {}
+        self.first_failure: dict[str, str] = {}
+
+    def reset(self) -> None:
+        self.__init__()
+
+    @property
+    def calls(self) -> int:
+        return sum(self.ok.values()) + sum(self.failed.values())
+
+    def untested(self) -> list[str]:
+        """Tools called whose every call failed (sorted)."""
+        return sorted(name for name in self.failed if not self.ok.get(name))
+
+    def called(self) -> list[str]:
+        return sorted(set(self.ok) | set(self.failed))
+
+    def record(self, action: CallTool | ListTools, obs: Observation) -> None:
+        if not isinstance(action, CallTool) or obs.result is None:
+            return
+        if not obs.result.is_error:
+            self.ok[action.name] = self.ok.get(action.name, 0) + 1
+            return
+        self.failed[action.name] = self.failed.get(action.name, 0) + 1
+        if action.name not in self.first_failure:
+            text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
+            args = json.dumps(action.arguments, ensure_ascii=False)
+            self.first_failure[action.name] = (
+                f"tools/call {action.name!r} {args[:80] + ('…' if len(args) > 80 else '')} "
+                f"answered {text[:120] + ('…' if len(text) > 120 else '')!r}"
+            )
+
+
 class EpisodeHandle:
     """One episode, as the episode rules drive it (local: an :class:`Episode`)."""
 
-    def __init__(self, episode: Any) -> None:
+    def __init__(self, episode: Any, tally: CallTally | None = None) -> None:
         self.episode = episode
+        self.tally = tally or CallTally()
 
     @property
     def task(self) -> Task:
@@ -81,7 +130,9 @@ class EpisodeHandle:
         return data
 
     async def step(self, action: CallTool | ListTools) -> Observation:
-        return await self.episode.act(action)
+        obs = await self.episode.act(action)
+        self.tally.record(action, obs)
+        return obs
 
     async def state(self) -> State:
         return self.episode.state()
@@ -99,6 +150,15 @@ class Subject(abc.ABC):
 
     label = "?"
     capabilities: frozenset[str] = frozenset({"mcp"})
+
+    _tally: CallTally | None = None
+
+    @property
+    def tally(self) -> CallTally:
+        """Tool calls made through this subject's episodes (the runner resets it before each rule)."""
+        if self._tally is None:
+            self._tally = CallTally()
+        return self._tally
 
     @property
     def environment(self) -> Environment | None:
@@ -166,7 +226,7 @@ class LocalSubject(Subject):
             self._shared = None
 
     async def new_episode(self, seed: int | None = None, task_id: str | None = None) -> EpisodeHandle:
-        return EpisodeHandle(await self.environment.new_episode(seed=seed, task_id=task_id))
+        return EpisodeHandle(await self.environment.new_episode(seed=seed, task_id=task_id), self.tally)
 
     def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool] | None:
         if not self.environment.has_solutions():
@@ -248,8 +308,9 @@ class RemoteEpisodeHandle(EpisodeHandle):
     (``POST /episodes``, ``/episodes/{id}/step``, ``GET .../state``, ``DELETE``); its
     MCP face is the episode's own address ``/episodes/{id}/mcp``."""
 
-    def __init__(self, http: Any, base: str, created: dict[str, Any]) -> None:
+    def __init__(self, http: Any, base: str, created: dict[str, Any], tally: CallTally | None = None) -> None:
         self.http, self.base = http, base
+        self.tally = tally or CallTally()
         self.id: str = created["episode_id"]
         self.mcp_url: str = created.get("mcp_url") or f"{base}/episodes/{self.id}/mcp"
         self._first = created.get("observation") or {}
@@ -281,6 +342,7 @@ class RemoteEpisodeHandle(EpisodeHandle):
         data = await self._call("POST", f"/episodes/{self.id}/step", {"action": action.model_dump(mode="json")})
         obs = Observation.model_validate(data["observation"])
         self._ended = obs.done or obs.truncated
+        self.tally.record(action, obs)
         return obs
 
     async def state(self) -> State:
@@ -332,7 +394,7 @@ class UrlSubject(Subject):
         response = await self._http.post(f"{self.base}/episodes", json={"seed": seed, "task_id": task_id})
         if response.status_code != 201:
             raise ConfigError(f"POST /episodes answered HTTP {response.status_code}: {response.text[:300]}")
-        return RemoteEpisodeHandle(self._http, self.base, response.json())
+        return RemoteEpisodeHandle(self._http, self.base, response.json(), self.tally)
 
     async def aclose(self) -> None:
         if self._http is not None:

@@ -69,14 +69,16 @@ async def _actions(ctx: Context, handle: EpisodeHandle, kind: str = "reference")
     if scripted is not None:
         return scripted
     tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
-    return generate_calls(tools, ctx.seed, ctx.calls)
+    return generate_calls(tools, ctx.seed, ctx.calls, samples=ctx.sample_calls(handle.task))
 
 
 def _probe_actions(ctx: Context, handle: EpisodeHandle) -> list[CallTool]:
     """Generated calls over a vocabulary unique to this experiment: reads and writes hit the
     same keys, and nothing an earlier rule wrote can look like it."""
     tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
-    return generate_calls(tools, ctx.seed, ctx.calls, nonce_words())
+    # seeded per rule: values drawn from a schema's small pool (pattern, enum) differ from what an
+    # earlier rule wrote, so a leak of its writes is visible here too
+    return generate_calls(tools, f"{ctx.seed}:{ctx.rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
 
 
 def _brief(canonical: str) -> str:
@@ -202,6 +204,7 @@ async def check_determinism(ctx: Context) -> None:
     finally:
         await a.close()
         await b.close()
+    ctx.conclude()
 
 
 # -- parity ------------------------------------------------------------------------
@@ -265,6 +268,7 @@ async def check_parity(ctx: Context) -> None:
             if not scripted:
                 break  # generated calls: one run per task is enough
         checked += 1
+    ctx.conclude()
 
 
 # -- reset and isolation -----------------------------------------------------------
@@ -293,6 +297,7 @@ async def check_reset_restores(ctx: Context) -> None:
             f"replaying generated calls after reset(seed={ctx.seed}): {diff}: changes made in the "
             f"previous episode are still visible{_caveat(ctx)}"
         )
+    ctx.conclude()
 
 
 @rule(
@@ -322,6 +327,7 @@ async def check_episode_isolation(ctx: Context) -> None:
             f"two live episodes (seed {ctx.seed}), A replayed generated calls, then B the same ones: "
             f"{diff}: A's writes are visible in B{_caveat(ctx)}"
         )
+    ctx.conclude()
 
 
 # -- sim/prod identity ---------------------------------------------------------------

@@ -13,6 +13,7 @@ import anyio.to_thread
 import httpx
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from ..argsgen import violations
 from ..base import Context, Failed, Skipped, fail_if, rule
 
 LATEST = HANDSHAKE_PROTOCOL_VERSIONS[-1]
@@ -123,6 +124,16 @@ def _verdict(
     return f"answered HTTP {status} with {json.dumps(messages[:1])[:160]}, expected an error"
 
 
+def _violable(tools: list[Any]) -> tuple[Any, str, dict[str, Any]] | None:
+    """The first tool with a typed parameter, what is wrong, and arguments giving it a value of the
+    wrong type (a tool without typed parameters may rightly accept anything)."""
+    for tool in tools:
+        for what, args in violations(tool):
+            if what.startswith("property "):
+                return tool, what, args
+    return None
+
+
 @rule(
     "wire.robustness",
     "error",
@@ -133,9 +144,15 @@ def _verdict(
 )
 async def check_robustness(ctx: Context) -> None:
     tools = await ctx.tools()
-    first = tools[0] if tools else None
+    target = _violable(tools)
+    first = target[0] if target else tools[0] if tools else None
     props = list(((first.input_schema or {}).get("properties") or {}).keys()) if first else []
     big_key = props[0] if props else "data"
+    if target is None:
+        ctx.note(
+            "no tool declares a typed parameter, so no call could violate a schema: the wrong-type probe "
+            "was not run (the other probes were)"
+        )
     probes: list[tuple[str, bytes, dict[str, Any]]] = [
         ("a malformed JSON body", b'{"jsonrpc": "2.0", "id": 1, "method": ', {"want_code": None}),
         ("a JSON value that is not JSON-RPC", b'{"hello": "world"}', {}),
@@ -152,21 +169,23 @@ async def check_robustness(ctx: Context) -> None:
             {},
         ),
     ]
-    if first is not None:
+    if target is not None:
+        tool, what, args = target
         probes.append(
             (
-                f"tools/call {first.name!r} with every argument of the wrong type",
+                f"tools/call {tool.name!r} with {what}",
                 json.dumps(
                     {
                         "jsonrpc": "2.0",
                         "id": 4,
                         "method": "tools/call",
-                        "params": {"name": first.name, "arguments": {p: {"wrong": [1]} for p in props} or {"x": {}}},
+                        "params": {"name": tool.name, "arguments": args},
                     }
                 ).encode(),
                 {},
             )
         )
+    if first is not None:
         probes.append(
             (
                 f"tools/call {first.name!r} with an {OVERSIZED_BYTES // 2**20} MiB argument",
