@@ -1,7 +1,9 @@
 """Rule registry and the context every rule gets.
 
 A rule is an async function ``check_*(ctx)`` registered with :func:`rule`
-under a stable id and a severity. It passes by returning, fails by raising
+under a stable id and a severity. It passes by returning (a string it returns is the
+verdict's message: what it normalized or ignored), is inconclusive by raising
+:class:`Inconclusive`, fails by raising
 :class:`Failed` with a message that names the call and the actual value, and
 declines by raising :class:`Skipped` with the reason it does not apply. No
 bare asserts: a check never depends on ``python -O``.
@@ -18,7 +20,7 @@ from mcp.types import Tool
 from .report import Result, Severity
 from .subject import Subject
 
-__all__ = ["RULES", "Context", "Failed", "Rule", "Skipped", "fail_if", "leaf", "rule"]
+__all__ = ["RULES", "Context", "Failed", "Inconclusive", "Rule", "Skipped", "fail_if", "leaf", "rule"]
 
 
 class Failed(Exception):
@@ -27,6 +29,11 @@ class Failed(Exception):
 
 class Skipped(Exception):
     """The rule does not apply to this target; the message says why."""
+
+
+class Inconclusive(Exception):
+    """The rule ran but its calls could not test what it promises (e.g. every write failed);
+    the message says what failed and how to make it conclusive. Never a pass."""
 
 
 def fail_if(problems: list[str], limit: int = 6) -> None:
@@ -43,7 +50,7 @@ def leaf(error: BaseException) -> BaseException:
     if not isinstance(error, BaseExceptionGroup):
         return error
     leaves = [leaf(e) for e in error.exceptions]
-    for kind in (Failed, Skipped):
+    for kind in (Failed, Inconclusive, Skipped):
         for item in leaves:
             if isinstance(item, kind):
                 return item

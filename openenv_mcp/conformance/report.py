@@ -28,7 +28,7 @@ from ..errors import ConfigError
 __all__ = ["KnownFailure", "KnownFailures", "Report", "Result", "load_known_failures"]
 
 Severity = Literal["error", "warning"]
-Status = Literal["passed", "failed", "skipped", "known"]
+Status = Literal["passed", "failed", "skipped", "known", "inconclusive"]
 
 
 class Result(BaseModel):
@@ -39,7 +39,8 @@ class Result(BaseModel):
     severity: Severity
     """``error`` fails the run; ``warning`` is reported but does not."""
     status: Status
-    """``passed`` | ``failed`` | ``skipped`` (does not apply, see message) | ``known``."""
+    """``passed`` | ``failed`` | ``skipped`` (does not apply, see message) | ``known`` |
+    ``inconclusive`` (ran, but its calls could not test the promise: never a pass)."""
     message: str = ""
     """What was checked, or what went wrong: the call and the actual value."""
     duration: float = 0.0
@@ -135,7 +136,7 @@ class Report(BaseModel):
         return 0 if self.ok else 1
 
     def counts(self) -> dict[str, int]:
-        out = {"passed": 0, "failed": 0, "skipped": 0, "known": 0}
+        out = {"passed": 0, "failed": 0, "skipped": 0, "known": 0, "inconclusive": 0}
         for r in self.results:
             out[r.status] += 1
         return out
@@ -146,7 +147,8 @@ class Report(BaseModel):
         verdict = "CONFORMANT" if self.ok else "NOT CONFORMANT"
         return (
             f"{verdict}: {self.target}: {c['passed']} passed, {len(self.errors)} errors, "
-            f"{len(self.warnings)} warnings, {c['known']} known failures, {c['skipped']} skipped "
+            f"{len(self.warnings)} warnings, {c['known']} known failures, {c['inconclusive']} inconclusive, "
+            f"{c['skipped']} skipped "
             f"in {self.duration:.1f} s"
         )
 
@@ -188,7 +190,12 @@ class Report(BaseModel):
             if r.status == "failed":
                 verdict = "[bold red]FAIL[/]" if r.severity == "error" else "[yellow]warn[/]"
             else:
-                verdict = {"passed": "[green]pass[/]", "skipped": "[dim]skip[/]", "known": "[yellow]known[/]"}[r.status]
+                verdict = {
+                    "passed": "[green]pass[/]",
+                    "skipped": "[dim]skip[/]",
+                    "known": "[yellow]known[/]",
+                    "inconclusive": "[magenta]inconclusive[/]",
+                }[r.status]
             message = r.message if r.message else f"[dim]{r.title}[/]"
             table.add_row(r.rule, verdict, f"{r.duration:.2f}s", message)
         return table

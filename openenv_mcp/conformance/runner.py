@@ -10,7 +10,7 @@ import anyio
 
 from ..errors import ConfigError
 from . import rules as _rules  # noqa: F401  (registers the rules, in run order)
-from .base import RULES, Context, Failed, Rule, Skipped, leaf
+from .base import RULES, Context, Failed, Inconclusive, Rule, Skipped, leaf
 from .report import Report, Result, load_known_failures
 from .subject import Subject, make_subject
 
@@ -61,13 +61,17 @@ async def _run_rule(rule: Any, ctx: Context) -> Result:
     else:
         try:
             with anyio.fail_after(rule.timeout):
-                await rule.fn(ctx)
+                note = await rule.fn(ctx)
+            if isinstance(note, str):
+                message = note
         except Exception as raised:  # task groups (SDK clients) wrap what a rule raises: unwrap
             e = leaf(raised)
             if isinstance(e, Failed):
                 status, message = "failed", str(e)
             elif isinstance(e, Skipped):
                 status, message = "skipped", str(e)
+            elif isinstance(e, Inconclusive):
+                status, message = "inconclusive", str(e)
             elif isinstance(e, TimeoutError):
                 status, message = "failed", f"the rule did not finish within {rule.timeout:g} s"
             else:  # the target broke the check itself: that is a failure, with the cause
