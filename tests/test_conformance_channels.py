@@ -78,7 +78,8 @@ async def test_a_clock_and_random_temp_names_are_one_determinism_finding_with_th
         message,
     ), message
     assert message.endswith(
-        "env.parity, env.reset_restores and env.episode_isolation ignore these values on tool now, tool scratch"
+        "env.parity, env.reset_restores and env.episode_isolation ignore these values on tool now, tool scratch "
+        "(each tool's first call ran one wall-clock second apart)"
     ), message
     for rule in ("env.parity", "env.reset_restores", "env.episode_isolation"):
         assert "ignored the values env.determinism found nondeterministic on tool now, tool scratch" in (

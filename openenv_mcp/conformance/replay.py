@@ -93,9 +93,21 @@ class Probe:
 
     volatile: Volatility = field(default_factory=Volatility)
     problems: list[str] = field(default_factory=list)
-    """Differences between the two episodes (each names the call or channel and both values)."""
+    """Differences between the two episodes: the first per channel, naming the call and both values."""
     fatal: str | None = None
     """A difference no mask can express (another task, another first observation)."""
+    _seen: dict[str, int] = field(default_factory=dict)
+
+    def add(self, channel: str, problem: str) -> None:
+        """Record a difference: the first one per channel is shown, the others counted."""
+        if channel not in self._seen:
+            self._seen[channel] = len(self.problems)
+            self.problems.append(problem)
+            return
+        i = self._seen[channel]
+        first, _, count = self.problems[i].partition(" (and ")
+        n = int(count.split(" ")[0]) + 1 if count else 1
+        self.problems[i] = f"{first} (and {n} more on {channel})"
 
 
 async def volatility(ctx: Context) -> Probe:
@@ -144,10 +156,12 @@ async def _probe(ctx: Context) -> Probe:
             where = f"step {i} {call_text(action)}"
             ra, rb = norm(sa.result), norm(sb.result)
             if probe.volatile.learn(f"tool {action.name}", where, ra, rb):
-                probe.problems.append(f"{where} returned {brief(ra)} in one episode and {brief(rb)} in the other")
+                probe.add(
+                    f"tool {action.name}", f"{where} returned {brief(ra)} in one episode and {brief(rb)} in the other"
+                )
             if sa.reward != sb.reward:
                 probe.volatile.learn("reward", where, str(sa.reward), str(sb.reward))
-                probe.problems.append(f"{where} earned reward {sa.reward} in one episode and {sb.reward} in the other")
+                probe.add("reward", f"{where} earned reward {sa.reward} in one episode and {sb.reward} in the other")
         started = time.time()
         snap_a = await snapshot(a)
         await next_second(started)
@@ -155,7 +169,7 @@ async def _probe(ctx: Context) -> Probe:
         for label in sorted(set(snap_a) | set(snap_b)):
             va, vb = norm(snap_a.get(label, "(absent)")), norm(snap_b.get(label, "(absent)"))
             if probe.volatile.learn(channel_of(label), label, va, vb):
-                probe.problems.append(f"{label} shows {shown(va)} in one episode and {shown(vb)} in the other")
+                probe.add(channel_of(label), f"{label} shows {shown(va)} in one episode and {shown(vb)} in the other")
         state_a, state_b = state_json(await a.state()), state_json(await b.state())
         if state_a != state_b and not probe.problems:
             probe.problems.append(f"end states differ: {state_a} != {state_b}")

@@ -166,9 +166,9 @@ async def check_determinism(ctx: Context) -> str | None:
         shown_problems = "; ".join(probe.problems[:6])
         more = f" (and {len(probe.problems) - 6} more)" if len(probe.problems) > 6 else ""
         raise Failed(
-            f"two episodes reset with seed {ctx.seed}, same trajectory, the second run of each tool's first call "
-            f"one second later: {shown_problems}{more}; env.parity, env.reset_restores and env.episode_isolation "
-            f"ignore these values on {', '.join(probe.volatile.channels())}"
+            f"two episodes reset with seed {ctx.seed}, same trajectory: {shown_problems}{more}; env.parity, "
+            f"env.reset_restores and env.episode_isolation ignore these values on "
+            f"{', '.join(probe.volatile.channels())} (each tool's first call ran one wall-clock second apart)"
         )
     return None
 
