@@ -64,7 +64,7 @@ class Rule:
     id: str
     severity: Severity
     title: str
-    fn: Callable[[Context], Awaitable[None]]
+    fn: Callable[[Context], Awaitable[str | None]]
     needs: frozenset[str]
     timeout: float
 
@@ -75,11 +75,11 @@ RULES: dict[str, Rule] = {}
 
 def rule(
     id: str, severity: Severity, title: str, *, needs: tuple[str, ...] = ("mcp",), timeout: float = 60.0
-) -> Callable[[Callable[[Context], Awaitable[None]]], Callable[[Context], Awaitable[None]]]:
+) -> Callable[[Callable[[Context], Awaitable[str | None]]], Callable[[Context], Awaitable[str | None]]]:
     """Register ``check_*`` as rule ``id``. ``needs``: subject capabilities it requires
     (``mcp``, ``episodes``, ``local``, ``http``)."""
 
-    def register(fn: Callable[[Context], Awaitable[None]]) -> Callable[[Context], Awaitable[None]]:
+    def register(fn: Callable[[Context], Awaitable[str | None]]) -> Callable[[Context], Awaitable[str | None]]:
         if id in RULES:
             raise ValueError(f"rule id {id!r} registered twice")
         RULES[id] = Rule(id=id, severity=severity, title=title, fn=fn, needs=frozenset(needs), timeout=timeout)

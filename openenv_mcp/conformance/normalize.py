@@ -23,8 +23,9 @@ _EDGE = r"A-Za-z0-9_"
 
 def episode_values(handle: Any) -> dict[str, str]:
     """What the framework varies in this episode, by what it is (empty when it cannot tell)."""
-    values = getattr(handle, "per_episode_values", None)
-    return dict(values()) if callable(values) else {}
+    if not hasattr(handle, "per_episode_values"):
+        return {}
+    return {str(k): str(v) for k, v in handle.per_episode_values().items()}
 
 
 class Normalizer:
