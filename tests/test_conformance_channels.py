@@ -51,7 +51,8 @@ async def test_a_filesystem_server_printing_its_paths_and_home_is_not_taken_for_
     for rule in ("env.reset_restores", "env.episode_isolation"):
         message = report.result(rule).message
         assert message == (
-            "normalized what the framework varies per episode: HOME/TMPDIR, the workspace path (seen in results)"
+            "normalized what the framework varies per episode: HOME/TMPDIR, the episode's uid, the workspace path "
+            "(seen in results)"
         ), message
 
 
@@ -175,3 +176,44 @@ async def test_when_every_write_fails_the_verdict_says_the_writes_failed_not_tha
         assert "visible" not in result.message
     assert not report.errors
     assert "2 inconclusive" in report.summary()
+
+
+@pytest.fixture
+def raw_files_env():
+    """An env folder (reachable by unprivileged uids) holding the raw filesystem server; yields a
+    function writing its env file for a boundary."""
+    folder = Path(tempfile.mkdtemp(prefix="openenv-conformance-raw-files-"))
+    os.chmod(folder, 0o755)
+    shutil.copy(ENVS.parent / "raw_stdio.py", folder / "raw_stdio.py")
+
+    def write(isolation: str) -> Path:
+        python = "python3" if isolation == "docker" else "/usr/bin/python3"
+        (folder / "env.toml").write_text(
+            f'[env]\nname = "raw-files-{isolation}"\ndescription = "Notes as files."\nmax_steps = 8\n\n'
+            f'[[tool_servers]]\nname = "files"\nnamespace = ""\n'
+            f'command = ["{python}", "{{env_dir}}/raw_stdio.py", "files"]\nisolation = "{isolation}"\n'
+        )
+        return folder
+
+    yield write
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("isolation", ["sandbox", "docker"])
+async def test_a_filesystem_server_printing_its_paths_passes_behind_every_boundary(isolation, raw_files_env):
+    from conftest import need_boundaries
+
+    from openenv_mcp.core.spec import load_env_file
+
+    folder = raw_files_env(isolation)
+    need_boundaries(load_env_file(folder / "env.toml"))
+    report = await check_env_async(folder, only=EPISODE_RULES, official=False)
+    assert _statuses(report) == dict.fromkeys(EPISODE_RULES.split(","), "passed"), [
+        (r.rule, r.message) for r in report.results
+    ]
+    # inside these boundaries the workspace path, HOME and TMPDIR (and Docker's hostname) are the same
+    # in every episode: nothing of theirs needed normalizing
+    for rule in ("env.reset_restores", "env.episode_isolation"):
+        assert "the workspace path" not in report.result(rule).message
+        assert "HOME/TMPDIR" not in report.result(rule).message
