@@ -1,7 +1,9 @@
 """Rule registry and the context every rule gets.
 
 A rule is an async function ``check_*(ctx)`` registered with :func:`rule`
-under a stable id and a severity. It passes by returning, fails by raising
+under a stable id and a severity. It passes by returning (a string it returns is the
+verdict's message: what it normalized or ignored), is inconclusive by raising
+:class:`Inconclusive`, fails by raising
 :class:`Failed` with a message that names the call and the actual value, and
 declines by raising :class:`Skipped` with the reason it does not apply. A rule
 that makes tool calls ends with :meth:`Context.conclude`: when most of its
@@ -71,7 +73,7 @@ class Rule:
     id: str
     severity: Severity
     title: str
-    fn: Callable[[Context], Awaitable[None]]
+    fn: Callable[[Context], Awaitable[str | None]]
     needs: frozenset[str]
     timeout: float
 
@@ -82,11 +84,11 @@ RULES: dict[str, Rule] = {}
 
 def rule(
     id: str, severity: Severity, title: str, *, needs: tuple[str, ...] = ("mcp",), timeout: float = 60.0
-) -> Callable[[Callable[[Context], Awaitable[None]]], Callable[[Context], Awaitable[None]]]:
+) -> Callable[[Callable[[Context], Awaitable[str | None]]], Callable[[Context], Awaitable[str | None]]]:
     """Register ``check_*`` as rule ``id``. ``needs``: subject capabilities it requires
     (``mcp``, ``episodes``, ``local``, ``http``)."""
 
-    def register(fn: Callable[[Context], Awaitable[None]]) -> Callable[[Context], Awaitable[None]]:
+    def register(fn: Callable[[Context], Awaitable[str | None]]) -> Callable[[Context], Awaitable[str | None]]:
         if id in RULES:
             raise ValueError(f"rule id {id!r} registered twice")
         RULES[id] = Rule(id=id, severity=severity, title=title, fn=fn, needs=frozenset(needs), timeout=timeout)

@@ -64,7 +64,9 @@ async def _run_rule(rule: Any, ctx: Context) -> Result:
         ctx.notes = []
         try:
             with anyio.fail_after(rule.timeout):
-                await rule.fn(ctx)
+                note = await rule.fn(ctx)
+            if isinstance(note, str):
+                message = note
         except Exception as raised:  # task groups (SDK clients) wrap what a rule raises: unwrap
             e = leaf(raised)
             if isinstance(e, Failed):

@@ -134,6 +134,10 @@ class EpisodeHandle:
         self.tally.record(action, obs)
         return obs
 
+    def per_episode_values(self) -> dict[str, str]:
+        """What the framework varies in this episode (id, workspace path, HOME, uid, ...), by kind."""
+        return self.episode.per_episode_values()
+
     async def state(self) -> State:
         return self.episode.state()
 
@@ -347,6 +351,9 @@ class RemoteEpisodeHandle(EpisodeHandle):
 
     async def state(self) -> State:
         return State.model_validate((await self._call("GET", f"/episodes/{self.id}/state"))["state"])
+
+    def per_episode_values(self) -> dict[str, str]:
+        return {"the episode id": self.id}  # the rest is the server's to say; a URL does not
 
     def mcp(self) -> Any:
         return (

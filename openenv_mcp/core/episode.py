@@ -355,6 +355,17 @@ class Episode:
             reward_errors=self.reward_errors,
         )
 
+    def per_episode_values(self) -> dict[str, str]:
+        """What the framework makes different in this episode (its id, each boundary's
+        workspace path, HOME, uid, ...), by what it is: see
+        :meth:`~openenv_mcp.isolation.base.Connection.per_episode_values`."""
+        values = {"the episode id": self.id}
+        for conn in self.connections:
+            for label, value in conn.per_episode_values().items():
+                if value and value not in values.values():
+                    values[label if label not in values else f"{label} of {conn.spec.name}"] = value
+        return values
+
     # -- resources and prompts (MCP face) -------------------------------------
     async def list_resources(self) -> list[Resource]:
         out: list[Resource] = []

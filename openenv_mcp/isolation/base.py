@@ -113,6 +113,13 @@ class Connection(abc.ABC):
         ``(exit code, stdout, stderr)``, each output cut to 64 KiB. Used by
         command rewards. Each boundary implements it (``inprocess``: a plain child process)."""
 
+    def per_episode_values(self) -> dict[str, str]:
+        """What this boundary makes different in every episode and the server may see, by what
+        it is (``{"the workspace path": "/tmp/..."}``): comparisons between episodes (the
+        conformance rules) normalize these. A boundary that makes a value identical inside
+        (the sandbox's ``/workspace``) leaves it out."""
+        return {"the workspace path": str(self.ctx.workspace)}
+
     async def healthy(self) -> bool:
         """Whether the server still answers."""
         return True

@@ -68,6 +68,8 @@ WORKSPACE = "/workspace"
 """Where the episode workspace is mounted in the container."""
 ENV_DIR = "/env"
 """Where the environment's folder is mounted (read-only) when the command uses ``{env_dir}``."""
+HOSTNAME = "openenv"
+"""The hostname inside every container: the same in every episode."""
 INTERNAL_NETWORK = "openenv-mcp-internal"
 """Internal network (no outbound route) for ``transport = "http"`` containers."""
 UNPRIVILEGED = (65534, 65534)
@@ -512,6 +514,9 @@ class DockerConnection(McpConnection):
         cut = 65536
         return code, (out or b"")[:cut].decode(errors="replace"), (err or b"")[:cut].decode(errors="replace")
 
+    def per_episode_values(self) -> dict[str, str]:
+        return {}  # /workspace, HOME, TMPDIR and the hostname are the same in every container
+
     def user(self) -> tuple[int, int]:
         """uid:gid in the container: this user, or nobody when running as root."""
         uid = os.getuid()
@@ -553,6 +558,7 @@ class DockerConnection(McpConnection):
             user=f"{uid}:{gid}",
             environment={"HOME": "/tmp", "TMPDIR": "/tmp", **self.ctx.env},
             working_dir=WORKSPACE,
+            hostname=HOSTNAME,  # the same in every episode (Docker's default is the container id)
             network_mode=network,
             read_only=True,
             tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},

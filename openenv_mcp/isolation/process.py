@@ -812,6 +812,14 @@ class ProcessConnection(McpConnection):
                 os.chown(self._private, self.uid, self.uid)
         return self._private
 
+    def per_episode_values(self) -> dict[str, str]:
+        values = {"the workspace path": self.workspace_path()}
+        if self._private is not None:
+            values["HOME/TMPDIR"] = str(self._private)
+        if self.uid is not None:
+            values["the episode's uid"] = str(self.uid)
+        return values
+
     def child_env(self, executable: str) -> dict[str, str]:
         home = str(self.private_dir())
         folder = os.path.dirname(executable)

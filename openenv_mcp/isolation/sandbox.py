@@ -124,6 +124,10 @@ class SandboxConnection(ProcessConnection):
     def workspace_path(self) -> str:
         return SANDBOX_WORKSPACE
 
+    def per_episode_values(self) -> dict[str, str]:
+        # /workspace, HOME, TMPDIR and the hostname are the same in every episode inside
+        return {"the episode's uid": str(self.uid)} if self.uid is not None else {}
+
     def child_env(self, executable: str) -> dict[str, str]:
         folder = os.path.dirname(executable)
         env = {

@@ -303,9 +303,9 @@ async def check_shutdown(ctx: Context) -> None:
     workspace = getattr(handle.episode, "workspace", None)
     episode_id = getattr(handle.episode, "id", "")
     try:
-        from .env import _actions, _replay
+        from ..replay import actions_for, replay
 
-        await _replay(handle, (await _actions(ctx, handle))[:4])
+        await replay(handle, (await actions_for(ctx, handle))[:4])
         started = _descendants(os.getpid()) - before
         if workspace is not None:
             started |= _in_workspace(workspace.path)
