@@ -54,6 +54,8 @@ LEGITIMATE_DIFFERENCES: dict[str, str] = {
     "tools/call.truncated": "output over the server's output_bytes limit is cut with a visible marker",
     "step.resources-prompts": "step() has tool actions only: resources, prompts and completions are compared "
     "on the MCP face",
+    "several.servers": "with several tool servers the faces list every server's entries: lists are compared on "
+    "this server's (tools and prompts by namespace, resources by URI), instructions on its '## <name>' section",
     "errors.data": "a server error's data is passed through only when its JSON is at most 1 KiB",
 }
 """Every field where an environment's faces legitimately differ from the raw server, and why."""
@@ -106,7 +108,8 @@ def _wire(obj: Any) -> Any:
 
 
 async def _answer(make: Callable[[], Any]) -> dict[str, Any]:
-    """``{"result": wire}`` or ``{"error": {"code", "message"[, "data"]}}``."""
+    """``{"result": wire}``, ``{"error": {"code", "message"[, "data"]}}``, or ``{"refused": why}``
+    when the official client rejects the answer itself."""
     try:
         return {"result": _wire(await make())}
     except MCPError as e:
@@ -114,6 +117,8 @@ async def _answer(make: Callable[[], Any]) -> dict[str, Any]:
         if e.error.data is not None:
             error["data"] = e.error.data
         return {"error": error}
+    except Exception as e:  # the official client refused the answer (e.g. it breaks the tool's outputSchema)
+        return {"refused": f"{type(e).__name__}: {e}"}
 
 
 def _diff(a: Any, b: Any, path: str, out: list[tuple[str, Any, Any]]) -> None:
@@ -227,13 +232,18 @@ async def fidelity_diff(
             # initialize
             report.requests.append("initialize")
             report.normalized.add("initialize.serverInfo")
-            expected = compose_instructions(
-                spec.description,
-                [(s.name, raw_init.instructions if s is tool_server else None) for s in spec.tool_servers],
-            )
+            several = len(spec.tool_servers) > 1
+            face_instructions = mcp_init.instructions
+            if several:
+                report.normalized.add("several.servers")
+                expected = f"## {tool_server.name}\n{raw_init.instructions}" if raw_init.instructions else None
+                if expected and face_instructions and f"\n\n{expected}" in f"\n\n{face_instructions}":
+                    face_instructions = expected  # this server's section is there, whole
+            else:
+                expected = compose_instructions(spec.description, [(tool_server.name, raw_init.instructions)])
             if expected != raw_init.instructions:
                 report.normalized.add("initialize.instructions")
-            record("initialize", "mcp", {"instructions": expected}, {"instructions": mcp_init.instructions})
+            record("initialize", "mcp", {"instructions": expected}, {"instructions": face_instructions})
             record("initialize", "mcp", _honoured(raw_init.capabilities, report), _face_caps(mcp_init.capabilities))
 
             # tools/list
@@ -243,8 +253,12 @@ async def fidelity_diff(
                 report.normalized.add("tools/list.name")
                 for t in raw_tools:
                     t["name"] = f"{prefix}_{t['name']}"
+            mine = {t["name"] for t in raw_tools}
             mcp_tools = [_wire(t) for t in (await mcp.list_tools()).tools]
             step_tools = [_wire(t) for t in (await step_env.step(ListTools())).tools or []]
+            if several:
+                mcp_tools = [t for t in mcp_tools if t["name"] in mine]
+                step_tools = [t for t in step_tools if t["name"] in mine]
             record("tools/list", "mcp", raw_tools, mcp_tools)
             record("tools/list", "step", raw_tools, step_tools)
 
@@ -272,12 +286,17 @@ async def fidelity_diff(
                 ]
             if "error" in raw_res and raw_init.capabilities.resources is None:
                 raw_res = {"result": {"resources": []}}
+            if several:
+                _only_mine(raw_res, got_res, "resources", "uri")
             record("resources/list", "mcp", raw_res, got_res)
             report.requests.append("resources/templates/list")
             raw_tpl = await _answer(raw.list_resource_templates)
             if "error" in raw_tpl:
                 raw_tpl = {"result": {"resourceTemplates": []}}
-            record("resources/templates/list", "mcp", raw_tpl, await _answer(mcp.list_resource_templates))
+            got_tpl = await _answer(mcp.list_resource_templates)
+            if several:
+                _only_mine(raw_tpl, got_tpl, "resourceTemplates", "uriTemplate")
+            record("resources/templates/list", "mcp", raw_tpl, got_tpl)
             uris = [r["uri"] for r in raw_res.get("result", {}).get("resources", [])][:20] + list(resources)
             for uri in uris:
                 request = f"resources/read {uri}"
@@ -301,6 +320,8 @@ async def fidelity_diff(
             if prefix and "result" in raw_pr:
                 for p in raw_pr["result"]["prompts"]:
                     p["name"] = f"{prefix}_{p['name']}"
+            if several:
+                _only_mine(raw_pr, got_pr, "prompts", "name")
             record("prompts/list", "mcp", raw_pr, got_pr)
             if raw_init.capabilities.prompts is not None and not prefix:
                 prompts = [*prompts, ("openenv-fidelity-no-such-prompt", {})]
@@ -336,6 +357,20 @@ async def fidelity_diff(
     return report
 
 
+def _only_mine(raw: dict[str, Any], got: dict[str, Any], key: str, ident: str) -> None:
+    """Keep in ``got`` the first entry of each identity the raw server listed (several servers)."""
+    if "result" not in raw or "result" not in got:
+        return
+    wanted = {item[ident] for item in raw["result"].get(key, [])}
+    seen: set[str] = set()
+    kept = []
+    for item in got["result"].get(key, []):
+        if item[ident] in wanted and item[ident] not in seen:
+            seen.add(item[ident])
+            kept.append(item)
+    got["result"][key] = kept
+
+
 def _honoured(caps: Any, report: FidelityReport) -> dict[str, Any]:
     """The raw server's capabilities as the face should declare them (see LEGITIMATE_DIFFERENCES)."""
     wire = _wire(caps)
@@ -366,4 +401,3 @@ def _face_caps(caps: Any) -> dict[str, Any]:
         if wire.get(key) != fixed:
             out[key] = wire.get(key)
     return out
-

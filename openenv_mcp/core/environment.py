@@ -10,8 +10,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..types import CallTool, Task, action_from_json
 from .episode import Episode
-from .surface import Surface
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
+from .surface import Surface
 from .tasks import TaskSet, parse_tasks_value, resolve_tasks
 from .warm import WarmPool, World
 from .workspace import UserWorkspace

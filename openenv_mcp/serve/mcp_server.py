@@ -87,6 +87,7 @@ class FaceServer(Server):
             update["tools"] = ToolsCapability(list_changed=bool(surface and surface.tools_list_changed))
         return caps.model_copy(update=update)
 
+
 TASK_PROMPT = "task"
 """Name of the prompt holding a simulation episode's task (what the agent is asked to do)."""
 TASK_URI = "openenv://episode/task"
