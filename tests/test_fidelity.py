@@ -154,3 +154,34 @@ async def test_fidelity_diff_names_each_field_that_differs(tmp_path):
     report = await fidelity_diff(named, server="a", calls=[("echo", {"text": "x"})])
     assert report.ok, report.text()
     assert {"tools/list.name", "initialize.instructions"} <= report.normalized
+
+
+FASTMCP_SERVER = """
+from fastmcp import FastMCP
+
+mcp = FastMCP("notes", instructions="Notes: read notes://{name}.")
+
+
+@mcp.tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@mcp.resource("notes://{name}")
+def note(name: str) -> str:
+    return f"note {name}"
+"""
+
+
+async def test_an_in_process_fastmcp_server_keeps_its_instructions_and_templates(tmp_path):
+    (tmp_path / "notes_server.py").write_text(FASTMCP_SERVER)
+    (tmp_path / "env.toml").write_text(
+        '[env]\nname = "notes"\n\n[[tool_servers]]\nname = "notes"\nnamespace = ""\nobject = "notes_server:mcp"\n'
+    )
+    report = await fidelity_diff(tmp_path, calls=[("add", {"a": 2, "b": 3})], resources=["notes://x"])
+    # the one difference: an in-process server's tool-list changes are not passed through yet
+    # (docs/protocol.md), so the face does not claim tools.listChanged for it
+    assert [str(d) for d in report.differences] == ["initialize [mcp] tools.listChanged: raw True != False"]
+    assert {"initialize", "tools/call add", "resources/templates/list", "resources/read notes://x"} <= set(
+        report.requests
+    )
