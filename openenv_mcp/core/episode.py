@@ -238,6 +238,9 @@ class Episode:
         if self.closed:
             return
         self.closed = True
+        self.tool_listeners.clear()
+        if self._notify_task is not None and not self._notify_task.done():
+            self._notify_task.cancel()
         if self.interpreter is not None:
             await self.interpreter.close()
         for conn in reversed(self.connections):
