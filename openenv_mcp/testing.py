@@ -8,6 +8,8 @@
   until ``/health`` answers, stopped (killed if it must be) however the test ends.
 * :func:`http_tool_server` — a tool server (``python -m MODULE``) over streamable HTTP; yields its URL.
 * :func:`wait_for` — wait until a condition holds (async).
+* :func:`fidelity_diff` — compare a tool server's raw stdio answers with the same requests through
+  an environment's ``/mcp`` and ``step()``, field by field (see :mod:`openenv_mcp.fidelity`).
 * :func:`need` — skip a test whose engine is missing, with a reason that says what to install
   (fail instead when ``OPENENV_MCP_REQUIRE_ALL=1``, as in CI).
 
@@ -29,6 +31,7 @@ from .ports import free_port
 
 __all__ = [
     "REQUIRE_ALL",
+    "fidelity_diff",
     "free_port",
     "http_tool_server",
     "need",
@@ -192,3 +195,11 @@ async def http_tool_server(
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         _stop(proc)
+
+
+async def fidelity_diff(target: Any, **options: Any) -> Any:
+    """:func:`openenv_mcp.fidelity.fidelity_diff`: a :class:`~openenv_mcp.fidelity.FidelityReport`
+    comparing a tool server's raw answers with the environment's ``/mcp`` and ``step()``."""
+    from .fidelity import fidelity_diff as diff
+
+    return await diff(target, **options)

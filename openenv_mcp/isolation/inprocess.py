@@ -32,9 +32,19 @@ import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, NotFoundError
 from fastmcp.utilities.async_utils import is_coroutine_function
-from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
+from mcp.types import (
+    CallToolResult,
+    GetPromptResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    TextContent,
+    Tool,
+)
 
 from ..core.spec import ToolServerSpec, load_object
+from ..core.surface import INSTRUCTIONS_LIMIT, bounded
 from ..errors import BoundaryError, ConfigError
 from ..sdkcompat import run_fastmcp_tool
 from .base import Connection, ServerContext
@@ -173,8 +183,16 @@ class InProcessConnection(Connection):
             return error_result(f"Error calling tool {label!r}: {e}")
         return _normalize(result.to_mcp_result())
 
+    @property
+    def instructions(self) -> str | None:
+        text = self.server.instructions if self.server is not None else None
+        return bounded(text, INSTRUCTIONS_LIMIT, "instructions") if isinstance(text, str) and text else None
+
     async def list_resources(self) -> list[Resource]:
         return [r.to_mcp_resource() for r in await self._require().list_resources()]
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        return [t.to_mcp_template() for t in await self._require().list_resource_templates()]
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         try:
