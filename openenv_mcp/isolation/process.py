@@ -67,6 +67,7 @@ from ..core.workspace import owner_tag, remove_tree
 from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
+from .runtime import runtime_paths
 
 __all__ = ["SYSTEM_PATH", "UID_BASE", "ProcessConnection", "StdioProcess", "Launch"]
 
@@ -365,6 +366,7 @@ def command_paths(argv: list[str], base_dir: Path) -> list[str]:
     program = os.path.realpath(argv[0])
     paths = [str(base_dir), program, argv[0], os.path.dirname(os.path.dirname(program))]
     paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
+    paths += runtime_paths(argv, f"{os.path.dirname(argv[0])}:{SYSTEM_PATH}")
     if argv[0] == sys.executable or program == os.path.realpath(sys.executable):
         paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]
         paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
@@ -450,6 +452,11 @@ def expand(argv: list[str], values: dict[str, str]) -> list[str]:
             arg = arg.replace("{" + key + "}", value)
         out.append(arg)
     return out
+
+
+def expand_env(env: dict[str, str], values: dict[str, str]) -> dict[str, str]:
+    """Replace ``{workspace}`` and ``{env_dir}`` placeholders in the values of ``env``."""
+    return dict(zip(env, expand(list(env.values()), values), strict=True))
 
 
 # -- the stdio transport ---------------------------------------------------------------
@@ -766,7 +773,7 @@ class ProcessConnection(McpConnection):
         if not spec.command:
             raise ConfigError(f"tool server {spec.name!r}: isolation {self.boundary!r} needs a command")
         self.base_dir = Path(base_dir or Path.cwd()).resolve()
-        self.executable = resolve_executable(spec.command[0], spec.name)
+        self.executable = resolve_executable(self.named()[0], spec.name)
         self.uid: int | None = None
         self.expose: str | None = None
         """``bwrap``, when the runtime sits in a private folder and a mount namespace exposes it."""
@@ -782,20 +789,34 @@ class ProcessConnection(McpConnection):
             elif not self.can_drop_to_uid():
                 self.expose = shutil.which("bwrap")
                 if self.expose is None:
+                    private = self.unreachable() or self.executable
                     raise ConfigError(
-                        f"tool server {spec.name!r}: {self.executable} is not reachable by an unprivileged uid (a "
-                        "parent folder is private, e.g. /root) and bubblewrap is not installed to expose it, so "
-                        "the server would run as root: install its runtime in a world-readable place, install "
-                        'bubblewrap (`apt-get install bubblewrap`), use isolation = "sandbox", or set '
-                        "run_as_root = true in the env file to accept that"
+                        f"tool server {spec.name!r}: {private} is not reachable by an unprivileged uid (a "
+                        f"parent folder is private: {private_ancestor(private) or private}) and bubblewrap is "
+                        "not installed to expose it, so the server would run as root: install its runtime in a "
+                        "world-readable place, install bubblewrap (`apt-get install bubblewrap`), use isolation = "
+                        '"sandbox", or set run_as_root = true in the env file to run it as root on purpose'
                     )
             if not spec.run_as_root:
                 self.uid = UIDS.acquire(ctx.episode_id)
         self._private: Path | None = None
 
+    def named(self) -> list[str]:
+        """The command with ``{env_dir}`` expanded (``{workspace}`` needs the workspace: see :meth:`command`)."""
+        return expand(list(self.spec.command or []), {"env_dir": str(self.base_dir)})
+
     def can_drop_to_uid(self) -> bool:
         """Whether the server can run as an unprivileged uid (it must reach its program)."""
-        return reachable_by_others(self.executable)
+        return self.unreachable() is None
+
+    def unreachable(self) -> str | None:
+        """The first path the command needs (its program, the files it names, their runtime: a
+        virtualenv, a script's interpreter, a Node package) that an unprivileged uid cannot reach."""
+        full = [self.executable, *self.named()[1:]]
+        for path in [self.executable, *command_paths(full, self.base_dir)]:
+            if path != str(self.base_dir) and private_ancestor(path) is not None:
+                return path
+        return None if reachable_by_others(self.executable) else self.executable
 
     # -- hooks for the sandbox
     def workspace_path(self) -> str:
@@ -821,8 +842,12 @@ class ProcessConnection(McpConnection):
             "TMPDIR": home,
             "LANG": "C.UTF-8",
         }
-        env.update(self.ctx.env)
+        env.update(self.placeholders(self.ctx.env))
         return env
+
+    def placeholders(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with ``{workspace}`` and ``{env_dir}`` expanded as the server sees them."""
+        return expand_env(env, {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)})
 
     def launch(self, argv: list[str], executable: str | None = None) -> Launch:
         """Turn a command into a :class:`Launch` (the sandbox wraps it)."""
@@ -848,7 +873,7 @@ class ProcessConnection(McpConnection):
         """Run ``argv`` as the server runs: same uid, limits and (sandbox) namespaces."""
         argv = expand(argv, {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)})
         launch = self.launch(argv, resolve_executable(argv[0], self.spec.name))
-        launch.env.update(env)
+        launch.env.update(self.placeholders(env))
         return await run_launch(launch, timeout)
 
     def command(self) -> list[str]:

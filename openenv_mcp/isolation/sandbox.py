@@ -132,7 +132,7 @@ class SandboxConnection(ProcessConnection):
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
         }
-        env.update(self.ctx.env)
+        env.update(self.placeholders(self.ctx.env))
         return env
 
     def _env_paths(self, names: list[str]) -> list[str]:
