@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ OVERSIZED_BYTES = 8 * 1024 * 1024
 HTTP_TIMEOUT = 20.0
 SHUTDOWN_GRACE = 5.0
 """Seconds a closed episode's processes and containers have to disappear."""
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 
 
 # -- robustness ----------------------------------------------------------------------
@@ -231,18 +236,36 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def _in_workspace(workspace: Path) -> set[int]:
-    """Processes whose working directory is inside ``workspace``."""
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cwd = Path(os.readlink(entry / "cwd"))
-            except OSError:
-                continue
-            if cwd == workspace or workspace in cwd.parents:
-                out.add(int(entry.name))
-    return out
+def _uid_members(uids: set[int]) -> set[int]:
+    """Live processes of the episode's uids (each episode's servers run as a uid of their own)."""
+    from ...isolation.process import uid_processes
+
+    return {pid for uid in uids for pid in uid_processes(uid)}
+
+
+@contextlib.contextmanager
+def _subreaper() -> Iterator[None]:
+    """Make this process the child subreaper while the episode runs: a daemon that a server (even
+    an in-process one) double-forks away, ``setsid`` and ``chdir /`` included, is re-parented to us
+    rather than to init, so it stays a descendant. Survivors are killed and reaped by the rule."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    was = ctypes.c_int(0)
+    libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
+
+
+def _kill_and_reap(pids: set[int]) -> None:
+    """Stop what a failed shutdown left behind (the check itself must leak nothing)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in pids:  # re-parented to us by the subreaper: ours to reap
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)
 
 
 def _alive(pid: int) -> bool:
@@ -279,34 +302,38 @@ def _docker_containers(label: str) -> set[str] | None:
     timeout=60,
 )
 async def check_shutdown(ctx: Context) -> None:
-    before = _descendants(os.getpid())
-    handle = await ctx.subject.new_episode(seed=ctx.seed)
-    workspace = getattr(handle.episode, "workspace", None)
-    episode_id = getattr(handle.episode, "id", "")
-    try:
-        from .env import _actions, _replay
+    with _subreaper():
+        before = _descendants(os.getpid())
+        handle = await ctx.subject.new_episode(seed=ctx.seed)
+        episode_id = getattr(handle.episode, "id", "")
+        # membership: every process of the episode's uids (process, sandbox), the container label
+        # (docker), and every descendant of this process (the subreaper keeps escaped daemons ours)
+        connections = getattr(handle.episode, "connections", []) or []
+        uids = {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}
+        try:
+            from .env import _actions, _replay
 
-        await _replay(handle, (await _actions(ctx, handle))[:4])
-        started = _descendants(os.getpid()) - before
-        if workspace is not None:
-            started |= _in_workspace(workspace.path)
-        started.discard(os.getpid())
-    finally:
-        await handle.close()
-    label = f"openenv-mcp.episode={episode_id}"
-    uses_docker = ctx.subject.environment is not None and any(
-        s.isolation == "docker" for s in ctx.subject.environment.servers
-    )
-    leaked: set[int] = set()
-    containers: set[str] | None = None
-    with anyio.move_on_after(SHUTDOWN_GRACE):  # removal may finish just after close() returns
-        while True:
-            leaked = {p for p in started | (_descendants(os.getpid()) - before) if _alive(p)}
-            containers = await anyio.to_thread.run_sync(_docker_containers, label) if uses_docker else None
-            if not leaked and not containers:
-                break
-            await anyio.sleep(0.1)
-    problems = [f"{_describe(p)} still running {SHUTDOWN_GRACE:g} s after close()" for p in sorted(leaked)]
+            await _replay(handle, (await _actions(ctx, handle))[:4])
+            uids |= {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}
+        finally:
+            await handle.close()
+        label = f"openenv-mcp.episode={episode_id}"
+        uses_docker = ctx.subject.environment is not None and any(
+            s.isolation == "docker" for s in ctx.subject.environment.servers
+        )
+        leaked: set[int] = set()
+        containers: set[str] | None = None
+        with anyio.move_on_after(SHUTDOWN_GRACE):  # removal may finish just after close() returns
+            while True:
+                members = (_descendants(os.getpid()) - before) | _uid_members(uids)
+                leaked = {p for p in members if p != os.getpid() and _alive(p)}
+                containers = await anyio.to_thread.run_sync(_docker_containers, label) if uses_docker else None
+                if not leaked and not containers:
+                    break
+                await anyio.sleep(0.1)
+        problems = [f"{_describe(p)} still running {SHUTDOWN_GRACE:g} s after close()" for p in sorted(leaked)]
+        if leaked:
+            await anyio.to_thread.run_sync(_kill_and_reap, leaked)
     if containers:
         problems.append(f"containers {sorted(containers)} still exist {SHUTDOWN_GRACE:g} s after close()")
     fail_if(problems)
