@@ -354,9 +354,45 @@ def _walled(ctx: Context, kinds: tuple[str, ...]) -> list[Any]:
     return servers
 
 
-async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, Any]) -> str:
-    """Start the probe behind ``spec``'s boundary (same isolation, network, limits, hide) and call ``tool``."""
+async def _docker_probe(ctx: Context, spec: Any, tool: str, arguments: dict[str, Any]) -> str:
+    """Start the server itself (its own image, command, network, limits) and probe its container
+    from outside (:func:`~openenv_mcp.conformance.probe.probe_from_outside`)."""
     import uuid
+
+    from ...core.workspace import Workspace
+    from ...isolation import ServerContext, connect
+    from ..probe import probe_from_outside
+
+    environment = ctx.subject.environment
+    workspace = Workspace(environment.workdir if environment is not None else None)
+    server_env = environment.server_env(spec) if environment is not None else dict(spec.env)
+    conn = connect(
+        spec,
+        ServerContext(episode_id=f"conformance-{uuid.uuid4().hex[:12]}", workspace=workspace.path, env=server_env),
+        environment.spec.base_dir if environment is not None else None,
+    )
+    try:
+        await conn.start()
+        container = getattr(conn, "container", None)
+        if container is None:
+            raise Failed(f"tool server {spec.name!r} (docker): no running container to probe after start")
+        await anyio.to_thread.run_sync(container.reload)
+        pid = int(container.attrs["State"]["Pid"])
+        if not pid:
+            raise Failed(f"tool server {spec.name!r} (docker): its container {container.name} is not running")
+        return await anyio.to_thread.run_sync(probe_from_outside, pid, tool, arguments)
+    finally:
+        await conn.close()
+        workspace.remove()
+
+
+async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, Any]) -> str:
+    """Start the probe behind ``spec``'s boundary (same isolation, network, limits, hide) and call ``tool``.
+    A docker server is probed in its own container, from outside (:func:`_docker_probe`)."""
+    import uuid
+
+    if spec.isolation == "docker":
+        return await _docker_probe(ctx, spec, tool, arguments)
 
     from ...core.spec import ToolServerSpec
     from ...core.workspace import Workspace
