@@ -177,3 +177,30 @@ def test_a_node_server_finds_the_node_modules_beside_it(private, env_dir, isolat
         assert me["greeting"] == "hello from node_modules"
         if IS_ROOT:
             assert me["uid"] >= UID_BASE
+
+
+def test_a_runtime_the_sandbox_cannot_see_fails_with_how_to_bind_it_and_ro_bind_fixes_it(tmp_path, env_dir):
+    need_engine("sandbox")
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "helper_module.py").write_text("VALUE = 1\n")
+    server = env_dir / "server.py"
+    shutil.copy(FIXTURE, env_dir / "hostile.py")
+    server.write_text(f"import helper_module\nexec(open({str(env_dir / 'hostile.py')!r}).read())\n")
+    command = ["/usr/bin/python3", str(server)]
+    env_vars = {"PYTHONPATH": str(lib)}
+    with make_env(env_dir, "sandbox", command, env=env_vars) as env:
+        with pytest.raises(openenv_mcp.BoundaryError) as failure:
+            env.reset(seed=0)
+        message = str(failure.value)
+        assert "ModuleNotFoundError: No module named 'helper_module'" in message
+        assert message.endswith(
+            " (hint: the sandbox shows only the system folders (/usr, /bin, /sbin, /lib, /lib32, /lib64, /libx32, "
+            "/etc), the workspace and what the command needs: its program, the files it names and their runtime "
+            "(virtualenv, script interpreter, Node package with its node_modules), read-only; if the server needs "
+            'another folder, bind it read-only with ro_bind = ["/path/to/folder"] (or read-write with bind) in its '
+            "[[tool_servers]] table of the env file)"
+        )
+    with make_env(env_dir, "sandbox", command, env=env_vars, ro_bind=[str(lib)]) as env:
+        env.reset(seed=0)
+        assert whoami(env)["cwd"] == "/workspace"

@@ -746,10 +746,19 @@ async def run_plain(argv: list[str], env: dict[str, str], cwd: str, timeout: flo
 
 
 # -- the connection -----------------------------------------------------------------------
+MISSING_RUNTIME = re.compile(
+    r"Cannot find module|ERR_MODULE_NOT_FOUND|No module named|ModuleNotFoundError|No such file or directory"
+    r"|error while loading shared libraries|can't open file"
+)
+"""What a server's stderr says when part of its runtime is not there (a boundary adds how to bind it)."""
+
+
 class _ProcessHost(SessionHost):
-    def __init__(self, name: str, process: StdioProcess) -> None:
+    def __init__(self, name: str, process: StdioProcess, hint: str | None = None) -> None:
         super().__init__(name, process.streams)
         self.process = process
+        self.hint = hint
+        """Appended to the stderr tail when it says a module or file is missing."""
 
     def why(self) -> str | None:
         process = self.process
@@ -760,7 +769,9 @@ class _ProcessHost(SessionHost):
         return None
 
     def stderr(self) -> str:
-        return self.process.stderr_text()[-500:]
+        text = self.process.stderr_text()
+        hint = self.hint if self.hint and MISSING_RUNTIME.search(text) else ""
+        return text[-500:] + hint
 
 
 class ProcessConnection(McpConnection):
@@ -891,7 +902,11 @@ class ProcessConnection(McpConnection):
         process = StdioProcess(
             self.spec.name, launch, 2 * limit + LINE_SLACK, limit, kill_uid=UIDS.exclusive(self.ctx.episode_id)
         )
-        return _ProcessHost(self.spec.name, process)
+        return _ProcessHost(self.spec.name, process, self.missing_hint())
+
+    def missing_hint(self) -> str | None:
+        """What to do when the server's runtime is missing (the sandbox says how to bind it)."""
+        return None
 
     async def close(self) -> None:
         if self.closed:

@@ -160,6 +160,15 @@ class SandboxConnection(ProcessConnection):
         outer = outermost(seen)
         return [p for p in seen if p in outer]
 
+    def missing_hint(self) -> str | None:
+        return (
+            f" (hint: the sandbox shows only the system folders ({', '.join('/' + n for n in SYSTEM)}), the "
+            "workspace and what the command needs: its program, the files it names and their runtime (virtualenv, "
+            "script interpreter, Node package with its node_modules), read-only; if the server needs another "
+            'folder, bind it read-only with ro_bind = ["/path/to/folder"] (or read-write with bind) in its '
+            "[[tool_servers]] table of the env file)"
+        )
+
     def hidden_paths(self) -> list[str]:
         """The spec's ``hide`` paths (resolved against the env folder) that exist on the host.
         Each is masked: an empty tmpfs over a folder, ``/dev/null`` over a file."""
