@@ -65,7 +65,9 @@ from mcp.shared.message import SessionMessage
 from ..core.spec import ToolServerSpec
 from ..core.workspace import owner_tag, remove_tree
 from ..errors import BoundaryError, ConfigError
+from . import cgroup
 from .base import ServerContext
+from .cgroup import Group
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
 from .runtime import runtime_paths
 
@@ -275,6 +277,12 @@ _LAUNCHER = """import ctypes, json, os, resource, sys
 cfg = json.loads(sys.argv[1])
 for which, soft, hard in cfg["rlimits"]:
     resource.setrlimit(which, (soft, hard))
+if cfg.get("cgroup"):
+    try:
+        with open(cfg["cgroup"], "w") as f:
+            f.write("0")
+    except OSError as e:
+        sys.stderr.write("could not join the server's cgroup %s: %s\\n" % (cfg["cgroup"], e.strerror)); os._exit(126)
 if cfg["uid"] is not None:
     os.setgroups([]); os.setgid(cfg["uid"]); os.setuid(cfg["uid"])
     if os.getuid() != cfg["uid"] or os.geteuid() != cfg["uid"] or os.getgroups():
@@ -302,10 +310,13 @@ class Launch:
         uid: int | None,
         rlimits: list[tuple[int, tuple[int, int]]],
         wrap: list[str] | None = None,
+        cgroup: str | None = None,
     ) -> None:
         self.argv, self.env, self.cwd, self.uid, self.rlimits = argv, env, cwd, uid, rlimits
         self.wrap = wrap or []
         """A command the launcher runs inside (as root), e.g. a mount namespace exposing the runtime."""
+        self.cgroup = cgroup
+        """A ``cgroup.procs`` file the launcher joins first (see :mod:`.cgroup`)."""
 
     def command(self) -> list[str]:
         """The argv actually spawned: the launcher (limits, uid, parent-death signal), then ``argv``."""
@@ -313,6 +324,7 @@ class Launch:
             "rlimits": [[w, s, h] for w, (s, h) in self.rlimits],
             "uid": self.uid,
             "parent": 0 if self.wrap else os.getpid(),
+            "cgroup": self.cgroup,
         }
         return [*self.wrap, sys.executable, "-S", "-I", "-c", _LAUNCHER, json.dumps(config), *self.argv]
 
@@ -811,6 +823,8 @@ class ProcessConnection(McpConnection):
             if not spec.run_as_root:
                 self.uid = UIDS.acquire(ctx.episode_id)
         self._private: Path | None = None
+        self.cgroup: Group | None = None
+        """This server's cgroup (every process it starts, killed on close), where cgroup v2 is usable."""
 
     def named(self) -> list[str]:
         """The command with ``{env_dir}`` expanded (``{workspace}`` needs the workspace: see :meth:`command`)."""
@@ -878,7 +892,14 @@ class ProcessConnection(McpConnection):
             self.uid,
             rlimits_for(self.spec, self.uid is not None),
             wrap,
+            self.group(),
         )
+
+    def group(self) -> str | None:
+        """The ``cgroup.procs`` of this server's cgroup (made on first use), if cgroups are usable."""
+        if self.cgroup is None:
+            self.cgroup = cgroup.create()
+        return None if self.cgroup is None else self.cgroup.procs
 
     async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """Run ``argv`` as the server runs: same uid, limits and (sandbox) namespaces."""
@@ -917,6 +938,8 @@ class ProcessConnection(McpConnection):
         try:
             await super().close()
         finally:
+            if self.cgroup is not None:  # every process the server started, however it detached
+                await anyio.to_thread.run_sync(self.cgroup.remove)
             if self.uid is not None:
                 UIDS.release(self.ctx.episode_id)  # the last server of the episode kills the whole uid
                 self.uid = None

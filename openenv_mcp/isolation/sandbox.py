@@ -258,4 +258,5 @@ class SandboxConnection(ProcessConnection):
             str(self.ctx.workspace),
             None if self.privileged else self.uid,
             rlimits_for(self.spec, self.uid is not None),
+            cgroup=self.group(),
         )

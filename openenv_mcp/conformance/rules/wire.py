@@ -306,15 +306,18 @@ async def check_shutdown(ctx: Context) -> None:
         before = _descendants(os.getpid())
         handle = await ctx.subject.new_episode(seed=ctx.seed)
         episode_id = getattr(handle.episode, "id", "")
-        # membership: every process of the episode's uids (process, sandbox), the container label
-        # (docker), and every descendant of this process (the subreaper keeps escaped daemons ours)
+        # membership: every process of the episode's uids and of its servers' cgroups (process,
+        # sandbox), the container label (docker), and every descendant of this process (the
+        # subreaper keeps escaped daemons ours)
         connections = getattr(handle.episode, "connections", []) or []
+        groups: list[Any] = []
         uids = {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}
         try:
             from .env import _actions, _replay
 
             await _replay(handle, (await _actions(ctx, handle))[:4])
             uids |= {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}
+            groups = [g for conn in connections if (g := getattr(conn, "cgroup", None)) is not None]
         finally:
             await handle.close()
         label = f"openenv-mcp.episode={episode_id}"
@@ -326,6 +329,7 @@ async def check_shutdown(ctx: Context) -> None:
         with anyio.move_on_after(SHUTDOWN_GRACE):  # removal may finish just after close() returns
             while True:
                 members = (_descendants(os.getpid()) - before) | _uid_members(uids)
+                members |= {pid for group in groups for pid in group.members()}
                 leaked = {p for p in members if p != os.getpid() and _alive(p)}
                 containers = await anyio.to_thread.run_sync(_docker_containers, label) if uses_docker else None
                 if not leaked and not containers:
