@@ -69,7 +69,7 @@ from . import cgroup
 from .base import ServerContext
 from .cgroup import Group
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
-from .runtime import runtime_paths
+from .runtime import runtime_paths, too_wide
 
 __all__ = ["SYSTEM_PATH", "UID_BASE", "ProcessConnection", "StdioProcess", "Launch"]
 
@@ -376,7 +376,8 @@ def command_paths(argv: list[str], base_dir: Path) -> list[str]:
     """Host paths a command needs to run: its program and prefix, absolute paths in it, the
     environment's folder and, for this interpreter, its prefixes, ``sys.path`` and this package."""
     program = os.path.realpath(argv[0])
-    paths = [str(base_dir), program, argv[0], os.path.dirname(os.path.dirname(program))]
+    prefix = os.path.dirname(os.path.dirname(program))
+    paths = [str(base_dir), program, argv[0], *([] if too_wide(prefix) else [prefix])]
     paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
     paths += runtime_paths(argv, f"{os.path.dirname(argv[0])}:{SYSTEM_PATH}")
     if argv[0] == sys.executable or program == os.path.realpath(sys.executable):

@@ -7,10 +7,13 @@ private folder such as ``/root``) binds these folders read-only:
   virtualenv's folder and its base interpreter's prefix (``home`` in ``pyvenv.cfg``);
 * the **interpreter of a script** (its ``#!`` line; ``#!/usr/bin/env NAME`` is looked up on the
   server's ``PATH``), and that interpreter's own runtime;
-* a **Node package**: for a JavaScript file, the folder its modules resolve from: above the outermost
-  ``node_modules`` in its path, else the nearest folder holding a ``package.json`` or ``node_modules``.
+* a **Node package**: for a JavaScript file, the folder its modules resolve from: the outermost
+  ``node_modules`` in its path, else the nearest folder holding a ``package.json`` or
+  ``node_modules`` (the package root, with its ``node_modules``).
 
-Only what the files name is followed (never the rest of a home folder).
+Only what the files name is followed, and a folder found by walking up is never bound whole when it
+is a home or a shared top-level folder (:func:`too_wide`): a runtime under ``/root`` never exposes
+the rest of ``/root``.
 """
 
 from __future__ import annotations
@@ -19,11 +22,20 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["runtime_paths", "virtualenv_of", "node_root_of", "shebang_of"]
+__all__ = ["node_root_of", "runtime_paths", "shebang_of", "too_wide", "virtualenv_of"]
 
 NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
 _WALK = 6
 """Folders walked up from a program looking for its virtualenv."""
+
+
+def too_wide(path: str) -> bool:
+    """Whether a folder found by walking up is too wide to bind whole: ``/``, a home (``/root``,
+    ``/home/NAME``) or a shared temporary folder would expose far more than a runtime (keys, other
+    users' files). Such a folder is never bound for a runtime; list what is needed in ``ro_bind``."""
+    real = os.path.realpath(path).rstrip("/") or "/"
+    homes = {"/", "/root", "/home", "/tmp", "/var", "/var/tmp", "/usr", "/opt", "/srv", "/mnt", "/media", "/run"}
+    return real in homes or os.path.dirname(real) == "/home" or real == os.path.realpath(os.path.expanduser("~"))
 
 
 def virtualenv_of(path: str) -> list[str]:
@@ -35,6 +47,8 @@ def virtualenv_of(path: str) -> list[str]:
             text = cfg.read_text(errors="replace")
         except OSError:
             continue
+        if too_wide(str(candidate)):
+            return []
         out = [str(candidate)]
         for line in text.splitlines():
             key, _, value = line.partition("=")
@@ -45,7 +59,8 @@ def virtualenv_of(path: str) -> list[str]:
                     for p in (target, os.path.realpath(target)):
                         # ``home`` is the base interpreter's bin folder: bind its prefix (lib/ is there)
                         prefix = os.path.dirname(p) if os.path.basename(p) == "bin" else p
-                        out.append(prefix)
+                        if not too_wide(prefix):
+                            out.append(prefix)
         return out
     return []
 
@@ -69,13 +84,18 @@ def shebang_of(path: str, search_path: str) -> str | None:
 
 
 def node_root_of(path: str) -> str | None:
-    """The folder a JavaScript file's modules resolve from (see the module docstring)."""
+    """The folder a JavaScript file's modules resolve from: the outermost ``node_modules`` in its
+    path, else the nearest folder with a ``package.json`` or ``node_modules`` (its package root,
+    or only that ``node_modules`` when the package root is too wide to bind, e.g. ``/root``)."""
     parts = Path(os.path.abspath(path)).parts
     if "node_modules" in parts:
-        return str(Path(*parts[: parts.index("node_modules")]))
+        return str(Path(*parts[: parts.index("node_modules") + 1]))
     for folder in Path(os.path.abspath(path)).parents:
         if (folder / "package.json").is_file() or (folder / "node_modules").is_dir():
-            return str(folder)
+            if not too_wide(str(folder)):
+                return str(folder)
+            modules = folder / "node_modules"
+            return str(modules) if modules.is_dir() else None
     return None
 
 
@@ -96,7 +116,10 @@ def runtime_paths(argv: list[str], search_path: str) -> list[str]:
             todo.append(real)
         interpreter = shebang_of(path, search_path)
         if interpreter is not None:
-            found += [interpreter, os.path.dirname(os.path.dirname(os.path.realpath(interpreter)))]
+            found.append(interpreter)
+            prefix = os.path.dirname(os.path.dirname(os.path.realpath(interpreter)))
+            if not too_wide(prefix):
+                found.append(prefix)
             todo.append(interpreter)
         node_like = real.endswith(NODE_SUFFIXES) or (
             interpreter is not None and "node" in os.path.basename(interpreter)
