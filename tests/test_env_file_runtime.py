@@ -19,7 +19,7 @@ import pytest
 from containment import FIXTURE, IS_ROOT, call
 
 import openenv_mcp
-from openenv_mcp import EnvSpec, ToolServerSpec
+from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
 from openenv_mcp.isolation.process import UID_BASE, private_ancestor
 
 BOUNDARIES = ["process", "sandbox"]
@@ -204,3 +204,30 @@ def test_a_runtime_the_sandbox_cannot_see_fails_with_how_to_bind_it_and_ro_bind_
     with make_env(env_dir, "sandbox", command, env=env_vars, ro_bind=[str(lib)]) as env:
         env.reset(seed=0)
         assert whoami(env)["cwd"] == "/workspace"
+
+
+@pytest.mark.parametrize("isolation", BOUNDARIES)
+def test_a_reward_commands_task_data_is_passed_as_given_never_expanded(tmp_path, isolation):
+    """Placeholders expand in what the env file says, not in data: a task whose text holds
+    ``{workspace}`` reaches a command reward unchanged."""
+    need_engine(isolation)
+    tmp_path.chmod(0o755)
+    server = ToolServerSpec(name="h", namespace="", command=["/usr/bin/python3", str(FIXTURE)], isolation=isolation)
+    check = tmp_path / "check.sh"
+    # 0.5 while the data arrives as written (the reward is the score's change: the step earns it)
+    check.write_text(
+        'case "$OPENENV_TASK_JSON" in *"write to {workspace}/x"*) [ "$OPENENV_STEP" = 0 ] && echo 0 || echo 0.5;; '
+        "*) echo 0;; esac\n"
+    )
+    spec = EnvSpec(
+        name="reward-data",
+        max_steps=None,
+        tool_servers=[server],
+        tasks=[{"id": "t", "prompt": "write to {workspace}/x"}],
+        reward={"command": ["/bin/sh", "{env_dir}/check.sh"]},
+        base_dir=tmp_path,
+    )
+    with openenv_mcp.make(spec) as env:
+        env.reset(seed=0)
+        observation = env.step(CallTool(name="counter", arguments={}))
+        assert (observation.result.is_error, observation.reward) == (False, 0.5)

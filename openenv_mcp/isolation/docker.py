@@ -480,9 +480,15 @@ class DockerConnection(McpConnection):
         return any("{env_dir}" in a for a in [*(self.spec.command or []), *self.ctx.env.values()])
 
     def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        """The container's variables: ``HOME``/``TMPDIR``, then the spec's (placeholders expanded)."""
-        env = {**self.ctx.env, **(extra or {})}
-        return {"HOME": "/tmp", "TMPDIR": "/tmp", **dict(zip(env, self.expand(list(env.values())), strict=True))}
+        """The container's variables: ``HOME``/``TMPDIR``, the spec's (placeholders expanded), then
+        ``extra`` as given (a command reward's task data is never rewritten)."""
+        env = self.ctx.env
+        return {
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            **dict(zip(env, self.expand(list(env.values())), strict=True)),
+            **(extra or {}),
+        }
 
     def expand(self, argv: list[str]) -> list[str]:
         """``{workspace}`` and ``{env_dir}`` as the container sees them."""

@@ -835,14 +835,15 @@ class ProcessConnection(McpConnection):
         """Whether the server can run as an unprivileged uid (it must reach its program)."""
         return self.unreachable() is None
 
-    def unreachable(self) -> str | None:
-        """The first path the command needs (its program, the files it names, their runtime: a
-        virtualenv, a script's interpreter, a Node package) that an unprivileged uid cannot reach."""
-        full = [self.executable, *self.named()[1:]]
-        for path in [self.executable, *command_paths(full, self.base_dir)]:
+    def unreachable(self, argv: list[str] | None = None) -> str | None:
+        """The first path a command (the server's by default) needs (its program, the files it names,
+        their runtime: a virtualenv, a script's interpreter, a Node package) that an unprivileged uid
+        cannot reach."""
+        full = argv or [self.executable, *self.named()[1:]]
+        for path in [full[0], *command_paths(full, self.base_dir)]:
             if path != str(self.base_dir) and private_ancestor(path) is not None:
                 return path
-        return None if reachable_by_others(self.executable) else self.executable
+        return None if reachable_by_others(full[0]) else full[0]
 
     # -- hooks for the sandbox
     def workspace_path(self) -> str:
@@ -880,9 +881,12 @@ class ProcessConnection(McpConnection):
         executable = executable or self.executable
         full = [executable, *argv[1:]]
         wrap = None
-        if self.expose is not None:
+        expose = self.expose
+        if expose is None and self.uid is not None and self.unreachable(full) is not None:
+            expose = shutil.which("bwrap")  # e.g. a reward command under a private env folder
+        if expose is not None:
             wrap = exposing_wrap(
-                self.expose,
+                expose,
                 command_paths(full, self.base_dir) + command_paths([sys.executable], self.base_dir),
                 [str(self.ctx.workspace), str(self.private_dir())],
             )
@@ -906,7 +910,7 @@ class ProcessConnection(McpConnection):
         """Run ``argv`` as the server runs: same uid, limits and (sandbox) namespaces."""
         argv = expand(argv, {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)})
         launch = self.launch(argv, resolve_executable(argv[0], self.spec.name))
-        launch.env.update(self.placeholders(env))
+        launch.env.update(env)  # as given: task data in it is never rewritten
         return await run_launch(launch, timeout)
 
     def command(self) -> list[str]:
