@@ -21,15 +21,14 @@ from containment import FIXTURE, IS_ROOT, call
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
 from openenv_mcp.isolation.process import UID_BASE, private_ancestor
+from openenv_mcp.testing import need
 
 BOUNDARIES = ["process", "sandbox"]
 
 
 def need_engine(isolation: str) -> None:
-    if isolation == "sandbox" and shutil.which("bwrap") is None:
-        if os.environ.get("OPENENV_MCP_REQUIRE_ALL") == "1":
-            pytest.fail("bubblewrap is required (OPENENV_MCP_REQUIRE_ALL=1)")
-        pytest.skip("needs bubblewrap")
+    if isolation == "sandbox":
+        need(shutil.which("bwrap") is not None, "bubblewrap not found (apt-get install bubblewrap)")
 
 
 def make_env(base_dir: Path, isolation: str, command: list[str], **server) -> openenv_mcp.Env:
@@ -118,9 +117,9 @@ def test_a_server_in_its_own_virtualenv_under_a_private_folder_runs_as_the_episo
     need_engine(isolation)
     interpreter = "/usr/bin/python3" if base == "system" else os.path.realpath(sys._base_executable)
     if base == "private" and private_ancestor(interpreter) is None:
-        pytest.skip("this machine's base interpreter is not under a private folder")
+        pytest.skip("not applicable: this machine's base Python is not under a private (0700) folder")
     if not os.path.exists(interpreter):
-        pytest.skip(f"needs {interpreter}")
+        need(False, f"{interpreter} not found (apt-get install python3)")
     venv = python_venv(private, interpreter)
     with make_env(env_dir, isolation, [str(venv / "bin" / "hostile")]) as env:
         env.reset(seed=0)
@@ -164,7 +163,7 @@ def test_a_node_server_finds_the_node_modules_beside_it(private, env_dir, isolat
     need_engine(isolation)
     node = shutil.which("node")
     if node is None or private_ancestor(os.path.realpath(node)) is not None:
-        pytest.skip("needs node in a world-readable place")
+        need(False, "node not found in a world-readable place (apt-get install nodejs)")
     package = private / "srv"
     (package / "dist").mkdir(parents=True)
     (package / "package.json").write_text('{"name": "srv", "private": true}')
