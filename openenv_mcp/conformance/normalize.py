@@ -21,6 +21,17 @@ __all__ = ["Normalizer", "episode_values"]
 _EDGE = r"A-Za-z0-9_"
 
 
+def _left(value: str) -> str:
+    """No word character right before a value that starts with one (so ``1000`` is not found in ``21000``);
+    a JSON escape (``\\n``, ``\\t``...) ends a word: results are compared as JSON text."""
+    return rf"(?:(?<![{_EDGE}])|(?<=\\[nrtbf]))" if re.match(rf"[{_EDGE}]", value) else ""
+
+
+def _right(value: str) -> str:
+    """No word character right after a value that ends with one."""
+    return rf"(?![{_EDGE}])" if re.search(rf"[{_EDGE}]$", value) else ""
+
+
 def episode_values(handle: Any) -> dict[str, str]:
     """What the framework varies in this episode, by what it is (empty when it cannot tell)."""
     if not hasattr(handle, "per_episode_values"):
@@ -37,7 +48,7 @@ class Normalizer:
         self._patterns: list[tuple[re.Pattern[str], str, str]] = []
         for value, label in pairs:
             forms = {re.escape(value), re.escape(json.dumps(value)[1:-1])}  # as is, and inside a JSON string
-            pattern = re.compile(rf"(?<![{_EDGE}])(?:{'|'.join(sorted(forms, key=len, reverse=True))})(?![{_EDGE}])")
+            pattern = re.compile(_left(value) + f"(?:{'|'.join(sorted(forms, key=len, reverse=True))})" + _right(value))
             self._patterns.append((pattern, f"<{label}>", label))
         self.used: set[str] = set()
         """Labels of the values actually replaced so far."""
