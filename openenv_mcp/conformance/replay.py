@@ -18,7 +18,7 @@ import anyio
 from mcp.types import Tool
 
 from ..types import CallTool, canonical_json
-from .argsgen import generate_calls
+from .argsgen import generate_calls, nonce_words
 from .base import Context
 from .channels import shown, snapshot
 from .normalize import Normalizer, episode_values
@@ -34,6 +34,7 @@ __all__ = [
     "next_second",
     "observation_difference",
     "replay",
+    "rule_calls",
     "short",
     "state_json",
     "volatility",
@@ -71,6 +72,23 @@ async def actions_for(ctx: Context, handle: Any, kind: str = "reference") -> lis
         return scripted
     tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
     return generate_calls(tools, ctx.seed, ctx.calls, samples=ctx.sample_calls(handle.task))
+
+
+DEPENDENTS = ("env.reset_restores", "env.episode_isolation")
+"""Rules that replay generated calls of their own and ignore what the probe learned."""
+
+
+def rule_calls(ctx: Context, handle: Any, rule_id: str) -> list[CallTool]:
+    """The generated calls ``rule_id`` replays: seeded per rule, over a vocabulary unique to this
+    experiment (reads and writes hit the same keys; nothing an earlier rule wrote can look like it)."""
+    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
+    return generate_calls(tools, f"{ctx.seed}:{rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
+
+
+def _dependents_calls(ctx: Context, handle: Any) -> list[CallTool]:
+    """Calls like the ones reset and isolation will replay (their seeds, fresh nonce words), so a
+    clock or random name only those calls reach is learned here, not blamed on leaked state there."""
+    return [call for rule_id in DEPENDENTS for call in rule_calls(ctx, handle, rule_id)]
 
 
 def channel_of(label: str) -> str:
@@ -142,7 +160,7 @@ async def _probe(ctx: Context) -> Probe:
         if diff:
             probe.fatal = f"reset(seed={ctx.seed}) twice: {diff}"
             return probe
-        actions = await actions_for(ctx, a)
+        actions = await actions_for(ctx, a) + _dependents_calls(ctx, a)
         timed: set[str] = set()
         for i, action in enumerate(actions, 1):  # lockstep: neither episode runs ahead of the other
             if a.ended or b.ended:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -198,6 +198,7 @@ class LocalSubject(Subject):
         self._environment = environment
         self.label = label or environment.name
         self._shared: Any = None
+        self._served: Any = None
         caps = {"mcp", "episodes", "local"}
         if _serving() is not None:
             caps.add("http")
@@ -246,8 +247,18 @@ class LocalSubject(Subject):
         if factory is None:
             raise ConfigError("serving is not installed (openenv_mcp.serve.app)")
         app = factory(self.environment)
-        async with serve_asgi(app) as base:
-            yield base + "/mcp"
+        self._served = app
+        try:
+            async with serve_asgi(app) as base:
+                yield base + "/mcp"
+        finally:
+            self._served = None
+
+    def served_values(self, episode_id: str) -> dict[str, str]:
+        """The per-episode values of an episode of the app :meth:`http` serves (by its documented
+        ``app.state.manager``); empty when it is not live there."""
+        episode = self._served.state.manager.peek(episode_id) if self._served is not None else None
+        return episode.per_episode_values() if episode is not None else {}
 
 
 def _serving() -> Any:
@@ -312,8 +323,16 @@ class RemoteEpisodeHandle(EpisodeHandle):
     (``POST /episodes``, ``/episodes/{id}/step``, ``GET .../state``, ``DELETE``); its
     MCP face is the episode's own address ``/episodes/{id}/mcp``."""
 
-    def __init__(self, http: Any, base: str, created: dict[str, Any], tally: CallTally | None = None) -> None:
+    def __init__(
+        self,
+        http: Any,
+        base: str,
+        created: dict[str, Any],
+        tally: CallTally | None = None,
+        values: Callable[[str], dict[str, str]] | None = None,
+    ) -> None:
         self.http, self.base = http, base
+        self._values = values
         self.tally = tally or CallTally()
         self.id: str = created["episode_id"]
         self.mcp_url: str = created.get("mcp_url") or f"{base}/episodes/{self.id}/mcp"
@@ -353,7 +372,8 @@ class RemoteEpisodeHandle(EpisodeHandle):
         return State.model_validate((await self._call("GET", f"/episodes/{self.id}/state"))["state"])
 
     def per_episode_values(self) -> dict[str, str]:
-        return {"the episode id": self.id}  # the rest is the server's to say; a URL does not
+        # the rest is the server's to say; a URL does not (unless this process serves it: ``values``)
+        return {"the episode id": self.id, **(self._values(self.id) if self._values else {})}
 
     def mcp(self) -> Any:
         return (
@@ -375,7 +395,11 @@ class UrlSubject(Subject):
 
     capabilities = frozenset({"mcp", "http"})
 
-    def __init__(self, url: str, token: str | None = None) -> None:
+    def __init__(
+        self, url: str, token: str | None = None, values: Callable[[str], dict[str, str]] | None = None
+    ) -> None:
+        """``values``: an episode id -> its per-episode values, when this process serves ``url``."""
+        self._values = values
         url = url.rstrip("/")
         self.base = url[: -len("/mcp")] if url.endswith("/mcp") else url
         self.url = url if url.endswith("/mcp") else url + "/mcp"
@@ -401,7 +425,7 @@ class UrlSubject(Subject):
         response = await self._http.post(f"{self.base}/episodes", json={"seed": seed, "task_id": task_id})
         if response.status_code != 201:
             raise ConfigError(f"POST /episodes answered HTTP {response.status_code}: {response.text[:300]}")
-        return RemoteEpisodeHandle(self._http, self.base, response.json(), self.tally)
+        return RemoteEpisodeHandle(self._http, self.base, response.json(), self.tally, self._values)
 
     async def aclose(self) -> None:
         if self._http is not None:
