@@ -151,7 +151,8 @@ def _stdio_params(spec: EnvSpec, server: ToolServerSpec, workspace: Path) -> Any
     if server.command:
         argv = [_expand(a, values) for a in server.command]
         program = sys.executable if argv[0] in ("python", "python3") else argv[0]
-        return StdioServerParameters(command=program, args=argv[1:], env=dict(server.env), cwd=str(workspace))
+        env = {k: _expand(v, values) for k, v in server.env.items()}  # placeholders expand in env too
+        return StdioServerParameters(command=program, args=argv[1:], env=env, cwd=str(workspace))
     if isinstance(server.object, str):  # a FastMCP object: run it over stdio in its own interpreter
         code = (
             "import sys; from openenv_mcp.core.spec import load_object; "
@@ -285,15 +286,15 @@ async def fidelity_diff(
                     r for r in got_res["result"]["resources"] if r["uri"] != "openenv://episode/task"
                 ]
             if "error" in raw_res and raw_init.capabilities.resources is None:
-                raw_res = {"result": {"resources": []}}
+                raw_res, got_res = _none_listed(got_res, "resources")
             if several:
                 _only_mine(raw_res, got_res, "resources", "uri")
             record("resources/list", "mcp", raw_res, got_res)
             report.requests.append("resources/templates/list")
             raw_tpl = await _answer(raw.list_resource_templates)
-            if "error" in raw_tpl:
-                raw_tpl = {"result": {"resourceTemplates": []}}
             got_tpl = await _answer(mcp.list_resource_templates)
+            if "error" in raw_tpl:
+                raw_tpl, got_tpl = _none_listed(got_tpl, "resourceTemplates")
             if several:
                 _only_mine(raw_tpl, got_tpl, "resourceTemplates", "uriTemplate")
             record("resources/templates/list", "mcp", raw_tpl, got_tpl)
@@ -316,7 +317,7 @@ async def fidelity_diff(
                 report.normalized.add("prompts/list.task")
                 got_pr["result"]["prompts"] = [p for p in got_pr["result"]["prompts"] if p["name"] != "task"]
             if "error" in raw_pr and raw_init.capabilities.prompts is None:
-                raw_pr = {"result": {"prompts": []}}
+                raw_pr, got_pr = _none_listed(got_pr, "prompts")
             if prefix and "result" in raw_pr:
                 for p in raw_pr["result"]["prompts"]:
                     p["name"] = f"{prefix}_{p['name']}"
@@ -355,6 +356,14 @@ async def fidelity_diff(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return report
+
+
+def _none_listed(got: dict[str, Any], key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A server without the capability lists nothing: compare the face's ``key`` items with none
+    (the face's own result fields, e.g. ``ttlMs``, are the face's, not the server's)."""
+    if "result" in got:
+        got = {"result": {key: got["result"].get(key, [])}}
+    return {"result": {key: []}}, got
 
 
 def _only_mine(raw: dict[str, Any], got: dict[str, Any], key: str, ident: str) -> None:
