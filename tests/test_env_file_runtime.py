@@ -178,6 +178,31 @@ def test_a_node_server_finds_the_node_modules_beside_it(private, env_dir, isolat
             assert me["uid"] >= UID_BASE
 
 
+def test_a_node_server_named_through_a_linked_runtime_folder_and_dotdot_starts_in_the_sandbox(tmp_path):
+    # the corpus recipe: "{env_dir}/../runtime/node/bin/node" where runtime links to an install cache and
+    # node/bin/node links to a Node elsewhere; the sandbox must bind those paths as the command names them
+    need_engine("sandbox")
+    node = shutil.which("node")
+    if node is None or private_ancestor(os.path.realpath(node)) is not None:
+        need(False, "node not found in a world-readable place (apt-get install nodejs)")
+    cache = tmp_path / "cache"
+    (cache / "node" / "bin").mkdir(parents=True)
+    (cache / "node" / "bin" / "node").symlink_to(os.path.realpath(node))
+    modules = cache / "npm" / "node_modules"
+    (modules / "srv" / "dist").mkdir(parents=True)
+    (modules / "srv" / "package.json").write_text('{"name": "srv", "private": true}')
+    (modules / "srv" / "dist" / "index.js").write_text(NODE_SERVER)
+    (modules / "greet").mkdir()
+    (modules / "greet" / "index.js").write_text("module.exports = () => 'hello from node_modules';\n")
+    env_dir = tmp_path / "corpus" / "srv" / "sandbox"
+    env_dir.mkdir(parents=True)
+    (tmp_path / "corpus" / "srv" / "runtime").symlink_to(cache)
+    command = ["{env_dir}/../runtime/node/bin/node", "{env_dir}/../runtime/npm/node_modules/srv/dist/index.js"]
+    with make_env(env_dir, "sandbox", command) as env:
+        env.reset(seed=0)
+        assert whoami(env)["greeting"] == "hello from node_modules"
+
+
 def test_a_runtime_the_sandbox_cannot_see_fails_with_how_to_bind_it_and_ro_bind_fixes_it(tmp_path, env_dir):
     need_engine("sandbox")
     lib = tmp_path / "lib"

@@ -377,8 +377,11 @@ def command_paths(argv: list[str], base_dir: Path) -> list[str]:
     environment's folder and, for this interpreter, its prefixes, ``sys.path`` and this package."""
     program = os.path.realpath(argv[0])
     prefix = os.path.dirname(os.path.dirname(program))
-    paths = [str(base_dir), program, argv[0], *([] if too_wide(prefix) else [prefix])]
-    paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
+    # as named, without ``..`` (``{env_dir}/../runtime/...`` is not inside ``{env_dir}``): a folder bound at
+    # a named path that runs through links is found there again (the program is executed by that name)
+    named = [os.path.normpath(a) for a in argv if a.startswith("/")]
+    paths = [str(base_dir), program, *named, *([] if too_wide(prefix) else [prefix])]
+    paths += [a for a in named if os.path.exists(a)]
     paths += runtime_paths(argv, f"{os.path.dirname(argv[0])}:{SYSTEM_PATH}")
     if argv[0] == sys.executable or program == os.path.realpath(sys.executable):
         paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]

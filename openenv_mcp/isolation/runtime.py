@@ -124,7 +124,8 @@ def runtime_paths(argv: list[str], search_path: str) -> list[str]:
         node_like = real.endswith(NODE_SUFFIXES) or (
             interpreter is not None and "node" in os.path.basename(interpreter)
         )
-        if node_like and (root := node_root_of(real)) is not None:
-            found.append(root)
+        if node_like:  # where Node resolves the script's modules from: its real folder (and as named)
+            roots = [node_root_of(real), node_root_of(os.path.normpath(path))]
+            found += [r for i, r in enumerate(roots) if r is not None and r not in roots[:i]]
         out += [p for p in found if p not in out and os.path.exists(p)]
     return out
