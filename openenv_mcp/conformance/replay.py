@@ -85,10 +85,18 @@ def rule_calls(ctx: Context, handle: Any, rule_id: str) -> list[CallTool]:
     return generate_calls(tools, f"{ctx.seed}:{rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
 
 
-def _dependents_calls(ctx: Context, handle: Any) -> list[CallTool]:
-    """Calls like the ones reset and isolation will replay (their seeds, fresh nonce words), so a
-    clock or random name only those calls reach is learned here, not blamed on leaked state there."""
-    return [call for rule_id in DEPENDENTS for call in rule_calls(ctx, handle, rule_id)]
+def _probe_groups(actions: list[CallTool], ctx: Context, handle: Any) -> list[tuple[int, CallTool, bool]]:
+    """``(step, call, timed)``: the trajectory, then calls like the ones reset and isolation will replay
+    (their seeds, fresh nonce words), so a clock or random name only those calls reach is learned here,
+    not blamed on leaked state there. ``timed``: each tool's first call in each group (those rules replay
+    their group in an episode of its own, later: a time a call stamps there must show here too)."""
+    out: list[tuple[int, CallTool, bool]] = []
+    for group in [actions, *(rule_calls(ctx, handle, rule_id) for rule_id in DEPENDENTS)]:
+        seen: set[str] = set()
+        for call in group:
+            out.append((len(out) + 1, call, call.name not in seen))
+            seen.add(call.name)
+    return out
 
 
 def channel_of(label: str) -> str:
@@ -160,15 +168,12 @@ async def _probe(ctx: Context) -> Probe:
         if diff:
             probe.fatal = f"reset(seed={ctx.seed}) twice: {diff}"
             return probe
-        actions = await actions_for(ctx, a) + _dependents_calls(ctx, a)
-        timed: set[str] = set()
-        for i, action in enumerate(actions, 1):  # lockstep: neither episode runs ahead of the other
-            if a.ended or b.ended:
+        for i, action, timed in _probe_groups(await actions_for(ctx, a), ctx, a):
+            if a.ended or b.ended:  # lockstep: neither episode runs ahead of the other
                 break
             started = time.time()
             [sa] = await replay(a, [action])
-            if action.name not in timed:  # each tool's first call: a second boundary in between
-                timed.add(action.name)
+            if timed:  # a wall-clock second boundary in between
                 await next_second(started)
             [sb] = await replay(b, [action])
             where = f"step {i} {call_text(action)}"
