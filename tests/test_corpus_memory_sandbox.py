@@ -6,6 +6,6 @@ import pytest
 from corpus import check_corpus
 
 
-@pytest.mark.timeout(600)  # a conformance run of a third-party server (slow under load)
+@pytest.mark.timeout(900)  # a conformance run of a third-party server (slow under load)
 def test_corpus_memory_sandbox_verdicts_match_the_expected_table() -> None:
     check_corpus("memory", "sandbox")

@@ -18,7 +18,7 @@ import anyio
 from mcp.types import Tool
 
 from ..types import CallTool, canonical_json
-from .argsgen import generate_calls, nonce_words
+from .argsgen import generate_calls
 from .base import Context
 from .channels import shown, snapshot
 from .normalize import Normalizer, episode_values
@@ -34,7 +34,6 @@ __all__ = [
     "next_second",
     "observation_difference",
     "replay",
-    "rule_calls",
     "short",
     "state_json",
     "volatility",
@@ -72,31 +71,6 @@ async def actions_for(ctx: Context, handle: Any, kind: str = "reference") -> lis
         return scripted
     tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
     return generate_calls(tools, ctx.seed, ctx.calls, samples=ctx.sample_calls(handle.task))
-
-
-DEPENDENTS = ("env.reset_restores", "env.episode_isolation")
-"""Rules that replay generated calls of their own and ignore what the probe learned."""
-
-
-def rule_calls(ctx: Context, handle: Any, rule_id: str) -> list[CallTool]:
-    """The generated calls ``rule_id`` replays: seeded per rule, over a vocabulary unique to this
-    experiment (reads and writes hit the same keys; nothing an earlier rule wrote can look like it)."""
-    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
-    return generate_calls(tools, f"{ctx.seed}:{rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
-
-
-def _probe_groups(actions: list[CallTool], ctx: Context, handle: Any) -> list[tuple[int, CallTool, bool]]:
-    """``(step, call, timed)``: the trajectory, then calls like the ones reset and isolation will replay
-    (their seeds, fresh nonce words), so a clock or random name only those calls reach is learned here,
-    not blamed on leaked state there. ``timed``: each tool's first call in each group (those rules replay
-    their group in an episode of its own, later: a time a call stamps there must show here too)."""
-    out: list[tuple[int, CallTool, bool]] = []
-    for group in [actions, *(rule_calls(ctx, handle, rule_id) for rule_id in DEPENDENTS)]:
-        seen: set[str] = set()
-        for call in group:
-            out.append((len(out) + 1, call, call.name not in seen))
-            seen.add(call.name)
-    return out
 
 
 def channel_of(label: str) -> str:
@@ -168,12 +142,15 @@ async def _probe(ctx: Context) -> Probe:
         if diff:
             probe.fatal = f"reset(seed={ctx.seed}) twice: {diff}"
             return probe
-        for i, action, timed in _probe_groups(await actions_for(ctx, a), ctx, a):
-            if a.ended or b.ended:  # lockstep: neither episode runs ahead of the other
+        actions = await actions_for(ctx, a)
+        timed: set[str] = set()
+        for i, action in enumerate(actions, 1):  # lockstep: neither episode runs ahead of the other
+            if a.ended or b.ended:
                 break
             started = time.time()
             [sa] = await replay(a, [action])
-            if timed:  # a wall-clock second boundary in between
+            if action.name not in timed:  # each tool's first call: a second boundary in between
+                timed.add(action.name)
                 await next_second(started)
             [sb] = await replay(b, [action])
             where = f"step {i} {call_text(action)}"

@@ -22,6 +22,7 @@ from mcp.types import Tool
 
 from ...core.environment import Environment
 from ...types import CallTool, canonical_json
+from ..argsgen import generate_calls, nonce_words
 from ..base import Context, Failed, Inconclusive, Skipped, fail_if, rule
 from ..channels import read_only_calls, read_only_tools, shown, snapshot
 from ..normalize import Normalizer, episode_values
@@ -33,7 +34,6 @@ from ..replay import (
     channel_of,
     observation_difference,
     replay,
-    rule_calls,
     short,
     state_json,
     volatility,
@@ -76,10 +76,12 @@ def _tools_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str |
 
 
 def _probe_actions(handle: Any, ctx: Context) -> list[CallTool]:
-    """Generated calls seeded per rule (values drawn from a schema's small pool differ from what an
-    earlier rule wrote, so a leak of its writes is visible here too); the determinism probe replays
-    calls like these, so what varies in them on its own is known (:func:`..replay.rule_calls`)."""
-    return rule_calls(ctx, handle, ctx.rule_id)
+    """Generated calls over a vocabulary unique to this experiment: reads and writes hit the
+    same keys, and nothing an earlier rule wrote can look like it."""
+    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
+    # seeded per rule: values drawn from a schema's small pool (pattern, enum) differ from what an
+    # earlier rule wrote, so a leak of its writes is visible here too
+    return generate_calls(tools, f"{ctx.seed}:{ctx.rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
 
 
 class Compare:
