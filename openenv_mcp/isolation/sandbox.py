@@ -34,7 +34,19 @@ from pathlib import Path
 from ..core.spec import ToolServerSpec
 from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
-from .process import SYSTEM_PATH, Launch, ProcessConnection, command_paths, outermost, rlimits_for
+from .mcpsession import SessionHost
+from .process import (
+    LINE_SLACK,
+    SYSTEM_PATH,
+    UIDS,
+    Launch,
+    ProcessConnection,
+    _ProcessHost,
+    command_paths,
+    outermost,
+    rlimits_for,
+)
+from .zygote import fast_process
 
 __all__ = ["ETC_SECRETS", "HIDDEN", "SANDBOX_WORKSPACE", "SYSTEM", "SandboxConnection", "bwrap_path"]
 
@@ -250,3 +262,11 @@ class SandboxConnection(ProcessConnection):
             None if self.privileged else self.uid,
             rlimits_for(self.spec, self.uid is not None),
         )
+
+    def _new_host(self) -> SessionHost:
+        """The server forked by its zygote when fast starts apply (see :mod:`.zygote`), else a plain start."""
+        argv = [self.executable, *self.command()[1:]]
+        limit = self.spec.limits.output_bytes
+        kill_uid = UIDS.exclusive(self.ctx.episode_id)
+        fast = fast_process(self, argv, self.launch(self.command()), 2 * limit + LINE_SLACK, limit, kill_uid)
+        return super()._new_host() if fast is None else _ProcessHost(self.spec.name, fast)

@@ -1,0 +1,361 @@
+"""Fast sandboxed starts: one fork server (zygote) per sandboxed tool server, forking each episode's server.
+
+A sandboxed tool server normally costs a ``bwrap`` and a Python interpreter importing the
+server, per episode. With fast starts, the first episode starts a *zygote* (:mod:`._zygote`)
+inside a template of that server's sandbox (the same ``bwrap`` command minus the episode's
+workspace and uid: same read-only host, masks, binds, network policy); it imports the tool
+server once. Every episode then gets a child forked from it, which makes its own mount, PID,
+IPC, UTS, cgroup (and network) namespaces, mounts the episode's workspace at ``/workspace``
+and fresh ``/tmp``, ``/var/tmp``, ``/run``, ``/dev/shm``, ``/dev/pts`` and ``/proc``, sets the
+server's limits, drops every capability and becomes the episode's unprivileged uid (the one
+leased by :data:`~.process.UIDS`, whose guard kills all its processes at close) before any
+episode code runs. What episodes share is read-only: the host files the template shows and
+the imported code's pages (copy-on-write). See ``docs/env-file.md``, "Fast starts".
+
+Used only where it changes nothing the boundary guarantees: ``isolation = "sandbox"``, the
+environment server running as root, a command ``python -m openenv_mcp.tool_servers.<name>``
+(the framework's own servers: their import runs as root in the zygote, so third-party code is
+never imported there), no ``PYTHON*`` variables, ``fast_start`` not turned off (env file) and
+``OPENENV_MCP_FAST_START`` not ``0``. A zygote that cannot start or dies is replaced on the next
+episode; if it cannot be started the episode starts the ordinary way (a warning says why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import BoundaryError
+from .process import Launch, StdioProcess, warn_once
+
+__all__ = ["ZYGOTE_CAPS", "Zygote", "ZygoteProcess", "close_zygotes", "fast_starts_enabled", "zygote_count"]
+
+log = logging.getLogger("openenv_mcp.isolation.zygote")
+
+ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote.py"))
+ZYGOTE_CAPS = "CAP_SYS_ADMIN,CAP_SETUID,CAP_SETGID,CAP_SETPCAP,CAP_NET_ADMIN"
+"""What the zygote keeps (to build a child's namespaces and drop it to its uid); children keep nothing."""
+MODULE_PREFIX = "openenv_mcp.tool_servers."
+START_TIMEOUT = 30.0
+
+
+def fast_starts_enabled() -> bool:
+    """``OPENENV_MCP_FAST_START=0`` turns fast starts off for the whole process."""
+    return os.environ.get("OPENENV_MCP_FAST_START", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+class Zygote:
+    """One running fork server and the socket to it."""
+
+    def __init__(self, command: list[str], env: dict[str, str], module: str) -> None:
+        self.command, self.env, self.module = command, env, module
+        self.proc: asyncio.subprocess.Process | None = None
+        self.control: socket.socket | None = None
+        self.pid: int | None = None
+        self.error: str | None = None
+        self._started: asyncio.Future[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None and self.control is not None
+
+    async def ensure(self) -> None:
+        """Start the zygote once (concurrent callers wait for the same start)."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._started)
+
+    async def _start(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.command,
+                str(theirs.fileno()),
+                self.module,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+                cwd="/",
+                start_new_session=True,
+                pass_fds=(theirs.fileno(),),
+            )
+        except OSError as e:
+            ours.close()
+            raise BoundaryError(f"the fast-start zygote of {self.module} could not start: {e}") from e
+        finally:
+            theirs.close()
+        ours.setblocking(False)
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(START_TIMEOUT):
+                first = await loop.sock_recv(ours, 65536)
+        except TimeoutError:
+            first = b""
+        message = json.loads(first) if first else {}
+        if "ready" not in message:
+            await self._kill()
+            ours.close()
+            why = message.get("error") or await self._stderr() or "it exited before it was ready"
+            raise BoundaryError(f"the fast-start zygote of {self.module} could not start: {why}")
+        self.control, self.pid = ours, int(message["ready"])
+
+    async def _stderr(self) -> str:
+        if self.proc is None or self.proc.stderr is None:
+            return ""
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(1):
+                return (await self.proc.stderr.read(4000)).decode(errors="replace").strip()
+        return ""
+
+    async def _kill(self) -> None:
+        proc = self.proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5):
+                    await proc.wait()
+
+    async def fork(self, config: dict[str, Any], fds: list[int]) -> tuple[int, socket.socket]:
+        """Ask for one child: ``(its pid on the host, the socket its exit status comes on)``."""
+        assert self.control is not None
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        mine.setblocking(False)
+        try:
+            data = json.dumps(config).encode()
+            for _ in range(1000):
+                try:
+                    socket.send_fds(self.control, [data], [theirs.fileno(), *fds])
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(0.005)
+            else:
+                raise BoundaryError(f"the fast-start zygote of {self.module} does not take requests")
+        except OSError as e:
+            mine.close()
+            raise BoundaryError(f"the fast-start zygote of {self.module} died ({e.strerror or e})") from e
+        finally:
+            theirs.close()
+        try:
+            async with asyncio.timeout(START_TIMEOUT):
+                reply = await asyncio.get_running_loop().sock_recv(mine, 4096)
+        except (TimeoutError, OSError):
+            reply = b""
+        answer = json.loads(reply) if reply else {}
+        if "pid" not in answer:
+            mine.close()
+            why = answer.get("error") or "it died"
+            raise BoundaryError(f"the fast-start zygote of {self.module} could not fork a server: {why}")
+        return int(answer["pid"]), mine
+
+    async def close(self) -> None:
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        await self._kill()
+
+
+_ZYGOTES: dict[tuple[str, ...], Zygote] = {}
+
+
+def zygote_count() -> int:
+    """Zygotes running in this process (tests and benchmarks)."""
+    return sum(1 for z in _ZYGOTES.values() if z.alive)
+
+
+def zygote_pids() -> list[int]:
+    """The host pids of this process's running zygotes (tests)."""
+    return [z.pid for z in _ZYGOTES.values() if z.alive and z.pid is not None]
+
+
+async def close_zygotes() -> None:
+    """Stop every zygote (their running children die with them)."""
+    zygotes = list(_ZYGOTES.values())
+    _ZYGOTES.clear()
+    for zygote in zygotes:
+        await zygote.close()
+
+
+async def zygote_for(command: list[str], env: dict[str, str], module: str) -> Zygote:
+    """The running zygote for a template, (re)started if it is not running."""
+    key = (*command, module, *sorted(f"{k}={v}" for k, v in env.items()))
+    zygote = _ZYGOTES.get(key)
+    if zygote is not None and zygote._started is not None and zygote._started.done() and not zygote.alive:
+        if zygote.error is None and zygote.proc is not None and zygote.proc.returncode is not None:
+            warn_once(
+                f"zygote-died-{zygote.pid}",
+                f"the fast-start zygote of {module} (pid {zygote.pid}) died ({describe_exit(zygote.proc.returncode)});"
+                " starting a new one",
+            )
+        await zygote.close()
+        zygote = None
+    if zygote is None:
+        zygote = _ZYGOTES[key] = Zygote(command, env, module)
+    try:
+        await zygote.ensure()
+    except BaseException:
+        if _ZYGOTES.get(key) is zygote:
+            del _ZYGOTES[key]
+        raise
+    return zygote
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "running"
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+SYS_OPEN_TREE, OPEN_TREE_CLONE, AT_SYMLINK_NOFOLLOW = 428, 0x1, 0x100
+
+
+def clone_mount(path: str) -> int:
+    """A detached bind mount of the folder ``path`` (``open_tree(OPEN_TREE_CLONE)``): the one thing of the
+    host's file tree a forked child attaches (at ``/workspace``); the zygote never sees the host's folders."""
+    if not os.path.isdir(path) or os.path.islink(path):
+        raise BoundaryError(f"workspace {path} is not a folder")
+    flags = OPEN_TREE_CLONE | os.O_CLOEXEC | AT_SYMLINK_NOFOLLOW
+    fd = _libc.syscall(SYS_OPEN_TREE, -100, path.encode(), flags)
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise BoundaryError(f"could not clone the workspace mount {path}: {os.strerror(code)}")
+    return fd
+
+
+class _Proc:
+    """What :class:`StdioProcess` needs of an ``asyncio.subprocess.Process``, for a forked child."""
+
+    def __init__(self, pid: int, report: socket.socket) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._report = report
+        self._transports: list[asyncio.BaseTransport] = []
+        self._exited = asyncio.get_running_loop().create_future()
+        self._watcher = asyncio.ensure_future(self._watch())
+        self._transport = self  # StdioProcess.stop() closes it
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        code = -9  # the zygote died: the child died with it (parent-death signals)
+        with contextlib.suppress(OSError):
+            while True:
+                data = await loop.sock_recv(self._report, 4096)
+                if not data:
+                    break
+                message = json.loads(data)
+                if "exit" in message:
+                    code = os.waitstatus_to_exitcode(int(message["exit"]))
+                    if code > 128:  # A and B pass a signal on as 128 + N (as bwrap does)
+                        code = 128 - code
+                    break
+        self._report.close()
+        self.returncode = code
+        if not self._exited.done():
+            self._exited.set_result(code)
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._exited)
+
+    def close(self) -> None:
+        for transport in self._transports:
+            transport.close()
+        if self.returncode is None:
+            self._watcher.cancel()
+            self._report.close()
+
+
+class ZygoteProcess(StdioProcess):
+    """A :class:`StdioProcess` whose server is forked by a zygote (falls back to ``plain`` when none can start)."""
+
+    def __init__(self, name: str, plain: Launch, zygote: tuple[list[str], dict[str, str], str], child: dict[str, Any],
+                 workspace: str, line_limit: int, output_limit: int, kill_uid: bool = False) -> None:  # fmt: skip
+        super().__init__(name, plain, line_limit, output_limit, kill_uid)
+        self.template, self.child, self.workspace = zygote, child, workspace
+        self.forked = False
+
+    async def spawn(self) -> None:
+        command, env, module = self.template
+        try:
+            zygote = await zygote_for(command, env, module)
+        except BoundaryError as e:
+            warn_once(f"zygote-fallback-{module}", f"fast starts are off for {module}: {e}; starting servers the ordinary way")
+            await super().spawn()
+            return
+        loop = asyncio.get_running_loop()
+        stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
+        stdout_r, stdout_w = os.pipe2(os.O_CLOEXEC)
+        stderr_r, stderr_w = os.pipe2(os.O_CLOEXEC)
+        ws = clone_mount(self.workspace)
+        try:
+            pid, report = await zygote.fork(self.child, [stdin_r, stdout_w, stderr_w, ws])
+        except BaseException:
+            for fd in (stdin_w, stdout_r, stderr_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (stdin_r, stdout_w, stderr_w, ws):
+                os.close(fd)
+        proc = _Proc(pid, report)
+        out = asyncio.StreamReader(limit=2**20, loop=loop)
+        err = asyncio.StreamReader(limit=2**20, loop=loop)
+        t_out, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out, loop=loop), open(stdout_r, "rb", 0))  # noqa: SIM115
+        t_err, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err, loop=loop), open(stderr_r, "rb", 0))  # noqa: SIM115
+        t_in, p_in = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, open(stdin_w, "wb", 0))  # noqa: SIM115
+        proc.stdin = asyncio.StreamWriter(t_in, p_in, None, loop)  # type: ignore[arg-type]
+        proc.stdout, proc.stderr = out, err
+        proc._transports = [t_in, t_out, t_err]
+        self.proc = proc  # type: ignore[assignment]
+        self.forked = True
+
+
+def fast_process(conn: Any, argv: list[str], plain: Launch, line_limit: int, output_limit: int,
+                 kill_uid: bool) -> ZygoteProcess | None:  # fmt: skip
+    """A :class:`ZygoteProcess` for a sandbox connection's server, or ``None`` where fast starts do not apply."""
+    spec = conn.spec
+    if not (fast_starts_enabled() and getattr(spec, "fast_start", True) and conn.privileged):
+        return None
+    if conn.expose is not None or len(argv) < 3 or argv[1] != "-m" or not argv[2].startswith(MODULE_PREFIX):
+        return None
+    if os.path.realpath(argv[0]) != os.path.realpath(sys.executable):
+        return None
+    if any(k.startswith("PYTHON") for k in plain.env):
+        return None
+    args = conn.bwrap_args(argv)
+    try:
+        cut = args.index("--remount-ro")
+        ws = args.index("--bind", args.index("--hostname"))
+        while args[ws + 2] != "/workspace":
+            ws = args.index("--bind", ws + 1)
+    except (ValueError, IndexError):
+        return None
+    head = [a for a in args[:ws] if a != "--unshare-pid"]
+    head = [ZYGOTE_CAPS if a == "CAP_SETUID,CAP_SETGID" else a for a in head]
+    template = [*head, "--dir", "/workspace", *args[ws + 3 : cut], "--remount-ro", "/", "--"]
+    template = [a for i, a in enumerate(template) if not (a == "--chdir" or (i and template[i - 1] == "--chdir"))]
+    template += [sys.executable, "-I", ZYGOTE_SCRIPT]
+    zygote_env = {k: v for k, v in plain.env.items() if k in ("PATH", "LANG")}
+    child = {
+        "module": argv[2],
+        "args": argv[3:],
+        "uid": conn.uid,
+        "env": plain.env,
+        "rlimits": [[w, s, h] for w, (s, h) in plain.rlimits],
+        "net": spec.network != "host",
+        "hostname": "openenv-sandbox",
+    }
+    return ZygoteProcess(
+        spec.name, plain, (template, zygote_env, argv[2]), child, str(conn.ctx.workspace), line_limit, output_limit, kill_uid
+    )
