@@ -268,5 +268,6 @@ class SandboxConnection(ProcessConnection):
         argv = [self.executable, *self.command()[1:]]
         limit = self.spec.limits.output_bytes
         kill_uid = UIDS.exclusive(self.ctx.episode_id)
-        fast = fast_process(self, argv, self.launch(self.command()), 2 * limit + LINE_SLACK, limit, kill_uid)
+        plain = lambda: self.launch(self.command())  # noqa: E731 - only made when no zygote can start
+        fast = fast_process(self, argv, plain, 2 * limit + LINE_SLACK, limit, kill_uid)
         return super()._new_host() if fast is None else _ProcessHost(self.spec.name, fast)

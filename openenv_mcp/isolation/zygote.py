@@ -28,13 +28,14 @@ import ctypes
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import BoundaryError
-from .process import Launch, StdioProcess, warn_once
+from .process import Launch, StdioProcess, kill_uid, rlimits_for, warn_once
 
 __all__ = ["ZYGOTE_CAPS", "Zygote", "ZygoteProcess", "close_zygotes", "fast_starts_enabled", "zygote_count"]
 
@@ -280,11 +281,27 @@ class _Proc:
 class ZygoteProcess(StdioProcess):
     """A :class:`StdioProcess` whose server is forked by a zygote (falls back to ``plain`` when none can start)."""
 
-    def __init__(self, name: str, plain: Launch, zygote: tuple[list[str], dict[str, str], str], child: dict[str, Any],
+    def __init__(self, name: str, plain: Any, zygote: tuple[list[str], dict[str, str], str], child: dict[str, Any],
                  workspace: str, line_limit: int, output_limit: int, kill_uid: bool = False) -> None:  # fmt: skip
-        super().__init__(name, plain, line_limit, output_limit, kill_uid)
+        super().__init__(name, Launch([], {}, workspace, child["uid"], []), line_limit, output_limit, kill_uid)
+        self.plain = plain
         self.template, self.child, self.workspace = zygote, child, workspace
         self.forked = False
+
+    def kill(self) -> None:
+        """SIGKILL the child's first process: its parent-death signal kills the PID namespace's init, and with
+        it the kernel kills every process of the namespace (no ``/proc`` scan); then the uid, if asked."""
+        if not self.forked:
+            super().kill()
+            return
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proc.pid, signal.SIGKILL)
+        if self.kill_uid and self.child["uid"] is not None:
+            kill_uid(self.child["uid"])
 
     async def spawn(self) -> None:
         command, env, module = self.template
@@ -292,6 +309,7 @@ class ZygoteProcess(StdioProcess):
             zygote = await zygote_for(command, env, module)
         except BoundaryError as e:
             warn_once(f"zygote-fallback-{module}", f"fast starts are off for {module}: {e}; starting servers the ordinary way")
+            self.launch = self.plain()
             await super().spawn()
             return
         loop = asyncio.get_running_loop()
@@ -321,9 +339,39 @@ class ZygoteProcess(StdioProcess):
         self.forked = True
 
 
-def fast_process(conn: Any, argv: list[str], plain: Launch, line_limit: int, output_limit: int,
+_TEMPLATES: dict[tuple[int, tuple[str, ...]], tuple[Any, list[str] | None]] = {}
+
+
+def template_for(conn: Any, argv: list[str]) -> list[str] | None:
+    """The zygote's sandbox: the server's own ``bwrap`` command without the episode's workspace, uid
+    (``setpriv``) and PID namespace (each child makes its own), keeping the capabilities a child's
+    set-up needs (:data:`ZYGOTE_CAPS`). The same for every episode of a spec, so built once per spec."""
+    key = (id(conn.spec), tuple(argv))
+    cached = _TEMPLATES.get(key)
+    if cached is not None and cached[0] is conn.spec:
+        return cached[1]
+    args = conn.bwrap_args(argv)
+    template: list[str] | None = None
+    try:
+        cut = args.index("--remount-ro")
+        ws = args.index("--bind", args.index("--hostname"))
+        while args[ws + 2] != "/workspace":
+            ws = args.index("--bind", ws + 1)
+    except (ValueError, IndexError):
+        pass
+    else:
+        head = [a for a in args[:ws] if a != "--unshare-pid"]
+        head = [ZYGOTE_CAPS if a == "CAP_SETUID,CAP_SETGID" else a for a in head]
+        rest = [a for i, a in enumerate(args[ws + 3 : cut]) if a != "--chdir" and args[ws + 2 + i] != "--chdir"]
+        template = [*head, "--dir", "/workspace", *rest, "--remount-ro", "/", "--", sys.executable, "-I", ZYGOTE_SCRIPT]
+    _TEMPLATES[key] = (conn.spec, template)
+    return template
+
+
+def fast_process(conn: Any, argv: list[str], plain: Any, line_limit: int, output_limit: int,
                  kill_uid: bool) -> ZygoteProcess | None:  # fmt: skip
-    """A :class:`ZygoteProcess` for a sandbox connection's server, or ``None`` where fast starts do not apply."""
+    """A :class:`ZygoteProcess` for a sandbox connection's server, or ``None`` where fast starts do not apply.
+    ``plain()`` makes the ordinary :class:`Launch` (used when no zygote can start)."""
     spec = conn.spec
     if not (fast_starts_enabled() and getattr(spec, "fast_start", True) and conn.privileged):
         return None
@@ -331,31 +379,22 @@ def fast_process(conn: Any, argv: list[str], plain: Launch, line_limit: int, out
         return None
     if os.path.realpath(argv[0]) != os.path.realpath(sys.executable):
         return None
-    if any(k.startswith("PYTHON") for k in plain.env):
+    env = conn.child_env(argv[0])
+    if any(k.startswith("PYTHON") for k in env):
         return None
-    args = conn.bwrap_args(argv)
-    try:
-        cut = args.index("--remount-ro")
-        ws = args.index("--bind", args.index("--hostname"))
-        while args[ws + 2] != "/workspace":
-            ws = args.index("--bind", ws + 1)
-    except (ValueError, IndexError):
+    template = template_for(conn, argv)
+    if template is None:
         return None
-    head = [a for a in args[:ws] if a != "--unshare-pid"]
-    head = [ZYGOTE_CAPS if a == "CAP_SETUID,CAP_SETGID" else a for a in head]
-    template = [*head, "--dir", "/workspace", *args[ws + 3 : cut], "--remount-ro", "/", "--"]
-    template = [a for i, a in enumerate(template) if not (a == "--chdir" or (i and template[i - 1] == "--chdir"))]
-    template += [sys.executable, "-I", ZYGOTE_SCRIPT]
-    zygote_env = {k: v for k, v in plain.env.items() if k in ("PATH", "LANG")}
     child = {
         "module": argv[2],
         "args": argv[3:],
         "uid": conn.uid,
-        "env": plain.env,
-        "rlimits": [[w, s, h] for w, (s, h) in plain.rlimits],
+        "env": env,
+        "rlimits": [[w, s, h] for w, (s, h) in rlimits_for(spec, True)],
         "net": spec.network != "host",
         "hostname": "openenv-sandbox",
     }
+    zygote_env = {k: v for k, v in env.items() if k in ("PATH", "LANG")}
     return ZygoteProcess(
         spec.name, plain, (template, zygote_env, argv[2]), child, str(conn.ctx.workspace), line_limit, output_limit, kill_uid
     )
