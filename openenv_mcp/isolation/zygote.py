@@ -30,7 +30,9 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -54,36 +56,49 @@ def fast_starts_enabled() -> bool:
 
 
 class Zygote:
-    """One running fork server and the socket to it."""
+    """One running fork server and the socket to it. Usable from any event loop of the process (the socket
+    is not bound to one); it lives as long as the thread that started it (bubblewrap's parent-death signal)."""
 
     def __init__(self, command: list[str], env: dict[str, str], module: str) -> None:
         self.command, self.env, self.module = command, env, module
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self.control: socket.socket | None = None
         self.pid: int | None = None
         self.error: str | None = None
-        self._started: asyncio.Future[None] | None = None
+        self.ready = threading.Event()
+        self._lock = threading.Lock()
+        self._starting = False
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None and self.control is not None
+        return self.proc is not None and self.proc.poll() is None and self.control is not None
 
     async def ensure(self) -> None:
-        """Start the zygote once (concurrent callers wait for the same start)."""
-        if self._started is None:
-            self._started = asyncio.ensure_future(self._start())
-        await asyncio.shield(self._started)
+        """Start the zygote once (concurrent callers, from any loop, wait for the same start)."""
+        with self._lock:
+            first = not self._starting
+            self._starting = True
+        if first:
+            try:
+                await self._start()
+            except BoundaryError as e:
+                self.error = str(e)
+                raise
+            finally:
+                self.ready.set()
+        while not self.ready.is_set():
+            await asyncio.sleep(0.01)
+        if self.error is not None:
+            raise BoundaryError(self.error)
 
     async def _start(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = await asyncio.create_subprocess_exec(
-                *self.command,
-                str(theirs.fileno()),
-                self.module,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
+            self.proc = subprocess.Popen(
+                [*self.command, str(theirs.fileno()), self.module],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
                 env=self.env,
                 cwd="/",
                 start_new_session=True,
@@ -95,47 +110,46 @@ class Zygote:
         finally:
             theirs.close()
         ours.setblocking(False)
-        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(START_TIMEOUT):
-                first = await loop.sock_recv(ours, 65536)
-        except TimeoutError:
+                first = await asyncio.get_running_loop().sock_recv(ours, 65536)
+        except (TimeoutError, OSError):
             first = b""
         message = json.loads(first) if first else {}
         if "ready" not in message:
-            await self._kill()
+            self.kill()
             ours.close()
-            why = message.get("error") or await self._stderr() or "it exited before it was ready"
+            why = message.get("error") or self._stderr() or "it exited before it was ready"
             raise BoundaryError(f"the fast-start zygote of {self.module} could not start: {why}")
         self.control, self.pid = ours, int(message["ready"])
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()  # nothing more comes there: children write to their own pipes
 
-    async def _stderr(self) -> str:
-        if self.proc is None or self.proc.stderr is None:
+    def _stderr(self) -> str:
+        if self.proc is None or self.proc.stderr is None or self.proc.poll() is None:
             return ""
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(1):
-                return (await self.proc.stderr.read(4000)).decode(errors="replace").strip()
-        return ""
+        return self.proc.stderr.read(4000).decode(errors="replace").strip()
 
-    async def _kill(self) -> None:
+    def kill(self) -> None:
         proc = self.proc
-        if proc is not None and proc.returncode is None:
+        if proc is not None and proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(5):
-                    await proc.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
 
     async def fork(self, config: dict[str, Any], fds: list[int]) -> tuple[int, socket.socket]:
         """Ask for one child: ``(its pid on the host, the socket its exit status comes on)``."""
-        assert self.control is not None
+        control = self.control
+        if control is None or not self.alive:
+            raise BoundaryError(f"the fast-start zygote of {self.module} is not running")
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         mine.setblocking(False)
         try:
             data = json.dumps(config).encode()
-            for _ in range(1000):
+            for _ in range(2000):
                 try:
-                    socket.send_fds(self.control, [data], [theirs.fileno(), *fds])
+                    socket.send_fds(control, [data], [theirs.fileno(), *fds])
                     break
                 except BlockingIOError:
                     await asyncio.sleep(0.005)
@@ -158,54 +172,59 @@ class Zygote:
             raise BoundaryError(f"the fast-start zygote of {self.module} could not fork a server: {why}")
         return int(answer["pid"]), mine
 
-    async def close(self) -> None:
+    def close(self) -> None:
         if self.control is not None:
             self.control.close()
             self.control = None
-        await self._kill()
+        self.kill()
 
 
 _ZYGOTES: dict[tuple[str, ...], Zygote] = {}
+_ZYGOTES_LOCK = threading.Lock()
 
 
 def zygote_count() -> int:
     """Zygotes running in this process (tests and benchmarks)."""
-    return sum(1 for z in _ZYGOTES.values() if z.alive)
+    return sum(1 for z in list(_ZYGOTES.values()) if z.alive)
 
 
 def zygote_pids() -> list[int]:
     """The host pids of this process's running zygotes (tests)."""
-    return [z.pid for z in _ZYGOTES.values() if z.alive and z.pid is not None]
+    return [z.pid for z in list(_ZYGOTES.values()) if z.alive and z.pid is not None]
 
 
-async def close_zygotes() -> None:
+def close_zygotes() -> None:
     """Stop every zygote (their running children die with them)."""
-    zygotes = list(_ZYGOTES.values())
-    _ZYGOTES.clear()
+    with _ZYGOTES_LOCK:
+        zygotes = list(_ZYGOTES.values())
+        _ZYGOTES.clear()
     for zygote in zygotes:
-        await zygote.close()
+        zygote.close()
 
 
 async def zygote_for(command: list[str], env: dict[str, str], module: str) -> Zygote:
-    """The running zygote for a template, (re)started if it is not running."""
+    """The running zygote for a template, (re)started if it died."""
     key = (*command, module, *sorted(f"{k}={v}" for k, v in env.items()))
-    zygote = _ZYGOTES.get(key)
-    if zygote is not None and zygote._started is not None and zygote._started.done() and not zygote.alive:
-        if zygote.error is None and zygote.proc is not None and zygote.proc.returncode is not None:
-            warn_once(
-                f"zygote-died-{zygote.pid}",
-                f"the fast-start zygote of {module} (pid {zygote.pid}) died ({describe_exit(zygote.proc.returncode)});"
-                " starting a new one",
-            )
-        await zygote.close()
-        zygote = None
-    if zygote is None:
-        zygote = _ZYGOTES[key] = Zygote(command, env, module)
+    with _ZYGOTES_LOCK:
+        zygote = _ZYGOTES.get(key)
+        if zygote is not None and zygote.ready.is_set() and not zygote.alive:
+            if zygote.error is None and zygote.proc is not None:
+                log.warning(
+                    "the fast-start zygote of %s (pid %s) died (%s); starting a new one",
+                    module,
+                    zygote.pid,
+                    describe_exit(zygote.proc.poll()),
+                )
+            zygote.close()
+            zygote = None
+        if zygote is None:
+            zygote = _ZYGOTES[key] = Zygote(command, env, module)
     try:
         await zygote.ensure()
-    except BaseException:
-        if _ZYGOTES.get(key) is zygote:
-            del _ZYGOTES[key]
+    except BoundaryError:
+        with _ZYGOTES_LOCK:
+            if _ZYGOTES.get(key) is zygote:
+                del _ZYGOTES[key]  # the next episode tries again
         raise
     return zygote
 
