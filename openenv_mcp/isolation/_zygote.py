@@ -172,6 +172,7 @@ def child_c(cfg: dict) -> None:
         for cap in range(cfg["last_cap"] + 1):
             if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
                 raise SetupError(f"could not drop capability {cap}")
+        clear_inheritable()
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
@@ -201,6 +202,24 @@ def child_c(cfg: dict) -> None:
         except (OSError, ValueError):
             pass
     os._exit(code)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def clear_inheritable() -> None:
+    """Empty the inheritable capability set (``setuid`` clears the others, not this one)."""
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (_CapData * 2)()
+    _check(libc.capget(ctypes.byref(header), data), "capget")
+    for half in data:
+        half.inheritable = 0
+    _check(libc.capset(ctypes.byref(header), data), "capset")
 
 
 def loopback_up() -> None:

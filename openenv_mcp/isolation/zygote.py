@@ -33,11 +33,12 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import BoundaryError
-from .process import Launch, StdioProcess, kill_uid, rlimits_for, warn_once
+from .process import Launch, StdioProcess, kill_uid, rlimits_for
 
 __all__ = ["ZYGOTE_CAPS", "Zygote", "ZygoteProcess", "close_zygotes", "fast_starts_enabled", "zygote_count"]
 
@@ -181,6 +182,9 @@ class Zygote:
 
 _ZYGOTES: dict[tuple[str, ...], Zygote] = {}
 _ZYGOTES_LOCK = threading.Lock()
+_FAILED: dict[tuple[str, ...], tuple[float, str]] = {}
+RETRY_AFTER = 60.0
+"""Seconds a zygote that could not start is not tried again (episodes start the ordinary way meanwhile)."""
 
 
 def zygote_count() -> int:
@@ -206,6 +210,9 @@ async def zygote_for(command: list[str], env: dict[str, str], module: str) -> Zy
     """The running zygote for a template, (re)started if it died."""
     key = (*command, module, *sorted(f"{k}={v}" for k, v in env.items()))
     with _ZYGOTES_LOCK:
+        failed = _FAILED.get(key)
+        if failed is not None and time.monotonic() - failed[0] < RETRY_AFTER:
+            raise BoundaryError(failed[1])
         zygote = _ZYGOTES.get(key)
         if zygote is not None and zygote.ready.is_set() and not zygote.alive:
             if zygote.error is None and zygote.proc is not None:
@@ -221,10 +228,12 @@ async def zygote_for(command: list[str], env: dict[str, str], module: str) -> Zy
             zygote = _ZYGOTES[key] = Zygote(command, env, module)
     try:
         await zygote.ensure()
-    except BoundaryError:
+    except BoundaryError as e:
         with _ZYGOTES_LOCK:
             if _ZYGOTES.get(key) is zygote:
-                del _ZYGOTES[key]  # the next episode tries again
+                del _ZYGOTES[key]
+                _FAILED[key] = (time.monotonic(), str(e))
+                log.warning("%s; sandboxed servers of %s start the ordinary way (next try in %g s)", e, module, RETRY_AFTER)
         raise
     return zygote
 
@@ -326,8 +335,7 @@ class ZygoteProcess(StdioProcess):
         command, env, module = self.template
         try:
             zygote = await zygote_for(command, env, module)
-        except BoundaryError as e:
-            warn_once(f"zygote-fallback-{module}", f"fast starts are off for {module}: {e}; starting servers the ordinary way")
+        except BoundaryError:
             self.launch = self.plain()
             await super().spawn()
             return
@@ -382,7 +390,7 @@ def template_for(conn: Any, argv: list[str]) -> list[str] | None:
         head = [a for a in args[:ws] if a != "--unshare-pid"]
         head = [ZYGOTE_CAPS if a == "CAP_SETUID,CAP_SETGID" else a for a in head]
         rest = [a for i, a in enumerate(args[ws + 3 : cut]) if a != "--chdir" and args[ws + 2 + i] != "--chdir"]
-        template = [*head, "--dir", "/workspace", *rest, "--remount-ro", "/", "--", sys.executable, "-I", ZYGOTE_SCRIPT]
+        template = [*head, "--dir", "/workspace", *rest, "--remount-ro", "/", "--", sys.executable, "-I"]
     _TEMPLATES[key] = (conn.spec, template)
     return template
 
@@ -404,6 +412,7 @@ def fast_process(conn: Any, argv: list[str], plain: Any, line_limit: int, output
     template = template_for(conn, argv)
     if template is None:
         return None
+    template = [*template, ZYGOTE_SCRIPT]
     child = {
         "module": argv[2],
         "args": argv[3:],
