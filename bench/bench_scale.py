@@ -54,8 +54,24 @@ def uss_mb(pid: int) -> float | None:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
         return None
-    kb = sum(int(line.split()[1]) for line in text.splitlines() if line.startswith(("Private_Clean:", "Private_Dirty:")))
+    kb = sum(
+        int(line.split()[1]) for line in text.splitlines() if line.startswith(("Private_Clean:", "Private_Dirty:"))
+    )
     return kb / 1024
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds used by ``pid`` and its descendants, live and reaped (utime+stime+cutime+cstime)."""
+    from openenv_mcp.isolation.process import descendants
+
+    ticks = 0
+    for p in [pid, *descendants(pid)]:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(f) for f in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def python_servers(root_uid_ok: bool = False) -> list[int]:
@@ -173,7 +189,10 @@ class DockerRunEpisode:
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             limit=2**24,
         )  # fmt: skip
-        await self.rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}})
+        await self.rpc(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "b", "version": "1"}},
+        )
         await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def send(self, msg: dict[str, Any]) -> None:
@@ -277,6 +296,7 @@ def summarize(rounds: dict[int, dict[str, Any]], sustained: dict[str, Any] | Non
             "errors": r["errors"][:3],
             "python_server_uss_mb": statistics.median(r["uss"]) if r["uss"] else None,
             "uss_samples": len(r["uss"]),
+            "cpu_per_episode_s": r.get("cpu_per_episode_s"),
         }
     if sustained is not None:
         out["sustained"] = {k: v for k, v in sustained.items() if k != "errors"} | {"errors": sustained["errors"][:3]}
@@ -291,10 +311,13 @@ def serve_column(name: str, env: str, extra_env: dict[str, str]) -> dict[str, An
     try:
         with Server(f"scale-{name}", serve, "/health") as server:
             rounds = {}
+            assert server.proc is not None
             for n in NS:
                 console.print(f"[dim]{name}: {n} concurrent episodes[/dim]")
                 asyncio.run(control_plane_round(server.url, 1, False))  # the first episode starts the zygotes
+                cpu = tree_cpu_s(server.proc.pid)
                 rounds[n] = asyncio.run(control_plane_round(server.url, n, True))
+                rounds[n]["cpu_per_episode_s"] = (tree_cpu_s(server.proc.pid) - cpu) / n
             console.print(f"[dim]{name}: sustained, {max(NS)} workers, {SUSTAIN_S:g} s[/dim]")
             sustained = asyncio.run(control_plane_sustained(server.url, max(NS), SUSTAIN_S))
     finally:
@@ -335,6 +358,7 @@ def main() -> None:
         table.add_column(f"N={n} ready p50/p99 (s)", justify="right")
     table.add_column("starts/s sustained", justify="right")
     table.add_column("python server USS (MB)", justify="right")
+    table.add_column(f"CPU ms / episode @ {max(NS)}", justify="right")
     table.add_column(f"p99 vs fast @ {max(NS)}", justify="right")
     fast_p99 = columns["sandbox, fast starts"][str(max(NS))]["ready_p99_s"]
     for name, col in columns.items():
@@ -342,10 +366,21 @@ def main() -> None:
                  + ("" if col[str(n)]["ok"] == n else f" ({n - col[str(n)]['ok']} failed)") for n in NS]  # fmt: skip
         top = col[str(max(NS))]
         ratio = top["ready_p99_s"] / fast_p99 if fast_p99 else float("nan")
-        table.add_row(name, *cells, _fmt(col["sustained"]["rate"]), _fmt(top["python_server_uss_mb"]), f"{ratio:.1f}x")
+        cpu = top.get("cpu_per_episode_s")
+        cpu_cell = "-" if cpu is None else f"{cpu * 1e3:.0f}"
+        table.add_row(
+            name, *cells, _fmt(col["sustained"]["rate"]), _fmt(top["python_server_uss_mb"]), cpu_cell, f"{ratio:.1f}x"
+        )
     console.print(table)
     fast = columns["sandbox, fast starts"]
     top = fast[str(max(NS))]
+    cpu = top.get("cpu_per_episode_s") or 0.0
+    cores = os.cpu_count() or 1
+    console.print(
+        f"fast starts cost {cpu * 1e3:.0f} ms of CPU per episode (server, zygotes, servers, workers, reward): on "
+        f"{cores} idle cores {max(NS)} episodes need >= {max(NS) * cpu / cores:.2f} s and the machine sustains "
+        f"<= {cores / cpu if cpu else float('nan'):.0f} starts/s"
+    )
     console.print(
         f"targets at N={max(NS)}: p99 ready {_fmt(top['ready_p99_s'], ' s')} (<= {TARGET_P99_S:g} s), "
         f"{_fmt(fast['sustained']['rate'])} starts/s (>= {TARGET_RATE:g}), "

@@ -98,7 +98,9 @@ def test_each_episode_is_a_fresh_child_of_the_zygote_with_its_own_uid_namespaces
         rows = [line.split() for line in out.splitlines()]
         assert {int(r[0]) for r in rows} <= set(range(1, 40)), out  # its own PID namespace: no zygote, no sibling
         assert all(r[1] in ("0", str(uid2)) for r in rows), out
-        status = dict(line.split(":\t", 1) for line in sh(two, "cat /proc/self/status")[1].splitlines() if ":\t" in line)
+        status = dict(
+            line.split(":\t", 1) for line in sh(two, "cat /proc/self/status")[1].splitlines() if ":\t" in line
+        )
         for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
             assert int(status[field], 16) == 0, (field, status[field])
         assert status["NoNewPrivs"].strip() == "1"

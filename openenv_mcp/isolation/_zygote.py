@@ -61,7 +61,7 @@ def _check(result: int, what: str) -> None:
 
 
 def mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    enc = (lambda s: None if s is None else s.encode())  # noqa: E731
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
     _check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
@@ -104,7 +104,9 @@ def child_a(cfg: dict, fds: list[int], keep: list[int]) -> None:
             pass  # like bwrap's --unshare-cgroup-try
         mount(None, "/", None, MS_REC | MS_PRIVATE)
         # the host cloned the workspace's mount (open_tree): attach that detached tree here
-        _check(libc.syscall(SYS_MOVE_MOUNT, ws, b"", AT_FDCWD, b"/workspace", MOVE_MOUNT_F_EMPTY_PATH), "mount /workspace")
+        _check(
+            libc.syscall(SYS_MOVE_MOUNT, ws, b"", AT_FDCWD, b"/workspace", MOVE_MOUNT_F_EMPTY_PATH), "mount /workspace"
+        )
         mount(None, "/workspace", None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
         os.close(ws)
         for path, mode in (("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "0755")):

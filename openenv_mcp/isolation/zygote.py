@@ -28,6 +28,7 @@ import ctypes
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -58,7 +59,9 @@ def fast_starts_enabled() -> bool:
 
 class Zygote:
     """One running fork server and the socket to it. Usable from any event loop of the process (the socket
-    is not bound to one); it lives as long as the thread that started it (bubblewrap's parent-death signal)."""
+    is not bound to one). It is detached (not a descendant of this process: it is shared by episodes, none
+    of which owns it) and lives as long as its socket: when this process closes it or dies, the zygote
+    exits, and every child it forked dies with it (parent-death signals)."""
 
     def __init__(self, command: list[str], env: dict[str, str], module: str) -> None:
         self.command, self.env, self.module = command, env, module
@@ -72,7 +75,14 @@ class Zygote:
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None and self.control is not None
+        """Its socket is open at both ends (the zygote never writes after ``ready``: anything readable
+        there, or a hang-up, means it is gone). Safe against pid reuse."""
+        control = self.control
+        if control is None:
+            return False
+        poller = select.poll()
+        poller.register(control.fileno(), select.POLLIN | select.POLLHUP | select.POLLERR)
+        return not poller.poll(0)
 
     async def ensure(self) -> None:
         """Start the zygote once (concurrent callers, from any loop, wait for the same start)."""
@@ -96,7 +106,7 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [*self.command, str(theirs.fileno()), self.module],
+                [sys.executable, "-S", "-I", "-c", _DETACH, *self.command, str(theirs.fileno()), self.module],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -111,12 +121,17 @@ class Zygote:
         finally:
             theirs.close()
         ours.setblocking(False)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=5)  # the detaching parent exits at once
         try:
             async with asyncio.timeout(START_TIMEOUT):
                 first = await asyncio.get_running_loop().sock_recv(ours, 65536)
         except (TimeoutError, OSError):
             first = b""
-        message = json.loads(first) if first else {}
+        try:
+            message = json.loads(first) if first else {}
+        except ValueError:
+            message = {"error": f"it wrote {first[:100]!r}"}
         if "ready" not in message:
             self.kill()
             ours.close()
@@ -127,17 +142,20 @@ class Zygote:
             self.proc.stderr.close()  # nothing more comes there: children write to their own pipes
 
     def _stderr(self) -> str:
-        if self.proc is None or self.proc.stderr is None or self.proc.poll() is None:
+        if self.proc is None or self.proc.stderr is None:
             return ""
-        return self.proc.stderr.read(4000).decode(errors="replace").strip()
+        os.set_blocking(self.proc.stderr.fileno(), False)
+        try:
+            return (self.proc.stderr.read(4000) or b"").decode(errors="replace").strip()
+        except OSError:
+            return ""
+        finally:
+            self.proc.stderr.close()
 
     def kill(self) -> None:
-        proc = self.proc
-        if proc is not None and proc.poll() is None:
+        if self.pid is not None and self.alive:
             with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
+                os.kill(self.pid, signal.SIGKILL)
 
     async def fork(self, config: dict[str, Any], fds: list[int]) -> tuple[int, socket.socket]:
         """Ask for one child: ``(its pid on the host, the socket its exit status comes on)``."""
@@ -180,6 +198,9 @@ class Zygote:
         self.kill()
 
 
+_DETACH = "import os, sys\nif os.fork():\n    os._exit(0)\nos.execv(sys.argv[1], sys.argv[1:])"
+"""Started in between: forks the zygote's bubblewrap and exits, so the zygote is no descendant of ours."""
+
 _ZYGOTES: dict[tuple[str, ...], Zygote] = {}
 _ZYGOTES_LOCK = threading.Lock()
 _FAILED: dict[tuple[str, ...], tuple[float, str]] = {}
@@ -215,13 +236,8 @@ async def zygote_for(command: list[str], env: dict[str, str], module: str) -> Zy
             raise BoundaryError(failed[1])
         zygote = _ZYGOTES.get(key)
         if zygote is not None and zygote.ready.is_set() and not zygote.alive:
-            if zygote.error is None and zygote.proc is not None:
-                log.warning(
-                    "the fast-start zygote of %s (pid %s) died (%s); starting a new one",
-                    module,
-                    zygote.pid,
-                    describe_exit(zygote.proc.poll()),
-                )
+            if zygote.error is None:
+                log.warning("the fast-start zygote of %s (pid %s) died; starting a new one", module, zygote.pid)
             zygote.close()
             zygote = None
         if zygote is None:
@@ -233,15 +249,11 @@ async def zygote_for(command: list[str], env: dict[str, str], module: str) -> Zy
             if _ZYGOTES.get(key) is zygote:
                 del _ZYGOTES[key]
                 _FAILED[key] = (time.monotonic(), str(e))
-                log.warning("%s; sandboxed servers of %s start the ordinary way (next try in %g s)", e, module, RETRY_AFTER)
+                log.warning(
+                    "%s; sandboxed servers of %s start the ordinary way (next try in %g s)", e, module, RETRY_AFTER
+                )
         raise
     return zygote
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "running"
-    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -356,8 +368,12 @@ class ZygoteProcess(StdioProcess):
         proc = _Proc(pid, report)
         out = asyncio.StreamReader(limit=2**20, loop=loop)
         err = asyncio.StreamReader(limit=2**20, loop=loop)
-        t_out, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out, loop=loop), open(stdout_r, "rb", 0))  # noqa: SIM115
-        t_err, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err, loop=loop), open(stderr_r, "rb", 0))  # noqa: SIM115
+        t_out, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(out, loop=loop), open(stdout_r, "rb", 0)
+        )  # noqa: SIM115
+        t_err, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(err, loop=loop), open(stderr_r, "rb", 0)
+        )  # noqa: SIM115
         t_in, p_in = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, open(stdin_w, "wb", 0))  # noqa: SIM115
         proc.stdin = asyncio.StreamWriter(t_in, p_in, None, loop)  # type: ignore[arg-type]
         proc.stdout, proc.stderr = out, err
@@ -387,7 +403,7 @@ def template_for(conn: Any, argv: list[str]) -> list[str] | None:
     except (ValueError, IndexError):
         pass
     else:
-        head = [a for a in args[:ws] if a != "--unshare-pid"]
+        head = [a for a in args[:ws] if a not in ("--unshare-pid", "--die-with-parent")]  # its socket ties it to us
         head = [ZYGOTE_CAPS if a == "CAP_SETUID,CAP_SETGID" else a for a in head]
         rest = [a for i, a in enumerate(args[ws + 3 : cut]) if a != "--chdir" and args[ws + 2 + i] != "--chdir"]
         template = [*head, "--dir", "/workspace", *rest, "--remount-ro", "/", "--", sys.executable, "-I"]
@@ -424,5 +440,12 @@ def fast_process(conn: Any, argv: list[str], plain: Any, line_limit: int, output
     }
     zygote_env = {k: v for k, v in env.items() if k in ("PATH", "LANG")}
     return ZygoteProcess(
-        spec.name, plain, (template, zygote_env, argv[2]), child, str(conn.ctx.workspace), line_limit, output_limit, kill_uid
+        spec.name,
+        plain,
+        (template, zygote_env, argv[2]),
+        child,
+        str(conn.ctx.workspace),
+        line_limit,
+        output_limit,
+        kill_uid,
     )
