@@ -177,3 +177,21 @@ def test_no_process_is_left_after_close_counted_by_uid(tmp_path):
     env.close()
     assert wait_gone(lambda: uid_processes(uid)) == []
     assert wait_gone(lambda: [p for z in zygotes for p in descendants(z)]) == [], "a root helper of the episode is left"
+
+
+@pytest.mark.anyio
+async def test_a_zygote_started_by_an_episode_is_not_a_process_that_episode_leaks(tmp_path):
+    """The conformance shutdown rule counts every new descendant still alive after close() as leaked: a
+    zygote (shared by all later episodes, owned by none) must not be one."""
+    from openenv_mcp.conformance import check_env_async
+
+    folder = tmp_path / "env"
+    folder.mkdir()
+    (folder / "env.toml").write_text(
+        '[env]\nname = "zygote-shutdown"\ndescription = "shell"\n\n[[tool_servers]]\nname = "shell"\n'
+        f"command = {SHELL!r}\n".replace("'", '"') + 'isolation = "sandbox"\n'
+    )
+    before = set(zygote.zygote_pids())
+    report = await check_env_async(folder, only="shutdown", official=False)
+    assert set(zygote.zygote_pids()) - before, "the check did not start a zygote of its own"
+    assert [(r.rule, r.status) for r in report.results] == [("shutdown.clean", "passed")], report.results
