@@ -189,7 +189,8 @@ async def test_a_zygote_started_by_an_episode_is_not_a_process_that_episode_leak
     folder.mkdir()
     (folder / "env.toml").write_text(
         '[env]\nname = "zygote-shutdown"\ndescription = "shell"\n\n[[tool_servers]]\nname = "shell"\n'
-        f"command = {SHELL!r}\n".replace("'", '"') + 'isolation = "sandbox"\n'
+        f"command = {SHELL!r}\n".replace("'", '"')
+        + 'isolation = "sandbox"\n'
     )
     before = set(zygote.zygote_pids())
     report = await check_env_async(folder, only="shutdown", official=False)

@@ -268,6 +268,7 @@ def serve(control: socket.socket, module: str) -> None:
     selector.register(control, selectors.EVENT_READ)
     selector.register(waker_r, selectors.EVENT_READ)
     episodes: dict[int, socket.socket] = {}  # A's pid -> the episode's report socket
+    reports: dict[int, int] = {}  # report socket's fd -> A's pid, while the host holds its end
     control.sendall(json.dumps({"ready": me}).encode())
 
     def reap() -> None:
@@ -280,11 +281,25 @@ def serve(control: socket.socket, module: str) -> None:
                 return
             report = episodes.pop(pid, None)
             if report is not None:
+                if report.fileno() in reports:
+                    del reports[report.fileno()]
+                    selector.unregister(report)
                 try:
                     report.send(json.dumps({"exit": status}).encode())
                 except OSError:
                     pass
                 report.close()
+
+    def abandoned(report: socket.socket) -> None:
+        """The host closed an episode's socket (it stopped the episode, or gave up waiting for it):
+        kill the child, so no server outlives its host side, even one forked while it was being closed."""
+        pid = reports.pop(report.fileno(), None)
+        selector.unregister(report)
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     while True:
         for key, _ in selector.select():
@@ -294,6 +309,9 @@ def serve(control: socket.socket, module: str) -> None:
                 except BlockingIOError:
                     pass
                 reap()
+                continue
+            if key.fileobj is not control:
+                abandoned(key.fileobj)  # type: ignore[arg-type]
                 continue
             try:
                 data, fds, _, _ = socket.recv_fds(control, 65536, 8)
@@ -336,6 +354,8 @@ def serve(control: socket.socket, module: str) -> None:
                     report.send(json.dumps({"pid": pid}).encode())
                 except OSError:
                     pass
+                reports[report.fileno()] = pid
+                selector.register(report, selectors.EVENT_READ)
         reap()
 
 

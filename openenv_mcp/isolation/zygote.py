@@ -184,6 +184,9 @@ class Zygote:
                 reply = await asyncio.get_running_loop().sock_recv(mine, 4096)
         except (TimeoutError, OSError):
             reply = b""
+        except BaseException:  # cancelled (the episode is closing): closing our end makes the zygote kill it
+            mine.close()
+            raise
         answer = json.loads(reply) if reply else {}
         if "pid" not in answer:
             mine.close()
@@ -366,20 +369,25 @@ class ZygoteProcess(StdioProcess):
             for fd in (stdin_r, stdout_w, stderr_w, ws):
                 os.close(fd)
         proc = _Proc(pid, report)
-        out = asyncio.StreamReader(limit=2**20, loop=loop)
-        err = asyncio.StreamReader(limit=2**20, loop=loop)
-        t_out, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(out, loop=loop), open(stdout_r, "rb", 0)
-        )  # noqa: SIM115
-        t_err, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(err, loop=loop), open(stderr_r, "rb", 0)
-        )  # noqa: SIM115
-        t_in, p_in = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, open(stdin_w, "wb", 0))  # noqa: SIM115
+        self.proc, self.forked = proc, True  # type: ignore[assignment]
+        files = [open(fd, mode, 0) for fd, mode in ((stdout_r, "rb"), (stderr_r, "rb"), (stdin_w, "wb"))]  # noqa: SIM115
+        try:
+            out = asyncio.StreamReader(limit=2**20, loop=loop)
+            err = asyncio.StreamReader(limit=2**20, loop=loop)
+            t_out, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out, loop=loop), files[0])
+            proc._transports.append(t_out)
+            t_err, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err, loop=loop), files[1])
+            proc._transports.append(t_err)
+            t_in, p_in = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, files[2])
+            proc._transports.append(t_in)
+        except BaseException:  # cancelled half-way (the episode is closing): the child must not outlive it
+            self.kill()
+            proc.close()
+            for file in files:
+                file.close()
+            raise
         proc.stdin = asyncio.StreamWriter(t_in, p_in, None, loop)  # type: ignore[arg-type]
         proc.stdout, proc.stderr = out, err
-        proc._transports = [t_in, t_out, t_err]
-        self.proc = proc  # type: ignore[assignment]
-        self.forked = True
 
 
 _TEMPLATES: dict[tuple[int, tuple[str, ...]], tuple[Any, list[str] | None]] = {}
