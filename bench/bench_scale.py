@@ -180,6 +180,7 @@ class DockerRunEpisode:
         self.proc: asyncio.subprocess.Process | None = None
         self.ids = 0
         self.ws = tempfile.mkdtemp(prefix="bench-scale-ws-")
+        os.chmod(self.ws, 0o777)  # the image's server runs as an unprivileged user
 
     async def start(self) -> None:
         self.proc = await asyncio.create_subprocess_exec(
