@@ -6,7 +6,8 @@ child's namespaces). It imports the tool server ``MODULE`` once, then, for every
 receives (over the socket ``FD``) the episode's stdio pipes, workspace folder descriptor and
 settings, and forks::
 
-    zygote (root) -- A: setsid, new mount/PID/IPC/UTS/cgroup(/network) namespaces, the
+    zygote (root) -- A: joins the server's cgroup (its ``cgroup.procs``, opened by the host and
+                        passed as a descriptor), setsid, new mount/PID/IPC/UTS/cgroup(/network) namespaces, the
                         workspace at /workspace, fresh /tmp /var/tmp /run /dev/shm /dev/pts;
                         waits for B and exits with its status
                      -- B: PID 1 of the new namespace: a fresh /proc; reaps; exits with C's status
@@ -85,10 +86,12 @@ def fail(message: str) -> None:
 
 # -- the three processes of one episode ----------------------------------------------
 def child_a(cfg: dict, fds: list[int], keep: list[int]) -> None:
-    """Root, still in the zygote's PID namespace: the episode's namespaces and mounts."""
-    stdin, stdout, stderr, workspace = fds
+    """Root, still in the zygote's PID namespace: the server's cgroup, the episode's namespaces and mounts."""
+    stdin, stdout, stderr, workspace, *group = fds
     for target, fd in ((0, stdin), (1, stdout), (2, stderr)):
         os.dup2(fd, target)
+    if group:  # first (as the launcher does): every process of the episode is a member, however it detaches
+        join_cgroup(group[0], cfg["cgroup_path"])
     ws = os.dup(workspace)  # above 2, then everything else goes
     os.closerange(3, ws)
     os.closerange(ws + 1, os.sysconf("SC_OPEN_MAX"))
@@ -128,6 +131,20 @@ def child_a(cfg: dict, fds: list[int], keep: list[int]) -> None:
         os.dup2(null, target)
     os.close(null)
     os._exit(wait_exit(pid))
+
+
+def join_cgroup(fd: int, path: str) -> None:
+    """Move this process into the server's cgroup through ``fd``: its ``cgroup.procs``, opened by the host
+    (the zygote's sandbox does not show ``/sys/fs/cgroup``; the kernel checks the opener's rights)."""
+    try:
+        os.write(fd, b"0")
+    except OSError as e:
+        try:
+            os.write(2, f"could not join the server's cgroup {path}: {e.strerror}\n".encode())
+        finally:
+            os._exit(126)
+    finally:
+        os.close(fd)
 
 
 def child_b(cfg: dict, parent: int) -> None:
@@ -324,8 +341,8 @@ def serve(control: socket.socket, module: str) -> None:
             try:
                 cfg = json.loads(data)
                 report_fd, *stdio = fds
-                if len(stdio) != 4:
-                    raise ValueError("expected 5 descriptors")
+                if len(stdio) != (5 if cfg.get("cgroup_path") else 4):
+                    raise ValueError("unexpected number of descriptors")
             except ValueError:
                 for fd in fds:
                     os.close(fd)

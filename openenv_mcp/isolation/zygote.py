@@ -41,7 +41,15 @@ from typing import Any
 from ..errors import BoundaryError
 from .process import Launch, StdioProcess, kill_uid, rlimits_for
 
-__all__ = ["ZYGOTE_CAPS", "Zygote", "ZygoteProcess", "close_zygotes", "fast_starts_enabled", "zygote_count"]
+__all__ = [
+    "ZYGOTE_CAPS",
+    "Zygote",
+    "ZygoteProcess",
+    "close_zygotes",
+    "fast_starts_enabled",
+    "shared_processes",
+    "zygote_count",
+]
 
 log = logging.getLogger("openenv_mcp.isolation.zygote")
 
@@ -221,6 +229,35 @@ def zygote_pids() -> list[int]:
     return [z.pid for z in list(_ZYGOTES.values()) if z.alive and z.pid is not None]
 
 
+def shared_processes() -> set[int]:
+    """Host pids of this process's running zygotes and of the ``bwrap`` above each: processes shared by the
+    episodes of a server, owned by none (a check counting what an episode left behind leaves these out;
+    the children forked for an episode are not among them)."""
+    out: set[int] = set()
+    for z in list(_ZYGOTES.values()):
+        if not z.alive or z.pid is None:
+            continue
+        out.add(z.pid)
+        bwrap = os.path.realpath(z.command[0])
+        pid = _parent(z.pid)
+        while pid > 1 and pid != os.getpid():
+            try:
+                if os.readlink(f"/proc/{pid}/exe") != bwrap:
+                    break
+            except OSError:
+                break
+            out.add(pid)
+            pid = _parent(pid)
+    return out
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def close_zygotes() -> None:
     """Stop every zygote (their running children die with them)."""
     with _ZYGOTES_LOCK:
@@ -274,6 +311,14 @@ def clone_mount(path: str) -> int:
         code = ctypes.get_errno()
         raise BoundaryError(f"could not clone the workspace mount {path}: {os.strerror(code)}")
     return fd
+
+
+def open_procs(path: str) -> int:
+    """The server's cgroup's ``cgroup.procs`` opened for writing, for the forked child to join through it."""
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError as e:
+        raise BoundaryError(f"could not open the server's cgroup {path}: {e.strerror}") from e
 
 
 class _Proc:
@@ -358,15 +403,18 @@ class ZygoteProcess(StdioProcess):
         stdin_r, stdin_w = os.pipe2(os.O_CLOEXEC)
         stdout_r, stdout_w = os.pipe2(os.O_CLOEXEC)
         stderr_r, stderr_w = os.pipe2(os.O_CLOEXEC)
-        ws = clone_mount(self.workspace)
+        sent = [stdin_r, stdout_w, stderr_w]
         try:
-            pid, report = await zygote.fork(self.child, [stdin_r, stdout_w, stderr_w, ws])
+            sent.append(clone_mount(self.workspace))
+            if self.child.get("cgroup_path"):  # the child joins it first, as the launcher does
+                sent.append(open_procs(self.child["cgroup_path"]))
+            pid, report = await zygote.fork(self.child, sent)
         except BaseException:
             for fd in (stdin_w, stdout_r, stderr_r):
                 os.close(fd)
             raise
         finally:
-            for fd in (stdin_r, stdout_w, stderr_w, ws):
+            for fd in sent:
                 os.close(fd)
         proc = _Proc(pid, report)
         self.proc, self.forked = proc, True  # type: ignore[assignment]
@@ -445,6 +493,7 @@ def fast_process(conn: Any, argv: list[str], plain: Any, line_limit: int, output
         "rlimits": [[w, s, h] for w, (s, h) in rlimits_for(spec, True)],
         "net": spec.network != "host",
         "hostname": "openenv-sandbox",
+        "cgroup_path": conn.group(),  # the server's cgroup (see .cgroup), or None where cgroup v2 is unusable
     }
     zygote_env = {k: v for k, v in env.items() if k in ("PATH", "LANG")}
     return ZygoteProcess(

@@ -12,12 +12,15 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
+import uuid
 
 import pytest
 from conftest import need
+from containment import assert_no_leak, marked_processes
 
 import openenv_mcp
-from openenv_mcp.isolation import zygote
+from openenv_mcp.isolation import cgroup, zygote
 from openenv_mcp.isolation.process import uid_processes
 
 
@@ -116,3 +119,145 @@ def test_an_agent_cannot_find_the_sibling_or_its_private_folders(two):
     assert int(lines[0].split()[0]) < 12, out  # only its own few processes
     assert lines[1] == "[]", out  # no other workspace anywhere it can see
     assert_sibling_untouched(sibling)
+
+
+# -- containment with fast starts on: cgroup membership, fresh state, own uid -------------------------------------
+DAEMON = (
+    "import os, sys, time\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    "    if os.fork() == 0:\n"
+    "        os.chdir('/')\n"
+    "        time.sleep(3600)\n"
+    "    os._exit(0)\n"
+    "os.wait()\n"
+    "print('detached')\n"
+)
+
+
+def cgroup_of(pid: int) -> str:
+    """``pid``'s cgroup v2 path as this (host) process sees it."""
+    line = next(x for x in open(f"/proc/{pid}/cgroup").read().splitlines() if x.startswith("0::"))
+    return line[3:]
+
+
+def parent_of(pid: int) -> int:
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_daemon_that_double_forks_setsids_and_chdirs_to_root_in_a_forked_server_is_in_its_cgroup_and_dies_at_close(
+    tmp_path, monkeypatch
+):
+    need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed: the coding env sandboxes code")
+    need(os.geteuid() == 0, "fast starts apply when the environment server runs as root")
+    need(cgroup.hierarchy() is not None, "per-server cgroups need a writable cgroup v2 hierarchy")
+    monkeypatch.setenv("OPENENV_MCP_FAST_START", "1")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
+    env = openenv_mcp.make("coding", workdir=work)
+    with env:
+        env.reset(seed=0)
+        reward = env.state().cumulative_reward
+        obs, out = run(env, "shell_run", command=f"python3 - {marker}", stdin=DAEMON)
+        assert out.get("stdout") == "detached\n", obs.result
+        deadline = time.monotonic() + 10
+        daemons: list[int] = []
+        while not daemons and time.monotonic() < deadline:
+            daemons = [p for p in marked_processes(marker) if os.readlink(f"/proc/{p}/cwd") == "/"]
+            time.sleep(0.05)
+        assert len(daemons) == 1, marked_processes(marker)
+        daemon = daemons[0]
+        # it runs under a server forked by a zygote (fast start), in its own session, as the episode's uid
+        chain, pid = [], daemon
+        while pid > 1:
+            pid = parent_of(pid)
+            chain.append(pid)
+        assert set(chain) & set(zygote.zygote_pids()), "the shell server was not forked by a zygote"
+        assert os.getsid(daemon) != os.getsid(parent_of(daemon))
+        assert os.stat(f"/proc/{daemon}").st_uid == uid_of(env)
+        # a member of the shell server's own cgroup (not the environment server's, not the zygote's)
+        group = cgroup_of(daemon)
+        assert group.rsplit("/", 1)[1].startswith(cgroup.PREFIX), group
+        assert group != cgroup_of(os.getpid())
+        assert not set(zygote.zygote_pids()) & {int(p) for p in read_procs(group)}
+        forked = chain[: min(chain.index(z) for z in zygote.zygote_pids() if z in chain)]  # B (its init), A
+        assert len(forked) == 2, chain
+        server = [
+            p
+            for p in (int(e) for e in os.listdir("/proc") if e.isdigit())
+            if p != daemon and _parent_or_none(p) == forked[0]
+        ]
+        assert server, "the shell server (B's child) is gone"
+        assert {daemon, *forked, *server} <= {int(p) for p in read_procs(group)}
+        assert run(env, "python_run", code="6 * 7")[1]["result"] == "42"  # the episode keeps answering
+        assert env.state().cumulative_reward == reward
+    assert_no_leak(marker)
+    assert not os.path.exists(cgroup_path(group)), "the server's cgroup outlived the episode"
+    for pid in zygote.zygote_pids():  # the zygotes serve the next episode
+        os.kill(pid, 0)
+
+
+def _parent_or_none(pid: int) -> int | None:
+    try:
+        return parent_of(pid)
+    except OSError:
+        return None
+
+
+def cgroup_path(group: str) -> str:
+    return (
+        "/sys/fs/cgroup" + group if os.path.exists("/sys/fs/cgroup/cgroup.procs") else "/sys/fs/cgroup/unified" + group
+    )
+
+
+def read_procs(group: str) -> list[str]:
+    return open(cgroup_path(group) + "/cgroup.procs").read().split()
+
+
+def test_state_an_agent_plants_in_its_forked_servers_never_reaches_the_next_episode(tmp_path, monkeypatch):
+    need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed: the coding env sandboxes code")
+    need(os.geteuid() == 0, "fast starts apply when the environment server runs as root")
+    monkeypatch.setenv("OPENENV_MCP_FAST_START", "1")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))
+    plant = (
+        "import os, sys, builtins\n"
+        "planted = 'episode-one'; builtins.planted = planted; sys.modules['planted'] = sys\n"
+        "os.environ['PLANTED'] = planted\n"
+        "open('/tmp/planted', 'w').write(planted); open('/dev/shm/planted', 'w').write(planted)\n"
+        "print(os.getuid(), os.getppid())\n"
+    )
+    look = (
+        "import os, sys, builtins\n"
+        "print(hasattr(builtins, 'planted'), 'planted' in sys.modules, 'PLANTED' in os.environ,"
+        " os.path.exists('/tmp/planted'), os.path.exists('/dev/shm/planted'), 'planted' in globals())\n"
+    )
+    first = openenv_mcp.make("coding", workdir=work)
+    first.reset(seed=0)
+    uid_one = uid_of(first)
+    out = run(first, "python_run", code=plant)[1]
+    assert out["stdout"].split()[0] == str(uid_one), out
+    assert (
+        run(first, "shell_run", command="export PLANTED=1; echo x > /tmp/planted-shell; echo ok")[1]["stdout"] == "ok\n"
+    )
+    zygotes = set(zygote.zygote_pids())
+    second = openenv_mcp.make("coding", workdir=work)  # forked from the same zygotes while the first still runs
+    third = openenv_mcp.make("coding", workdir=work)
+    try:
+        second.reset(seed=0)
+        first.close()
+        third.reset(seed=0)  # forked after the first episode ended
+        uids = {uid_one, uid_of(second), uid_of(third)}
+        assert len(uids) == 3, uids  # a uid of its own per episode
+        for env in (second, third):
+            assert run(env, "python_run", code=look)[1]["stdout"] == "False False False False False False\n"
+            _, shell = run(env, "shell_run", command='echo "[$PLANTED]"; ls -A /tmp /dev/shm')
+            assert shell["stdout"].split() == ["[]", "/dev/shm:", "/tmp:"], shell
+        assert set(zygote.zygote_pids()) == zygotes, "the next episodes were not forked by the same zygotes"
+    finally:
+        first.close()
+        second.close()
+        third.close()
