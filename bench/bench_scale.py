@@ -60,14 +60,36 @@ def uss_mb(pid: int) -> float | None:
     return kb / 1024
 
 
+def _stat(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def zygotes_of(server: int) -> list[int]:
+    """The zygotes started since ``server`` started (they are detached: not its descendants)."""
+    from openenv_mcp.isolation.zygote import ZYGOTE_SCRIPT
+
+    since = int(_stat(server)[19])
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and ZYGOTE_SCRIPT.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                if int(_stat(int(entry))[19]) >= since:
+                    found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
 def tree_cpu_s(pid: int) -> float:
-    """CPU seconds used by ``pid`` and its descendants, live and reaped (utime+stime+cutime+cstime)."""
+    """CPU seconds used by ``pid`` and its descendants, and by its zygotes and theirs (every forked server),
+    live and reaped (utime+stime+cutime+cstime)."""
     from openenv_mcp.isolation.process import descendants
 
     ticks = 0
-    for p in [pid, *descendants(pid)]:
+    roots = [pid, *zygotes_of(pid)]
+    for p in {q for root in roots for q in [root, *descendants(root)]}:
         try:
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = _stat(p)
         except OSError:
             continue
         ticks += sum(int(f) for f in fields[11:15])
@@ -286,8 +308,8 @@ async def docker_run_sustained(workers: int, seconds: float) -> dict[str, Any]:
 
 
 # -- the run ----------------------------------------------------------------------------
-def summarize(rounds: dict[int, dict[str, Any]], sustained: dict[str, Any] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def summarize(rounds: dict[int, dict[str, Any]], sustained: dict[str, Any] | None, load0: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"load_1min": [load0, os.getloadavg()[0]]}  # the machine is shared: say how busy it was
     for n, r in rounds.items():
         out[str(n)] = {
             "ready_p50_s": pct(r["ready"], 50) / 1e3,
@@ -307,6 +329,7 @@ def summarize(rounds: dict[int, dict[str, Any]], sustained: dict[str, Any] | Non
 def serve_column(name: str, env: str, extra_env: dict[str, str]) -> dict[str, Any]:
     serve = [sys.executable, "-m", "openenv_mcp.cli", "serve", env, "--port", "{port}", "--log-level", "warning",
              "--max-episodes", "512", "--idle-timeout", "0"]  # fmt: skip
+    load0 = os.getloadavg()[0]
     old = {k: os.environ.get(k) for k in extra_env}
     os.environ.update(extra_env)
     try:
@@ -327,16 +350,17 @@ def serve_column(name: str, env: str, extra_env: dict[str, str]) -> dict[str, An
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return summarize(rounds, sustained)
+    return summarize(rounds, sustained, load0)
 
 
 def docker_run_column() -> dict[str, Any]:
+    load0 = os.getloadavg()[0]
     rounds = {}
     for n in NS:
         console.print(f"[dim]docker run: {n} concurrent episodes[/dim]")
         rounds[n] = asyncio.run(docker_run_round(n, True))
     console.print(f"[dim]docker run: sustained, {max(NS)} workers, {SUSTAIN_S:g} s[/dim]")
-    return summarize(rounds, asyncio.run(docker_run_sustained(max(NS), SUSTAIN_S)))
+    return summarize(rounds, asyncio.run(docker_run_sustained(max(NS), SUSTAIN_S)), load0)
 
 
 def _fmt(value: float | None, unit: str = "") -> str:
@@ -361,6 +385,7 @@ def main() -> None:
     table.add_column("python server USS (MB)", justify="right")
     table.add_column(f"CPU ms / episode @ {max(NS)}", justify="right")
     table.add_column(f"p99 vs fast @ {max(NS)}", justify="right")
+    table.add_column("load avg (1 min) start/end", justify="right")
     fast_p99 = columns["sandbox, fast starts"][str(max(NS))]["ready_p99_s"]
     for name, col in columns.items():
         cells = [f"{_fmt(col[str(n)]['ready_p50_s'])} / {_fmt(col[str(n)]['ready_p99_s'])}"
@@ -370,7 +395,13 @@ def main() -> None:
         cpu = top.get("cpu_per_episode_s")
         cpu_cell = "-" if cpu is None else f"{cpu * 1e3:.0f}"
         table.add_row(
-            name, *cells, _fmt(col["sustained"]["rate"]), _fmt(top["python_server_uss_mb"]), cpu_cell, f"{ratio:.1f}x"
+            name,
+            *cells,
+            _fmt(col["sustained"]["rate"]),
+            _fmt(top["python_server_uss_mb"]),
+            cpu_cell,
+            f"{ratio:.1f}x",
+            "{:.1f} / {:.1f}".format(*col["load_1min"]),
         )
     console.print(table)
     fast = columns["sandbox, fast starts"]
