@@ -44,6 +44,8 @@ SKIP = set(filter(None, os.environ.get("SCALE_SKIP", "").split(",")))
 SUSTAIN_S = float(os.environ.get("SCALE_SUSTAIN_S", "10"))
 CODE = ["x = 6 * 7", "import json; print(json.dumps({'x': x}))", "sum(range(1000))"]
 TARGET_P99_S, TARGET_RATE, TARGET_USS_MB = 2.0, 30.0, 15.0
+START_TIMEOUT_S = float(os.environ.get("SCALE_START_TIMEOUT_S", "600"))
+"""How long a docker-boundary server may take to answer ``initialize`` (containers start slowly under load)."""
 IMAGE = os.environ.get("OPENENV_MCP_DOCKER_IMAGE", "openenv-mcp/tools")
 console = Console()
 
@@ -119,7 +121,16 @@ def coding_env(isolation: str) -> Path:
     dst = Path(tempfile.mkdtemp(prefix="bench-scale-")) / "coding"
     shutil.copytree(src, dst)
     toml = dst / "env.toml"
-    toml.write_text(toml.read_text().replace('isolation = "sandbox"', f'isolation = "{isolation}"'))
+    head, *servers = (
+        toml.read_text().replace('isolation = "sandbox"', f'isolation = "{isolation}"').split("[[tool_servers]]")
+    )
+    # 64 episodes start 192 containers at once on a small machine: give each longer than 30 s to answer
+    limits = f"[tool_servers.limits]\nstart_timeout = {START_TIMEOUT_S:g}\n"
+    servers = [
+        s.replace("[tool_servers.limits]\n", limits) if "[tool_servers.limits]" in s else f"{s.rstrip()}\n\n{limits}\n"
+        for s in servers
+    ]
+    toml.write_text("[[tool_servers]]".join([head, *servers]))
     return dst
 
 
