@@ -196,3 +196,27 @@ async def test_a_zygote_started_by_an_episode_is_not_a_process_that_episode_leak
     report = await check_env_async(folder, only="shutdown", official=False)
     assert set(zygote.zygote_pids()) - before, "the check did not start a zygote of its own"
     assert [(r.rule, r.status) for r in report.results] == [("shutdown.clean", "passed")], report.results
+
+
+def test_placeholders_and_binds_reach_a_forked_server_as_they_reach_a_plain_one(tmp_path):
+    """``{workspace}`` / ``{env_dir}`` in ``env``, an ``ro_bind`` folder and ``hide``: the same inside a server the
+    zygote forked (the zygote's template is the server's own bwrap command; the env is made per episode)."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "data.txt").write_text("bound\n")
+    (tmp_path / "secret.txt").write_text("hidden\n")
+    seen = {}
+    for fast in (True, False):
+        server = {"env": {"WS": "{workspace}", "ED": "{env_dir}"}, "ro_bind": [str(shared)], "fast_start": fast}
+        with make_env(tmp_path, hide=["secret.txt"], **server) as env:
+            env.reset(seed=0)
+            uid = int(sh(env, "id -u")[1])
+            forked = bool(set(ancestors(server_pid(uid))) & set(zygote.zygote_pids()))
+            assert forked == fast
+            out = sh(
+                env, f"echo $WS $ED; cat {shared}/data.txt {tmp_path}/secret.txt 2>&1; touch {shared}/x 2>&1; true"
+            )
+            seen[fast] = out[1].replace(str(uid), "UID")
+    assert seen[True] == seen[False], seen
+    assert seen[True].startswith(f"/workspace {tmp_path}\n"), seen
+    assert "hidden" not in seen[True] and not (shared / "x").exists()

@@ -28,11 +28,13 @@ import fcntl
 import importlib
 import json
 import os
+import re
 import resource
 import runpy
 import selectors
 import signal
 import socket
+import stat
 import struct
 import sys
 import traceback
@@ -42,6 +44,7 @@ CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x08000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 SYS_MOVE_MOUNT, AT_FDCWD, MOVE_MOUNT_F_EMPTY_PATH = 429, -100, 0x4
+SYS_OPEN_TREE, OPEN_TREE_CLONE, AT_RECURSIVE = 428, 0x1, 0x8000
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
@@ -113,7 +116,10 @@ def child_a(cfg: dict, fds: list[int], keep: list[int]) -> None:
         mount(None, "/workspace", None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
         os.close(ws)
         for path, mode in (("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "0755")):
+            kept = [(inner, clone_tree(inner)) for inner in mounts_under(path)]  # binds and masks the sandbox put there
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
+            for inner, fd in kept:  # back on top of the fresh folder, as bwrap puts them on top of its tmpfs
+                attach(fd, inner)
         if os.path.isdir("/dev/shm"):
             mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
         if os.path.isdir("/dev/pts"):
@@ -145,6 +151,36 @@ def join_cgroup(fd: int, path: str) -> None:
             os._exit(126)
     finally:
         os.close(fd)
+
+
+def mounts_under(folder: str) -> list[str]:
+    """The outermost mount points strictly inside ``folder`` (from ``/proc/self/mountinfo``)."""
+    points = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), line.split()[4])
+            if point.startswith(folder + "/") and point not in points:
+                points.append(point)
+    return [p for p in points if not any(p.startswith(q + "/") for q in points)]
+
+
+def clone_tree(path: str) -> int:
+    """A detached copy of the mount at ``path`` and every mount under it (``open_tree``)."""
+    fd = libc.syscall(SYS_OPEN_TREE, AT_FDCWD, path.encode(), OPEN_TREE_CLONE | AT_RECURSIVE | os.O_CLOEXEC)
+    if fd < 0:
+        raise SetupError(f"open_tree {path}: {os.strerror(ctypes.get_errno())}")
+    return fd
+
+
+def attach(fd: int, path: str) -> None:
+    """Attach a cloned tree at ``path``, making its mount point (and parents, ``0755``) first."""
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.makedirs(path, mode=0o755, exist_ok=True)
+    elif not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+    _check(libc.syscall(SYS_MOVE_MOUNT, fd, b"", AT_FDCWD, path.encode(), MOVE_MOUNT_F_EMPTY_PATH), f"mount {path}")
+    os.close(fd)
 
 
 def child_b(cfg: dict, parent: int) -> None:
