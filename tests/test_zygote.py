@@ -93,7 +93,13 @@ def test_each_episode_is_a_fresh_child_of_the_zygote_with_its_own_uid_namespaces
         for uid in (uid1, uid2):
             assert set(ancestors(server_pid(uid))) & set(zygotes), "the server is not a child of a zygote"
         assert sh(one, "echo one > /tmp/mark && echo one > /dev/shm/mark && echo ok")[1] == "ok\n"
-        assert sh(two, "ls -A /tmp /dev/shm")[1].split() == ["/dev/shm:", "/tmp:"]
+        # fresh: nothing of the sibling's; only what the sandbox binds there (this test's env folder is under /tmp)
+        assert sh(two, "ls -A /tmp /dev/shm; ls -A /tmp/* | grep -c mark")[1].split() == [
+            "/dev/shm:",
+            "/tmp:",
+            tmp_path.parts[2],
+            "0",
+        ]
         code, out = sh(two, "ps -e -o pid=,uid=,comm=")
         rows = [line.split() for line in out.splitlines()]
         assert {int(r[0]) for r in rows} <= set(range(1, 40)), out  # its own PID namespace: no zygote, no sibling
