@@ -15,7 +15,7 @@ from pathlib import Path
 
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.process import reachable_by_others
+from openenv_mcp.isolation.exposure import reachable_by_others
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hostile_server.py"
 # The hostile server needs only the standard library: prefer an interpreter an

@@ -29,8 +29,10 @@ from containment import (
 )
 
 from openenv_mcp import BoundaryError, ToolServerSpec
+from openenv_mcp.isolation.commands import run_launch
+from openenv_mcp.isolation.launch import Launch
 from openenv_mcp.isolation.mcpsession import truncation_marker
-from openenv_mcp.isolation.process import UID_BASE, Launch, lease_uid, run_launch
+from openenv_mcp.isolation.uids import UID_BASE, lease_uid
 from openenv_mcp.testing import need
 
 
@@ -296,7 +298,7 @@ def test_nothing_outlives_a_killed_environment_server():
 
 # -- issue 10 items 4 and 11: never root by accident, uvloop, host-wide uid leases
 def _under_a_private_folder(path: str) -> bool:
-    from openenv_mcp.isolation.process import private_ancestor
+    from openenv_mcp.isolation.exposure import private_ancestor
 
     return private_ancestor(os.path.realpath(path)) is not None
 
@@ -341,7 +343,7 @@ def test_a_server_dropping_to_its_uid_starts_under_uvloop():
 _HOLD_LEASE = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from openenv_mcp.isolation.process import lease_uid
+from openenv_mcp.isolation.uids import lease_uid
 uid, fd = lease_uid(start=int(sys.argv[2]))
 print(uid, flush=True)
 sys.stdin.read()

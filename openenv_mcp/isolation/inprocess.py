@@ -48,7 +48,7 @@ from ..core.surface import INSTRUCTIONS_LIMIT, bounded
 from ..errors import BoundaryError, ConfigError
 from ..sdkcompat import run_fastmcp_tool
 from .base import Connection, ServerContext
-from .process import run_plain
+from .commands import run_plain
 
 __all__ = ["InProcessConnection", "error_result"]
 
