@@ -33,9 +33,15 @@ def hostile_env(
     workspace: str | None = None,
     base_dir: Path | None = None,
     python: str = PYTHON,
+    env: dict[str, str] | None = None,
+    pass_env: list[str] | None = None,
+    options: dict | None = None,
     **limits,
 ) -> tuple[openenv_mcp.Env, str]:
-    """A sync Env around the hostile server and the marker found in its processes' argv."""
+    """A sync Env around the hostile server and the marker found in its processes' argv.
+
+    ``env``/``pass_env`` are the server's variables; ``options`` go to ``make`` (e.g. ``call_timeout``);
+    the other keywords are the server's ``limits``."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
     server = ToolServerSpec(
         name=name,
@@ -43,10 +49,12 @@ def hostile_env(
         command=[python, str(FIXTURE), "--marker", marker, *flags],
         isolation=isolation,
         workspace=workspace,
+        env=env or {},
+        pass_env=pass_env or [],
         limits=limits,
     )
     spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
-    return openenv_mcp.make(spec), marker
+    return openenv_mcp.make(spec, **(options or {})), marker
 
 
 def call(env: openenv_mcp.Env, name: str, **arguments):

@@ -50,11 +50,7 @@ def test_one_persistent_session_per_episode_and_fresh_state_after_reset():
 def test_environment_is_scrubbed_to_declared_variables(monkeypatch, tmp_path):
     monkeypatch.setenv("HOST_SECRET_TOKEN", "s3cret")
     monkeypatch.setenv("DECLARED", "passed-through")
-    env, marker = hostile_env("process")
-    server = env.unwrapped.environment.spec.tool_servers[0]
-    server.env = {"GIVEN": "1"}
-    server.pass_env = ["DECLARED", "NOT_SET_ANYWHERE"]
-    env.unwrapped.environment.servers = [server]
+    env, marker = hostile_env("process", env={"GIVEN": "1"}, pass_env=["DECLARED", "NOT_SET_ANYWHERE"])
     with env:
         env.reset(seed=0)
         seen = json.loads(call(env, "environ")[0])
@@ -145,8 +141,7 @@ def test_memory_bomb_kills_only_the_server_which_restarts():
 
 
 def test_infinite_loop_times_out_and_the_server_is_restarted():
-    env, marker = hostile_env("process")
-    env.unwrapped.environment.call_timeout = 1
+    env, marker = hostile_env("process", options={"call_timeout": 1})
     with env:
         env.reset(seed=0)
         assert call(env, "counter") == ("1", False)
@@ -158,8 +153,7 @@ def test_infinite_loop_times_out_and_the_server_is_restarted():
 def test_a_restart_slower_than_the_call_timeout_does_not_loop():
     """The killed server restarts in the background: a call that times out waiting for it
     does not kill it again, and the one after gets the restarted server."""
-    env, marker = hostile_env("process", "--slow-start")
-    env.unwrapped.environment.call_timeout = 1
+    env, marker = hostile_env("process", "--slow-start", options={"call_timeout": 1})
     with env:
         env.reset(seed=0)
         assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)
@@ -244,9 +238,7 @@ def test_servers_that_fail_to_start_raise_a_clear_boundary_error(flags, limits, 
 
 
 def test_a_missing_command_says_so():
-    env, _ = hostile_env("process")
-    server = env.unwrapped.environment.servers[0]
-    env.unwrapped.environment.servers = [server.model_copy(update={"command": ["no-such-binary-xyz"]})]
+    env, _ = hostile_env("process", python="no-such-binary-xyz")
     with (
         env,
         pytest.raises(

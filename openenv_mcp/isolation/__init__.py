@@ -23,9 +23,9 @@ def finish_removals(timeout: float = 60.0) -> None:
     from ..core.workspace import drain_removals
 
     drain_removals()
-    docker = sys.modules.get(f"{__name__}.docker")
-    if docker is not None:  # only when this process started containers
-        docker.wait_removed(timeout)
+    engine = sys.modules.get(f"{__name__}.dockerengine")
+    if engine is not None:  # only when this process started containers
+        engine.wait_removed(timeout)
 
 
 def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> Connection:
