@@ -35,7 +35,6 @@ container run and its transports in :mod:`.dockercontainer`; this module is the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from .base import ServerContext
 from .dockercontainer import Container
 from .dockerengine import LABEL, docker_client, list_containers, owner_label, reap, wait_removed
 from .mcpsession import McpConnection, SessionHost
+from .uids import chown_tree
 
 __all__ = ["DEFAULT_IMAGE", "LABEL", "DockerConnection", "docker_client", "list_containers", "reap", "wait_removed"]
 
@@ -171,13 +171,7 @@ class DockerConnection(McpConnection):
         """As root, give the workspace to the container's unprivileged user."""
         if os.getuid() != 0:
             return
-        uid, gid = self.user()
-        root = self.ctx.workspace
-        os.chown(root, uid, gid)
-        for dirpath, dirnames, filenames in os.walk(root):
-            for name in dirnames + filenames:
-                with contextlib.suppress(OSError):
-                    os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
+        chown_tree(self.ctx.workspace, *self.user())
 
     def config(self, network: str) -> dict[str, Any]:
         """``containers.create`` arguments: limits, mounts, user, labels."""

@@ -31,7 +31,7 @@ from .dockerengine import (
     remove,
     remove_in_background,
 )
-from .jsonlines import LINE_SLACK, decode, encode, keep_tail
+from .jsonlines import LINE_SLACK, decode, encode, keep_tail, pumped
 
 __all__ = ["Container", "ContainerOwner"]
 
@@ -138,8 +138,6 @@ class Container:
     async def stdio(self) -> AsyncIterator[tuple[Any, Any]]:
         network = "none" if self.spec.network == "none" else "bridge"
         stream: anyio.abc.ByteStream | None = None
-        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](16)
         try:
             await anyio.to_thread.run_sync(self.create, network)
             sock = await anyio.to_thread.run_sync(self.attach)
@@ -148,21 +146,20 @@ class Container:
             else:
                 stream = await anyio.abc.SocketStream.from_socket(sock)
             await anyio.to_thread.run_sync(self.start)
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._pump_out, stream, read_writer)
-                tg.start_soon(self._pump_in, stream, write_reader)
-                try:
-                    yield read_stream, write_stream
-                finally:
-                    tg.cancel_scope.cancel()
+            attached = stream
+
+            def start_pumps(tg: anyio.abc.TaskGroup, read_writer: Any, write_reader: Any) -> None:
+                tg.start_soon(self._pump_out, attached, read_writer)
+                tg.start_soon(self._pump_in, attached, write_reader)
+
+            async with pumped(start_pumps) as streams:
+                yield streams
         finally:
             with anyio.CancelScope(shield=True):
                 if stream is not None:
                     with contextlib.suppress(Exception):
                         await stream.aclose()
                 await anyio.to_thread.run_sync(self.finish)
-                for s in (read_writer, read_stream, write_stream, write_reader):
-                    await s.aclose()
 
     async def _pump_in(self, stream: anyio.abc.ByteStream, write_reader: Any) -> None:
         try:

@@ -21,11 +21,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp_types
 from mcp.shared.message import SessionMessage
 
 from ..errors import BoundaryError
-from .jsonlines import decode, encode, keep_tail
+from .jsonlines import decode, encode, keep_tail, pumped
 from .launch import Launch
 from .mcpsession import TRUNCATED_META, describe, truncation_marker
 from .proctree import descendants, kill_uid
@@ -117,23 +118,18 @@ class StdioProcess:
     @contextlib.asynccontextmanager
     async def streams(self) -> AsyncIterator[tuple[Any, Any]]:
         await self.spawn()
-        read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-        write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](16)
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._pump_stdout, read_writer)
-                tg.start_soon(self._pump_stdin, write_reader)
-                tg.start_soon(self._pump_stderr)
-                tg.start_soon(self._watch, read_writer)
-                try:
-                    yield read_stream, write_stream
-                finally:
-                    tg.cancel_scope.cancel()
+            async with pumped(self._start_pumps) as streams:
+                yield streams
         finally:
             with anyio.CancelScope(shield=True):
                 await self.stop()
-                for stream in (read_writer, read_stream, write_stream, write_reader):
-                    await stream.aclose()
+
+    def _start_pumps(self, tg: anyio.abc.TaskGroup, read_writer: Any, write_reader: Any) -> None:
+        tg.start_soon(self._pump_stdout, read_writer)
+        tg.start_soon(self._pump_stdin, write_reader)
+        tg.start_soon(self._pump_stderr)
+        tg.start_soon(self._watch, read_writer)
 
     async def _watch(self, read_writer: Any) -> None:
         """When the server process exits, kill what it left behind and end the session."""

@@ -152,10 +152,12 @@ class _Uids:
 UIDS = _Uids()
 
 
-def chown_tree(path: Path, uid: int) -> None:
-    """Give ``path`` and everything under it to ``uid`` (links are not followed)."""
-    os.chown(path, uid, uid, follow_symlinks=False)
+def chown_tree(path: Path, uid: int, gid: int | None = None) -> None:
+    """Give ``path`` and everything under it to ``uid`` (and ``gid``, by default the uid's own group;
+    links are not followed)."""
+    gid = uid if gid is None else gid
+    os.chown(path, uid, gid, follow_symlinks=False)
     for root, dirs, files in os.walk(path):
         for name in dirs + files:
             with contextlib.suppress(OSError):
-                os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+                os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
