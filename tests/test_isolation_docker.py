@@ -9,6 +9,7 @@ container (listed by label) and no process (found by marker) left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -576,3 +577,29 @@ def test_a_closed_episodes_container_is_removed_even_when_the_engine_is_slow(ima
     assert containers(episode) == []
     assert failures["left"] == 0
     assert_clean(marker)
+
+
+def test_a_container_removed_while_listing_does_not_break_the_listing_or_the_reaping(image, monkeypatch):
+    """Another environment server on the host removes its container between the engine's list and the
+    SDK's inspect of it: the listing skips it, and the reaping at a server's first start goes on."""
+    import docker
+    import docker.models.containers
+    from openenv_mcp.isolation.dockerengine import list_containers, reap
+
+    client = docker.from_env()
+    labels = {"openenv-mcp": "1", "openenv-mcp.episode": f"gone-{uuid.uuid4().hex[:8]}"}
+    going = client.containers.create(IMAGE, ["sleep", "60"], network_mode="none", labels=labels)
+    real_get = docker.models.containers.ContainerCollection.get
+
+    def removed_by_its_owner_meanwhile(self, container_id):
+        if container_id == going.id:
+            going.remove(force=True)
+        return real_get(self, container_id)
+
+    monkeypatch.setattr(docker.models.containers.ContainerCollection, "get", removed_by_its_owner_meanwhile)
+    try:
+        assert going.id not in [c.id for c in list_containers()]
+        assert reap() >= 0
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            going.remove(force=True)

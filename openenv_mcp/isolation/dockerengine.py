@@ -74,9 +74,10 @@ def docker_client() -> Any:
 
 
 def list_containers(episode_id: str | None = None, all: bool = True) -> list[Any]:
-    """Containers this framework started (optionally of one episode), running or not."""
+    """Containers this framework started (optionally of one episode), running or not. One removed
+    while it is listed (by another environment server on the host) is left out, not an error."""
     labels = [f"{LABEL}=1"] + ([f"{LABEL}.episode={episode_id}"] if episode_id else [])
-    return docker_client().containers.list(all=all, filters={"label": labels})
+    return docker_client().containers.list(all=all, filters={"label": labels}, ignore_removed=True)
 
 
 def owner_label() -> str:
