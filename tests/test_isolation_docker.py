@@ -582,8 +582,9 @@ def test_a_closed_episodes_container_is_removed_even_when_the_engine_is_slow(ima
 def test_a_container_removed_while_listing_does_not_break_the_listing_or_the_reaping(image, monkeypatch):
     """Another environment server on the host removes its container between the engine's list and the
     SDK's inspect of it: the listing skips it, and the reaping at a server's first start goes on."""
-    import docker
     import docker.models.containers
+
+    import docker
     from openenv_mcp.isolation.dockerengine import list_containers, reap
 
     client = docker.from_env()
