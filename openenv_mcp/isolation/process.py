@@ -34,6 +34,11 @@ an error result and the next call starts the server again.
 
 What it does not do: hide the host's files or network (every world-readable
 file can be read, loopback reached). Use ``sandbox`` for that.
+
+This module is the connection; its parts are their own modules: :mod:`.launch` (argv, environment,
+limits, the drop to the uid), :mod:`.uids` (the episodes' uids), :mod:`.stdio` (the child's stdio
+transport), :mod:`.proctree` (finding and killing its processes), :mod:`.exposure` (what a uid can
+reach, and exposing a private runtime) and :mod:`.commands` (one-shot commands).
 """
 
 from __future__ import annotations
