@@ -26,7 +26,7 @@ DROPS_UID = IS_ROOT and reachable_by_others(PYTHON)
 """The hostile server runs as an unprivileged uid (so RLIMIT_NPROC holds)."""
 
 
-def hostile_env(
+def hostile_spec(
     isolation: str,
     *flags: str,
     name: str = "h",
@@ -35,13 +35,11 @@ def hostile_env(
     python: str = PYTHON,
     env: dict[str, str] | None = None,
     pass_env: list[str] | None = None,
-    options: dict | None = None,
     **limits,
-) -> tuple[openenv_mcp.Env, str]:
-    """A sync Env around the hostile server and the marker found in its processes' argv.
+) -> tuple[EnvSpec, str]:
+    """An environment around the hostile server, and the marker found in its processes' argv.
 
-    ``env``/``pass_env`` are the server's variables; ``options`` go to ``make`` (e.g. ``call_timeout``);
-    the other keywords are the server's ``limits``."""
+    ``env``/``pass_env`` are the server's variables; the other keywords are its ``limits``."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
     server = ToolServerSpec(
         name=name,
@@ -54,7 +52,14 @@ def hostile_env(
         limits=limits,
     )
     spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
-    return openenv_mcp.make(spec, **(options or {})), marker
+    return spec, marker
+
+
+def hostile_env(isolation: str, *flags: str, options: dict | None = None, **spec) -> tuple[openenv_mcp.Env, str]:
+    """A sync Env around the hostile server (``spec``: the arguments of :func:`hostile_spec`) and the
+    marker found in its processes' argv; ``options`` go to ``make()`` (``warm_pool``, ``tasks``, ...)."""
+    env_spec, marker = hostile_spec(isolation, *flags, **spec)
+    return openenv_mcp.make(env_spec, **(options or {})), marker
 
 
 def call(env: openenv_mcp.Env, name: str, **arguments):
