@@ -14,6 +14,10 @@ private folder such as ``/root``) binds these folders read-only:
 Only what the files name is followed, and a folder found by walking up is never bound whole when it
 is a home or a shared top-level folder (:func:`too_wide`): a runtime under ``/root`` never exposes
 the rest of ``/root``.
+
+:func:`command_paths` is the whole list for one command: its program and prefix, the absolute paths
+it names, the environment's folder, the runtime above and, for this interpreter, its prefixes,
+``sys.path`` and the folders ``openenv_mcp`` is imported from (:func:`package_dirs`).
 """
 
 from __future__ import annotations
