@@ -85,7 +85,7 @@ def zygotes_of(server: int) -> list[int]:
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds used by ``pid`` and its descendants, and by its zygotes and theirs (every forked server),
     live and reaped (utime+stime+cutime+cstime)."""
-    from openenv_mcp.isolation.process import descendants
+    from openenv_mcp.isolation.proctree import descendants
 
     ticks = 0
     roots = [pid, *zygotes_of(pid)]

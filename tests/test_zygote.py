@@ -20,7 +20,8 @@ from conftest import need
 import openenv_mcp
 from openenv_mcp import EnvSpec, ToolServerSpec
 from openenv_mcp.isolation import zygote
-from openenv_mcp.isolation.process import UID_BASE, descendants, uid_processes
+from openenv_mcp.isolation.proctree import descendants, uid_processes
+from openenv_mcp.isolation.uids import UID_BASE
 
 SHELL = ["python", "-m", "openenv_mcp.tool_servers.shell", "--root", "{workspace}", "--lean"]
 

@@ -34,18 +34,13 @@ from pathlib import Path
 from ..core.spec import ToolServerSpec
 from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
+from .exposure import outermost
+from .jsonlines import LINE_SLACK
+from .launch import SYSTEM_PATH, Launch, rlimits_for
 from .mcpsession import SessionHost
-from .process import (
-    LINE_SLACK,
-    SYSTEM_PATH,
-    UIDS,
-    Launch,
-    ProcessConnection,
-    _ProcessHost,
-    command_paths,
-    outermost,
-    rlimits_for,
-)
+from .process import ProcessConnection, _ProcessHost
+from .runtime import command_paths
+from .uids import UIDS
 from .zygote import fast_process
 
 __all__ = ["ETC_SECRETS", "HIDDEN", "SANDBOX_WORKSPACE", "SYSTEM", "SandboxConnection", "bwrap_path"]

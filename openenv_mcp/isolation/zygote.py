@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BoundaryError
-from .process import Launch, StdioProcess, kill_uid, rlimits_for
+from .launch import Launch, rlimits_for
+from .proctree import kill_uid
+from .stdio import StdioProcess
 
 __all__ = [
     "ZYGOTE_CAPS",

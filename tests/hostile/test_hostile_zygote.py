@@ -21,7 +21,7 @@ from containment import assert_no_leak, marked_processes
 
 import openenv_mcp
 from openenv_mcp.isolation import cgroup, zygote
-from openenv_mcp.isolation.process import uid_processes
+from openenv_mcp.isolation.proctree import uid_processes
 
 
 @pytest.fixture
