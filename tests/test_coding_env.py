@@ -16,8 +16,8 @@ import anyio
 import pytest
 
 from openenv_mcp.client.registry import load_environment
+from openenv_mcp.testing import need
 from openenv_mcp.types import CallTool
-from tests.conftest import need
 
 ENV_DIR = Path(__file__).resolve().parent.parent / "envs" / "coding"
 REPO = ENV_DIR.parent.parent

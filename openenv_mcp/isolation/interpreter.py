@@ -149,7 +149,7 @@ class CodeInterpreter:
         if conn is not None and conn.cgroup is not None:
             await anyio.to_thread.run_sync(conn.cgroup.remove)  # every process the code started
         if conn is not None and conn.uid is not None:
-            UIDS.release(conn.ctx.episode_id)  # kills every process of the code uid
+            await anyio.to_thread.run_sync(UIDS.release, conn.ctx.episode_id)  # kills every process of the code uid
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None

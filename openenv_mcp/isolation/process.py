@@ -279,11 +279,13 @@ class ProcessConnection(McpConnection):
         try:
             await super().close()
         finally:
-            if self.cgroup is not None:  # every process the server started, however it detached
-                await anyio.to_thread.run_sync(self.cgroup.remove)
-            if self.uid is not None:
-                UIDS.release(self.ctx.episode_id)  # the last server of the episode kills the whole uid
-                self.uid = None
+            with anyio.CancelScope(shield=True):  # a cancelled close still frees what the server held
+                if self.cgroup is not None:  # every process the server started, however it detached
+                    await anyio.to_thread.run_sync(self.cgroup.remove)
+                if self.uid is not None:
+                    # the last server of the episode kills the whole uid (waits for its guard: off the event loop)
+                    await anyio.to_thread.run_sync(UIDS.release, self.ctx.episode_id)
+                    self.uid = None
             if self._private is not None:
                 remove_tree(self._private)
                 self._private = None

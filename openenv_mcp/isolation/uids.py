@@ -13,6 +13,7 @@ import contextlib
 import fcntl
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ import threading
 from pathlib import Path
 
 from ..errors import BoundaryError
+from .launch import SYSTEM_PATH
 from .proctree import kill_uid
 
 __all__ = ["LEASE_DIRS", "UID_BASE", "UIDS", "chown_tree", "lease_dir", "lease_uid"]
@@ -35,6 +37,19 @@ try:
 except OSError:
     pass
 """
+
+
+_SHELL_GUARD = 'while read -r _; do :; done; exec "$0" --reuid="$1" --regid="$1" --clear-groups -- "$2" -KILL -1'
+"""The same guard without an interpreter (a shell waits, then ``setpriv`` becomes the uid and runs ``kill -1``):
+about a millisecond of CPU per episode instead of a Python start."""
+
+
+def _guard_command(uid: int) -> list[str]:
+    setpriv = shutil.which("setpriv", path=SYSTEM_PATH)
+    kill = shutil.which("kill", path=SYSTEM_PATH)
+    if setpriv and kill and os.path.exists("/bin/sh"):
+        return ["/bin/sh", "-c", _SHELL_GUARD, setpriv, str(uid), kill]
+    return [sys.executable, "-S", "-I", "-c", _GUARD.format(uid=uid)]
 
 
 LEASE_DIRS = ("/run/openenv-mcp/uids", os.path.join(tempfile.gettempdir(), "openenv-mcp-uids"))
@@ -111,7 +126,7 @@ class _Uids:
                 uid, fd = lease_uid()
                 self._leases[uid] = fd
                 self._guards[uid] = subprocess.Popen(
-                    [sys.executable, "-S", "-I", "-c", _GUARD.format(uid=uid)],
+                    _guard_command(uid),
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
