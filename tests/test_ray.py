@@ -8,6 +8,7 @@ The module shares one cluster (starting one takes ~10 s on two cores); the failu
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -23,15 +24,14 @@ need(ray is not None, "Ray is not installed (pip install 'openenv-mcp[ray]')")
 import httpx
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from raycluster import LocalRayCluster
+from servers import running_server
 
 import openenv_mcp
 from openenv_mcp.client.remote import AsyncVectorEnv
 from openenv_mcp.errors import EpisodeLost
 from openenv_mcp.ray import RayPool
 from openenv_mcp.types import CallTool
-
-from raycluster import LocalRayCluster
-from servers import running_server
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -47,7 +47,7 @@ def cluster():
         for name in ("a", "b"):  # one after the other: two raylets starting at once starve two cores
             c.add_worker(name, {f"node_{name}": 1})
             c.wait_started(name)
-        ray.init(address=c.address, log_to_driver=False, logging_level="warning")
+        ray.init(address=c.address, log_to_driver=False, logging_level=logging.WARNING)
         c.wait_for_nodes(3)
         yield c
     finally:
@@ -157,13 +157,17 @@ def test_hostile_agent_key_for_an_episode_on_one_replica_opens_nothing_on_anothe
                     r = await http.post(f"{url}/mcp", json=body, headers=headers)
                     assert r.status_code == 401
                     # DNS rebinding: a foreign Host is refused before any routing
-                    r = await http.post(f"{url}/episodes/{id_a}/{key_a}/mcp", json=body, headers={**headers, "Host": "evil.example"})
+                    r = await http.post(
+                        f"{url}/episodes/{id_a}/{key_a}/mcp", json=body, headers={**headers, "Host": "evil.example"}
+                    )
                     assert r.status_code == 421
                     # the replica's own address is no bypass: it wants the cluster token the agent never sees
                     replica_url = replicas[0]["url"]
                     r = await http.post(f"{replica_url}/episodes", json={}, headers=headers)
                     assert r.status_code == 401
-                    r = await http.post(f"{replica_url}/episodes", json={}, headers={"Authorization": f"Bearer {token}"})
+                    r = await http.post(
+                        f"{replica_url}/episodes", json={}, headers={"Authorization": f"Bearer {token}"}
+                    )
                     assert r.status_code == 401
                 # the episode still answers its own agent
                 assert await _mcp_tools(venv.mcp_urls[0]) == ["echo"]

@@ -431,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--replica-resources",
         default=None,
         metavar="JSON",
-        help='--ray: custom Ray resources each replica reserves, e.g. \'{"env_node": 1}\'',
+        help="--ray: custom Ray resources each replica reserves, e.g. '{\"env_node\": 1}'",
     )
     _add_prod_flags(p)
     p.set_defaults(func=_cmd_serve)

@@ -247,7 +247,9 @@ class _Connection:
             try:
                 msg = json.loads(raw)
             except ValueError as e:
-                return _dumps({"id": None, "ok": False, "error": _error("bad_request", f"message is not valid JSON: {e}")})
+                return _dumps(
+                    {"id": None, "ok": False, "error": _error("bad_request", f"message is not valid JSON: {e}")}
+                )
             if not isinstance(msg, dict):
                 return _dumps({"id": None, "ok": False, "error": _error("bad_request", "a message is a JSON object")})
             rid = msg.pop("id", None)

@@ -17,6 +17,7 @@ and a replacement is started in the background until ``min_replicas`` are live a
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -114,7 +115,7 @@ class RayPool:
         import ray
 
         if not ray.is_initialized():
-            ray.init(address=self.address or "auto", log_to_driver=False, logging_level="warning")
+            ray.init(address=self.address or "auto", log_to_driver=False, logging_level=logging.WARNING)
         self._actor_class = ray.remote(Replica)
         wanted = max(self.min_replicas, 1)
         started = await asyncio.gather(*(self._spawn() for _ in range(wanted)), return_exceptions=True)
@@ -252,9 +253,7 @@ class RayPool:
         raise BoundaryError(f"no live replica of {self.target!r} and none can be started (max_replicas reached)")
 
     # -- episodes ----------------------------------------------------------------
-    async def episode(
-        self, seed: int | None = None, task_id: str | None = None, **options: Any
-    ) -> PoolEpisode:
+    async def episode(self, seed: int | None = None, task_id: str | None = None, **options: Any) -> PoolEpisode:
         """A new episode on a healthy replica (reset already done; ``first_observation`` holds its result)."""
         env = PoolEpisode(self, **options)
         await env.reset(seed=seed, task_id=task_id)
