@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
 import time
 
 import pytest
 
 from openenv_mcp.testing import need
+
+# Ray's token authentication with a token of this run only: the nodes, this driver and the front doors
+# (child processes) share it through the environment, so no ~/.ray/auth_token of another run is used (nor
+# written). Set before Ray is imported: the driver reads it then.
+os.environ["RAY_AUTH_MODE"] = "token"
+os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
 
 try:
     import ray
@@ -33,7 +41,7 @@ from openenv_mcp.errors import EpisodeLost
 from openenv_mcp.ray import RayPool
 from openenv_mcp.types import CallTool
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(300)  # the first test also starts the cluster
 
 ECHO = CallTool(name="echo", arguments={"text": "hello"})
 
@@ -58,8 +66,15 @@ def cluster():
         assert not stuck, f"processes of the Ray cluster still alive after it stopped: {stuck}"
 
 
-def _pool(**options) -> RayPool:
-    return RayPool("echo", num_cpus=0.5, request_timeout=15.0, health_timeout=3.0, start_timeout=60.0, **options)
+def _pool(num_replicas: int, num_cpus: float = 0.5) -> RayPool:
+    return RayPool(
+        "echo",
+        num_replicas=num_replicas,
+        num_cpus=num_cpus,
+        request_timeout=15.0,
+        health_timeout=3.0,
+        start_timeout=60.0,
+    )
 
 
 def _text(obs) -> str:
@@ -177,17 +192,25 @@ def test_hostile_agent_key_for_an_episode_on_one_replica_opens_nothing_on_anothe
 
 def test_a_node_killed_mid_episode_fails_its_episodes_with_episode_lost_and_is_replaced(cluster):
     node_a, node_b = cluster.node_with("node_a"), cluster.node_with("node_b")
+    token = "front-door-token"
+    door_args = ("--ray", cluster.address, "--replicas", "2", "--replica-cpus", "0.2")
 
-    async def main():
-        async with _pool(num_replicas=2) as pool:
+    async def main(door: str):
+        async with (
+            _pool(num_replicas=2, num_cpus=0.25) as pool,
+            AsyncVectorEnv(door, num_envs=2, token=token) as door_venv,
+        ):
             venv = await pool.vector(4, seeds=range(4))
+            await door_venv.reset(seeds=[1, 2])
+            door_replicas = {r["url"]: r["node_id"] for r in httpx.get(door + "/health").json()["replicas"]}
+            assert set(door_replicas.values()) == {node_a, node_b}
             try:
                 await venv.step([ECHO] * 4)
                 on_a = [e for e in venv.envs if e.replica.node_id == node_a]
                 on_b = [e for e in venv.envs if e.replica.node_id == node_b]
                 assert on_a and on_b
                 lost_id = on_a[0].episode_id
-                cluster.kill("a")  # mid-episode: the raylet, its workers and the replica's server die at once
+                cluster.kill("a")  # mid-episode: the raylet, its workers and the replicas' servers die at once
                 started = time.monotonic()
                 with pytest.raises(EpisodeLost) as caught:
                     await on_a[0].step(ECHO)
@@ -196,6 +219,14 @@ def test_a_node_killed_mid_episode_fails_its_episodes_with_episode_lost_and_is_r
                 assert message.startswith(f"episode {lost_id} was lost: its replica at ")
                 assert f"(Ray node {node_a})" in message
                 assert message.endswith("start a new episode (reset()) to continue on a healthy replica")
+                # through the front door: the episode on A fails with episode_lost, the one on B answers
+                started = time.monotonic()
+                results = await door_venv.step([ECHO, ECHO], return_exceptions=True)
+                assert time.monotonic() - started < 20
+                lost = [r for r in results if isinstance(r, Exception)]
+                assert len(lost) == 1 and isinstance(lost[0], EpisodeLost), results
+                assert "was lost: its replica at " in str(lost[0])
+                assert [_text(r) for r in results if not isinstance(r, Exception)] == ["hello"]
                 # the episodes on the healthy node carry on
                 assert [_text(await e.step(ECHO)) for e in on_b] == ["hello"] * len(on_b)
                 # the lost replica is replaced (on the node that is left) and new episodes succeed
@@ -208,8 +239,13 @@ def test_a_node_killed_mid_episode_fails_its_episodes_with_episode_lost_and_is_r
                 # the lost episode's slot starts over on a healthy replica
                 await on_a[0].reset(seed=3)
                 assert on_a[0].replica.node_id == node_b
+                # the front door sends new episodes to live replicas too
+                async with AsyncVectorEnv(door, num_envs=2, token=token) as again:
+                    await again.reset(seeds=[8, 9])
+                    assert [_text(o) for o in await again.step([ECHO] * 2)] == ["hello"] * 2
             finally:
                 await venv.close()
 
-    asyncio.run(main())
+    with running_server("echo", *door_args, token=token, timeout=90) as door:
+        asyncio.run(main(door))
     assert cluster.leftovers("a") == []  # nothing of worker A survived its node
