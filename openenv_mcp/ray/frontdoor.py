@@ -40,7 +40,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..client.remote import RemoteConnection
-from ..errors import EpisodeLost, OpenEnvError, UnknownEpisode
+from ..errors import EpisodeLost, OpenEnvError, RequestTooLarge, UnknownEpisode
 from ..serve.app import DEFAULT_MAX_REQUEST_BYTES, LOOPBACK_HOSTS, Edge, _public_paths
 from ..serve.manager import ADMIN_SCOPE_KEY
 from ..serve.metrics import Metrics
@@ -66,8 +66,17 @@ def _lost_message(episode_id: str, replica: ReplicaInfo) -> str:
 class FrontDoor:
     """The routing state of a front door: episode and MCP-session pins, the HTTP client to replicas."""
 
-    def __init__(self, pool: RayPool, *, token: str | None, admin_token: str | None, health_interval: float) -> None:
+    def __init__(
+        self,
+        pool: RayPool,
+        *,
+        token: str | None,
+        admin_token: str | None,
+        health_interval: float,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+    ) -> None:
         self.pool = pool
+        self.max_request_bytes = max_request_bytes
         self.auth = f"Bearer {token}".encode() if token else None
         self.health_interval = health_interval
         self.episodes: dict[str, ReplicaInfo] = {}
@@ -242,8 +251,11 @@ class _Connection:
     async def handle(self, raw: str) -> str:
         rid: Any = None
         try:
-            if len(raw) > DEFAULT_MAX_REQUEST_BYTES:
-                raise OpenEnvError(f"message of {len(raw)} bytes exceeds the limit of {DEFAULT_MAX_REQUEST_BYTES}")
+            limit = self.door.max_request_bytes
+            if len(raw) > limit:
+                raise RequestTooLarge(
+                    f"message of {len(raw)} bytes exceeds the limit of {limit} bytes (--max-request-bytes)"
+                )
             try:
                 msg = json.loads(raw)
             except ValueError as e:
@@ -362,7 +374,13 @@ def create_front_door(
     health_interval: float = 2.0,
 ) -> Starlette:
     """The front door's ASGI app (the pool must be started already; it is closed with the app)."""
-    door = FrontDoor(pool, token=token, admin_token=admin_token, health_interval=health_interval)
+    door = FrontDoor(
+        pool,
+        token=token,
+        admin_token=admin_token,
+        health_interval=health_interval,
+        max_request_bytes=max_request_bytes,
+    )
     metrics = Metrics()
 
     async def health(request: Request) -> Response:
