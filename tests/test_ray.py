@@ -131,7 +131,7 @@ def test_make_ray_url_gives_an_episode_on_the_cluster(cluster):
 def test_front_door_serves_both_faces_and_routes_each_episode_to_its_replica(cluster):
     token = "front-door-token"
     args = ("--ray", cluster.address, "--replicas", "2", "--replica-cpus", "0.5")
-    with running_server("echo", *args, token=token, timeout=90) as url:
+    with running_server("echo", *args, token=token, timeout=150) as url:
         health = httpx.get(url + "/health").json()
         assert {r["node_id"] for r in health["replicas"]} == {
             cluster.node_with("node_a"),
@@ -152,7 +152,7 @@ def test_front_door_serves_both_faces_and_routes_each_episode_to_its_replica(clu
 def test_hostile_agent_key_for_an_episode_on_one_replica_opens_nothing_on_another(cluster):
     token = "front-door-token"
     args = ("--ray", cluster.address, "--replicas", "2", "--replica-cpus", "0.5")
-    with running_server("echo", *args, token=token, timeout=90) as url:
+    with running_server("echo", *args, token=token, timeout=150) as url:
 
         async def main():
             async with AsyncVectorEnv(url, num_envs=2, token=token) as venv:
@@ -246,6 +246,6 @@ def test_a_node_killed_mid_episode_fails_its_episodes_with_episode_lost_and_is_r
             finally:
                 await venv.close()
 
-    with running_server("echo", *door_args, token=token, timeout=90) as door:
+    with running_server("echo", *door_args, token=token, timeout=150) as door:
         asyncio.run(main(door))
     assert cluster.leftovers("a") == []  # nothing of worker A survived its node
