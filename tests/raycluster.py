@@ -18,7 +18,7 @@ from pathlib import Path
 
 from openenv_mcp.testing import free_port
 
-__all__ = ["LocalRayCluster"]
+__all__ = ["FrontDoorProcess", "LocalRayCluster"]
 
 RAY = str(Path(sys.executable).with_name("ray"))
 
@@ -40,6 +40,11 @@ class LocalRayCluster:
             "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
             "RAY_raylet_start_wait_time_s": "120",  # two busy cores: the default 30 s is not enough
+            # a killed node is declared dead in ~5 s instead of ~15-40 s (the GCS pings each raylet every
+            # second; 5 missed answers in a row, each allowed 3 s on a loaded machine)
+            "RAY_health_check_period_ms": "1000",
+            "RAY_health_check_timeout_ms": "3000",
+            "RAY_health_check_failure_threshold": "5",
         }
         env.pop("RAY_ADDRESS", None)
         with open(log, "wb") as out:
@@ -185,3 +190,67 @@ class LocalRayCluster:
 
     def remove(self) -> None:
         shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+class FrontDoorProcess:
+    """``openenv-mcp serve ENV --ray ADDRESS ...`` as a child in its own session (so ``leftovers()`` sees
+    everything it started), on a free port; ``start()`` waits for ``/health``, ``stop()`` ends it."""
+
+    def __init__(self, env: str, *args: str, token: str | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.cmd = [sys.executable, "-m", "openenv_mcp.cli", "serve", env, "--port", str(self.port), *args]
+        if token:
+            self.cmd += ["--token", token]
+        self.log = Path(tempfile.mkstemp(prefix="oer-door-", suffix=".log")[1])
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 150.0) -> str:
+        import httpx
+
+        with open(self.log, "wb") as out:
+            self.proc = subprocess.Popen(self.cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the front door exited with {self.proc.returncode}: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
+                    return self.url
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the front door did not answer /health within {timeout:g} s")
+            time.sleep(0.1)
+
+    def leftovers(self) -> list[str]:
+        if self.proc is None:
+            return []
+        return [f"{pid}: {_cmdline(pid)[:160]}" for pid in LocalRayCluster._session(self.proc.pid) if _alive(pid)]
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM (its lifespan closes the pool: the replicas' actors are killed), SIGKILL after ``timeout``."""
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.unlink(missing_ok=True)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    """Running (not a zombie waiting for its parent to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False

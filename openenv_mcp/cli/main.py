@@ -212,7 +212,19 @@ def _serve_ray(args: argparse.Namespace) -> int:
     if args.mode != "sim":
         err_console.print("[red]error:[/red] --ray serves sim mode (a production server is one `serve --mode prod`)")
         return 2
-    resources = json.loads(args.replica_resources) if args.replica_resources else {}
+    try:
+        resources = json.loads(args.replica_resources) if args.replica_resources else {}
+    except ValueError as e:
+        resources = e
+    if not isinstance(resources, dict) or not all(
+        isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+        for k, v in resources.items()
+    ):
+        err_console.print(
+            f"[red]error:[/red] --replica-resources must be a JSON object of resource names to amounts >= 0, "
+            f"e.g. '{{\"env_node\": 1}}' (got {args.replica_resources!r})"
+        )
+        return 2
     serve_front_door(
         args.env,
         address=args.ray,
@@ -226,6 +238,7 @@ def _serve_ray(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         min_replicas=args.replicas,
         max_replicas=max(args.max_replicas or args.replicas, args.replicas),
+        episodes_per_replica=args.episodes_per_replica,
         num_cpus=args.replica_cpus,
         resources=resources,
     )
@@ -426,6 +439,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--replicas", type=int, default=1, help="--ray: replicas to keep running (default 1)")
     p.add_argument("--max-replicas", type=int, default=None, help="--ray: scale up to this many under load")
+    p.add_argument(
+        "--episodes-per-replica",
+        type=int,
+        default=64,
+        help="--ray: add a replica (up to --max-replicas) when every live one holds this many episodes (default 64)",
+    )
     p.add_argument("--replica-cpus", type=float, default=1.0, help="--ray: CPUs each replica reserves (default 1)")
     p.add_argument(
         "--replica-resources",

@@ -6,6 +6,7 @@
         venv = await pool.vector(64)                  # batch stepping across replicas
 
     env = openenv_mcp.make("ray://HEAD:6379/coding")  # one episode from a pool on that cluster
+    openenv_mcp.ray.shutdown()                        # stop the pools make() started
     $ openenv-mcp serve coding --ray HEAD:6379 --replicas 4   # one URL, both faces, in front of the pool
 
 Ray is an optional extra: ``pip install 'openenv-mcp[ray]'``. See ``docs/scale.md``.
@@ -14,7 +15,7 @@ Ray is an optional extra: ``pip install 'openenv-mcp[ray]'``. See ``docs/scale.m
 from __future__ import annotations
 
 from ..errors import EpisodeLost
-from .address import make, make_async, parse_ray_url
+from .address import make, make_async, parse_ray_url, shutdown
 from .pool import PoolEpisode, PoolVectorEnv, RayPool, ReplicaInfo
 
 __all__ = [
@@ -26,4 +27,5 @@ __all__ = [
     "make",
     "make_async",
     "parse_ray_url",
+    "shutdown",
 ]

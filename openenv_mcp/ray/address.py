@@ -3,12 +3,13 @@
 ``HOST:PORT`` is the head node's GCS address (what ``ray start --head`` prints; ``auto`` for the
 cluster this process is already on). Query parameters configure the pool the first time it is made
 in this process: ``ray://HEAD:6379/coding?num_replicas=4&num_cpus=2`` (also ``min_replicas``,
-``max_replicas``, ``episodes_per_replica``, ``request_timeout``). Later ``make()`` calls for the same
+``max_replicas``, ``episodes_per_replica``, ``request_timeout``, ``health_interval``: default 5 s). Later ``make()`` calls for the same
 URL share that pool, so episodes spread over its replicas.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -17,10 +18,10 @@ from ..client.env import Env
 from ..errors import ConfigError
 from .pool import PoolEpisode, RayPool
 
-__all__ = ["make", "make_async", "parse_ray_url"]
+__all__ = ["make", "make_async", "parse_ray_url", "shutdown"]
 
 _INT = ("num_replicas", "min_replicas", "max_replicas", "episodes_per_replica")
-_FLOAT = ("num_cpus", "request_timeout", "health_timeout", "start_timeout")
+_FLOAT = ("num_cpus", "request_timeout", "health_timeout", "start_timeout", "health_interval")
 _pools: dict[str, RayPool] = {}
 _lock = threading.Lock()
 
@@ -52,6 +53,7 @@ def pool_for(url: str) -> RayPool:
     with _lock:
         pool = _pools.get(key)
         if pool is None:
+            options.setdefault("health_interval", 5.0)  # replace lost replicas even between episodes
             pool = _pools[key] = RayPool(env, address=address, **options)
         return pool
 
@@ -76,3 +78,23 @@ def make_async(url: str, **options: Any) -> PoolEpisode:
 def make(url: str, **options: Any) -> Env:
     """The sync twin of :func:`make_async`."""
     return Env(make_async(url, **options))  # type: ignore[arg-type]
+
+
+def shutdown(timeout: float = 30.0) -> None:
+    """Stop every pool that :func:`make` / :func:`make_async` started in this process: their replicas stop
+    and their episodes end. Call it from outside the pools' event loop (e.g. at the end of a sync program)."""
+    try:
+        current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+    except RuntimeError:
+        current = None
+    with _lock:
+        if current is not None and any(p.loop is current for p in _pools.values()):
+            raise ConfigError("ray.shutdown() blocks: call it from outside the event loop its pools run on")
+        pools = list(_pools.values())
+        _pools.clear()
+    for pool in pools:
+        loop = pool.loop
+        if loop is not None and loop.is_running():
+            asyncio.run_coroutine_threadsafe(pool.aclose(), loop).result(timeout)
+        else:
+            pool.kill()

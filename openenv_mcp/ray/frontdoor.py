@@ -56,9 +56,10 @@ def _error(code: str, message: str) -> dict[str, str]:
     return {"code": code, "message": message}
 
 
-def _lost_message(episode_id: str, replica: ReplicaInfo) -> str:
+def _lost_message(episode_id: str | None, replica: ReplicaInfo) -> str:
+    name = f"episode {episode_id}" if episode_id is not None else "a new episode"
     return (
-        f"episode {episode_id} was lost: its replica at {replica.url} (Ray node {replica.node_id}) is gone "
+        f"{name} was lost: its replica at {replica.url} (Ray node {replica.node_id}) is gone "
         "and is being replaced; start a new episode to continue on a healthy replica"
     )
 
@@ -80,6 +81,8 @@ class FrontDoor:
         self.auth = f"Bearer {token}".encode() if token else None
         self.health_interval = health_interval
         self.episodes: dict[str, ReplicaInfo] = {}
+        self.agent_keys: dict[str, str] = {}
+        """Each pinned episode's agent key (from its MCP path): checked here once its replica is gone."""
         self.sessions: dict[str, ReplicaInfo] = {}
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(pool.request_timeout, connect=5.0))
 
@@ -97,17 +100,28 @@ class FrontDoor:
         return None
 
     def capability(self, episode_id: str, key: str) -> bool:
-        """Let an episode's own MCP address through to its replica, which checks the key."""
-        return episode_id in self.episodes
+        """Let an episode's own MCP address through to its replica, which checks the key; once the replica
+        is gone, the key is checked here (its holder is told ``episode_lost``, anyone else ``401``)."""
+        replica = self.episodes.get(episode_id)
+        if replica is None:
+            return False
+        return replica.alive or hmac.compare_digest(key.encode(), self.agent_keys.get(episode_id, "").encode())
 
-    def replica_of(self, episode_id: str) -> ReplicaInfo:
+    def replica_of(self, episode_id: str, *, closing: bool = False) -> ReplicaInfo:
+        """The live replica of a pinned episode. A lost episode stays pinned (every call on it answers
+        ``episode_lost``) until it is closed (``closing``) or its client disconnects."""
         replica = self.episodes.get(episode_id)
         if replica is None:
             raise UnknownEpisode(f"unknown episode {episode_id!r}: no live episode has this id on this front door")
         if not replica.alive:
-            self.episodes.pop(episode_id, None)
+            if closing:
+                self.unpin(episode_id)
             raise EpisodeLost(_lost_message(episode_id, replica))
         return replica
+
+    def unpin(self, episode_id: str) -> None:
+        self.episodes.pop(episode_id, None)
+        self.agent_keys.pop(episode_id, None)
 
     async def watch(self) -> None:
         """Health-check the pool every ``health_interval`` (replacing lost replicas) and unpin their episodes."""
@@ -156,15 +170,22 @@ class FrontDoor:
         if token is not None:
             headers.append((b"authorization", f"Bearer {token}".encode()))
         query = scope.get("query_string", b"").decode("latin-1")
-        url = replica.url + scope["path"] + (f"?{query}" if query else "")
-        request = self.http.build_request(scope["method"], url, headers=headers, content=bytes(body))
-        try:
-            response = await self.http.send(request, stream=True)
-        except httpx.HTTPError as e:
-            await self.pool.healthy(replica)
-            lost = EpisodeLost(f"the replica at {replica.url} (Ray node {replica.node_id}) did not answer: {e}")
-            await self._send_json(send, lost.http_status, _error(lost.code, str(lost)))
-            return
+        attempts = 0
+        while True:
+            url = replica.url + scope["path"] + (f"?{query}" if query else "")
+            request = self.http.build_request(scope["method"], url, headers=headers, content=bytes(body))
+            try:
+                response = await self.http.send(request, stream=True)
+                break
+            except httpx.HTTPError as e:
+                await self.pool.healthy(replica)  # drops it when dead
+                attempts += 1
+                if session_pin and not replica.alive and attempts <= self.pool.max_replicas and self.pool.live():
+                    replica = await self.pool.choose()  # a new MCP session loses nothing: another replica
+                    continue
+                lost = EpisodeLost(f"the replica at {replica.url} (Ray node {replica.node_id}) did not answer: {e}")
+                await self._send_json(send, lost.http_status, _error(lost.code, str(lost)))
+                return
         try:
             if session_pin and "mcp-session-id" in response.headers:
                 self.sessions[response.headers["mcp-session-id"]] = replica
@@ -244,7 +265,7 @@ class _Connection:
 
     async def close(self) -> None:
         for episode_id in self.created:
-            self.door.episodes.pop(episode_id, None)
+            self.door.unpin(episode_id)
         upstreams, self.upstreams = list(self.upstreams.values()), {}
         await asyncio.gather(*(asyncio.wait_for(c.close(), 5.0) for c in upstreams), return_exceptions=True)
 
@@ -279,15 +300,34 @@ class _Connection:
     async def one(self, msg: dict[str, Any], replica: ReplicaInfo | None = None) -> Any:
         if replica is None:
             if msg.get("op") == "create":
-                replica = await self.door.pool.choose()
-            else:
-                episode_id = msg.get("episode_id")
-                if not isinstance(episode_id, str):
-                    raise UnknownEpisode(f"'episode_id' is required for op {msg.get('op')!r}")
-                replica = self.door.replica_of(episode_id)
+                return await self.create(msg)
+            episode_id = msg.get("episode_id")
+            if not isinstance(episode_id, str):
+                raise UnknownEpisode(f"'episode_id' is required for op {msg.get('op')!r}")
+            replica = self.door.replica_of(episode_id, closing=msg.get("op") == "close")
         result = await self.send(replica, msg)
         self.pinned(msg, result, replica)
         return result
+
+    async def create(self, msg: dict[str, Any]) -> Any:
+        """A new episode on a live replica: one that turns out dead (its node died before the pool noticed)
+        is dropped by :meth:`send` and the episode goes to another."""
+        pool = self.door.pool
+        attempts = 0
+        while True:
+            replica = await pool.choose()
+            replica.starting += 1
+            try:
+                result = await self.send(replica, msg)
+            except EpisodeLost:
+                attempts += 1
+                if attempts <= pool.max_replicas and pool.live():
+                    continue
+                raise
+            finally:
+                replica.starting -= 1
+            self.pinned(msg, result, replica)
+            return result
 
     def pinned(self, msg: dict[str, Any], result: Any, replica: ReplicaInfo) -> None:
         op = msg.get("op")
@@ -298,21 +338,33 @@ class _Connection:
                 replica.episodes += 1
             if "mcp_path" in result:
                 result["mcp_url"] = self.base + result["mcp_path"]
+                parts = str(result["mcp_path"]).split("/")  # /episodes/{id}/{agent_key}/mcp
+                if len(parts) == 5 and parts[2] == result["episode_id"]:
+                    self.door.agent_keys[parts[2]] = parts[3]
         elif op == "close":
-            self.door.episodes.pop(str(msg.get("episode_id")), None)
+            self.door.unpin(str(msg.get("episode_id")))
             self.created.discard(str(msg.get("episode_id")))
             replica.episodes = max(0, replica.episodes - 1)
 
     async def send(self, replica: ReplicaInfo, msg: dict[str, Any]) -> Any:
+        """One operation on ``replica``. A replica that cannot be reached (refused, reset, no answer within
+        ``request_timeout``) is health-checked, which drops it from the pool when it is dead, so no new
+        episode goes there again; the operation fails with :class:`EpisodeLost`."""
+        pool = self.door.pool
         try:
-            return await asyncio.wait_for(self.upstream(replica).request(dict(msg)), self.door.pool.request_timeout)
+            return await asyncio.wait_for(self.upstream(replica).request(dict(msg)), pool.request_timeout)
         except OpenEnvError as e:
-            if e.code != "boundary_error" or self.upstream(replica).connected and await self.door.pool.healthy(replica):
+            if e.code != "boundary_error":
                 raise
+            if self.upstream(replica).connected and await pool.healthy(replica):
+                raise  # a boundary error the replica reported (a tool server failed to start)
         except (TimeoutError, OSError):
-            await self.door.pool.healthy(replica)
+            pass
+        if replica.alive:
+            await pool.healthy(replica)
         self.upstreams.pop(replica.url, None)
-        raise EpisodeLost(_lost_message(str(msg.get("episode_id") or "(new)"), replica))
+        episode_id = msg.get("episode_id")
+        raise EpisodeLost(_lost_message(str(episode_id) if episode_id is not None else None, replica))
 
     async def list_(self) -> Any:
         results = await asyncio.gather(
@@ -337,26 +389,38 @@ class _Connection:
                     raise OpenEnvError("a batch item is a JSON object")
                 if item.get("op") == "create":
                     replica = await self.door.pool.choose()
-                    replica.episodes += 1  # spread the rest of the batch; corrected when pinned
+                    replica.starting += 1  # spreads the rest of the batch
                 else:
-                    replica = self.door.replica_of(str(item.get("episode_id")))
+                    replica = self.door.replica_of(str(item.get("episode_id")), closing=item.get("op") == "close")
                 groups.setdefault(replica.url, (replica, []))[1].append(i)
+            except OpenEnvError as e:
+                results[i] = {"ok": False, "error": _error(e.code, str(e))}
+
+        async def retry(i: int) -> None:
+            try:
+                results[i] = {"ok": True, "result": await self.create(items[i])}
             except OpenEnvError as e:
                 results[i] = {"ok": False, "error": _error(e.code, str(e))}
 
         async def run(replica: ReplicaInfo, indices: list[int]) -> None:
             sub = [items[i] for i in indices]
             creates = sum(1 for item in sub if item.get("op") == "create")
-            replica.episodes -= creates
             try:
                 answer = await self.send(replica, {"op": "batch", "items": sub})
-                for i, out in zip(indices, answer["results"], strict=True):
-                    if out.get("ok"):
-                        self.pinned(items[i], out["result"], replica)
-                    results[i] = out
             except OpenEnvError as e:
+                lost = [i for i in indices if e.code == EpisodeLost.code and items[i].get("op") == "create"]
                 for i in indices:
                     results[i] = {"ok": False, "error": _error(e.code, str(e))}
+                replica.starting -= creates
+                creates = 0
+                await asyncio.gather(*(retry(i) for i in lost))  # new episodes are not lost: a live replica
+                return
+            finally:
+                replica.starting -= creates
+            for i, out in zip(indices, answer["results"], strict=True):
+                if out.get("ok"):
+                    self.pinned(items[i], out["result"], replica)
+                results[i] = out
 
         await asyncio.gather(*(run(r, idx) for r, idx in groups.values()))
         return {"results": results}

@@ -33,7 +33,8 @@ __all__ = ["PoolEpisode", "PoolVectorEnv", "RayPool", "ReplicaInfo"]
 
 @dataclass
 class ReplicaInfo:
-    """One live replica: its actor, its server URL on its node, and the pool's episode count for it."""
+    """One live replica: its actor, its server URL on its node, and the pool's episode count for it
+    (``episodes``: running, refreshed from the replica by each health check; ``starting``: being created)."""
 
     actor: Any = field(repr=False)
     url: str
@@ -41,7 +42,12 @@ class ReplicaInfo:
     pid: int
     resources: dict[str, float]
     episodes: int = 0
+    starting: int = 0
     alive: bool = True
+
+    @property
+    def load(self) -> int:
+        return self.episodes + self.starting
 
 
 async def _await_ref(ref: Any, timeout: float) -> Any:
@@ -64,6 +70,8 @@ class RayPool:
         request_timeout: bound on every control-plane operation of an episode, seconds.
         health_timeout: how long a replica may take to answer a health check before it counts as dead.
         start_timeout: how long a replica may take to be placed and start serving.
+        health_interval: when set, :meth:`check` runs every ``health_interval`` seconds in the background
+            (replacing lost replicas even when no episode is stepping, stopping idle ones above the minimum).
     """
 
     def __init__(
@@ -82,6 +90,7 @@ class RayPool:
         request_timeout: float = 60.0,
         health_timeout: float = 5.0,
         start_timeout: float = 120.0,
+        health_interval: float | None = None,
     ) -> None:
         if num_replicas is not None:
             min_replicas = max_replicas = num_replicas
@@ -103,9 +112,15 @@ class RayPool:
         self.request_timeout = request_timeout
         self.health_timeout = health_timeout
         self.start_timeout = start_timeout
+        self.health_interval = health_interval
+        self._watcher: asyncio.Task[None] | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The event loop the pool was started on (its background tasks run there)."""
         self.replicas: list[ReplicaInfo] = []
         self.replaced = 0
         """How many lost replicas the pool has replaced."""
+        self.last_start_error: OpenEnvError | None = None
+        """Why the last replica that failed to start did (placement timeout, actor error)."""
         self._starting: set[asyncio.Task[ReplicaInfo | None]] = set()
         self._actor_class: Any = None
 
@@ -116,13 +131,24 @@ class RayPool:
 
         if not ray.is_initialized():
             ray.init(address=self.address or "auto", log_to_driver=False, logging_level=logging.WARNING)
+        self.loop = asyncio.get_running_loop()
         self._actor_class = ray.remote(Replica)
         wanted = max(self.min_replicas, 1)
         started = await asyncio.gather(*(self._spawn() for _ in range(wanted)), return_exceptions=True)
         errors = [e for e in started if isinstance(e, BaseException)]
         if errors and not self.replicas:
             raise errors[0]
+        if self.health_interval is not None:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch(self.health_interval))
         return self
+
+    async def _watch(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.check()
+            except Exception:  # a failed round must not end the watch; the next one retries
+                logging.getLogger(__name__).exception("health check of the Ray pool failed")
 
     async def __aenter__(self) -> RayPool:
         return await self.start()
@@ -134,6 +160,10 @@ class RayPool:
         """Stop every replica (their episodes end)."""
         import ray
 
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            await asyncio.gather(watcher, return_exceptions=True)
         for task in list(self._starting):
             task.cancel()
         await asyncio.gather(*self._starting, return_exceptions=True)
@@ -141,6 +171,15 @@ class RayPool:
         stops = [_await_ref(r.actor.shutdown.remote(), 10.0) for r in replicas if r.alive]
         await asyncio.gather(*stops, return_exceptions=True)
         for r in replicas:
+            ray.kill(r.actor, no_restart=True)
+
+    def kill(self) -> None:
+        """Kill every replica's actor at once, without a graceful stop (for a pool whose loop has ended)."""
+        import ray
+
+        replicas, self.replicas = self.replicas, []
+        for r in replicas:
+            r.alive = False
             ray.kill(r.actor, no_restart=True)
 
     async def _spawn(self) -> ReplicaInfo:
@@ -167,16 +206,21 @@ class RayPool:
         self.replicas.append(replica)
         return replica
 
-    def _spawn_in_background(self) -> None:
+    def _spawn_in_background(self) -> asyncio.Task[ReplicaInfo | None]:
+        """Start a replica in a task counted in ``_starting`` (so concurrent callers never start more than
+        ``max_replicas``); its result is the replica, or None (the reason in ``last_start_error``)."""
+
         async def run() -> ReplicaInfo | None:
             try:
                 return await self._spawn()
-            except OpenEnvError:
+            except OpenEnvError as e:
+                self.last_start_error = e
                 return None
 
         task = asyncio.get_running_loop().create_task(run())
         self._starting.add(task)
         task.add_done_callback(self._starting.discard)
+        return task
 
     # -- health ------------------------------------------------------------------
     def live(self) -> list[ReplicaInfo]:
@@ -216,7 +260,7 @@ class RayPool:
         await asyncio.gather(*(self.healthy(r) for r in self.live()))
         while len(self.replicas) + len(self._starting) < max(self.min_replicas, 1):
             self._spawn_in_background()
-        idle = [r for r in self.live() if r.episodes == 0]
+        idle = [r for r in self.live() if r.load == 0]
         while idle and len(self.replicas) > max(self.min_replicas, 1):
             replica = idle.pop()
             replica.alive = False
@@ -238,19 +282,26 @@ class RayPool:
             await asyncio.sleep(0.1)
 
     async def choose(self) -> ReplicaInfo:
-        """The replica a new episode goes to: the least loaded live one, or a new one when all are full."""
-        live = self.live()
-        if live:
-            best = min(live, key=lambda r: r.episodes)
-            if best.episodes < self.episodes_per_replica or len(live) + len(self._starting) >= self.max_replicas:
+        """The replica a new episode goes to: the least loaded live one while it holds fewer than
+        ``episodes_per_replica`` episodes; otherwise a new replica (up to ``max_replicas``, waiting for one
+        already starting), and when none can be added the least loaded live one."""
+        while True:
+            live = self.live()
+            best = min(live, key=lambda r: r.load) if live else None
+            if best is not None and best.load < self.episodes_per_replica:
                 return best
-        if len(live) + len(self._starting) < self.max_replicas:
-            return await self._spawn()
-        if self._starting:
-            await asyncio.wait(set(self._starting), timeout=self.start_timeout, return_when=asyncio.FIRST_COMPLETED)
-            if self.live():
-                return min(self.live(), key=lambda r: r.episodes)
-        raise BoundaryError(f"no live replica of {self.target!r} and none can be started (max_replicas reached)")
+            if len(live) + len(self._starting) < self.max_replicas:
+                started = await asyncio.shield(self._spawn_in_background())
+                if started is not None and started.alive:
+                    return started
+            elif self._starting:
+                await asyncio.wait(set(self._starting), return_when=asyncio.FIRST_COMPLETED)
+                continue
+            if best is not None:
+                return best
+            if not self.live():
+                why = f": {self.last_start_error}" if self.last_start_error is not None else ""
+                raise BoundaryError(f"no live replica of {self.target!r} and none could be started{why}")
 
     # -- episodes ----------------------------------------------------------------
     async def episode(self, seed: int | None = None, task_id: str | None = None, **options: Any) -> PoolEpisode:
@@ -322,8 +373,9 @@ class PoolEpisode:
                 if isinstance(e, TimeoutError)
                 else f"failed ({e})"
             )
+            name = f"episode {episode_id}" if episode_id is not None else "a new episode"
             raise EpisodeLost(
-                f"episode {episode_id} was lost: its replica at {replica.url} (Ray node {replica.node_id}) "
+                f"{name} was lost: its replica at {replica.url} (Ray node {replica.node_id}) "
                 f"{why} during {what}, and is being replaced; start a new episode (reset()) to continue "
                 "on a healthy replica"
             ) from None
@@ -334,14 +386,30 @@ class PoolEpisode:
             await asyncio.gather(asyncio.wait_for(remote.connection.close(), 2.0), return_exceptions=True)
 
     async def reset(self, seed: int | None = None, task_id: str | None = None) -> Observation:
-        """Start (or restart, on the same replica) an episode."""
-        if self.remote is None:
-            self.replica = await self.pool.choose()
-            self.remote = RemoteAsyncEnv(self.replica.url, token=self.pool.token, **self.options)
-            self.replica.episodes += 1
-        obs = await self._guard("reset", self.remote.reset(seed=seed, task_id=task_id))
-        self.first_observation, self.last_episode_id = obs, self.remote.episode_id
-        return obs
+        """Start (or restart, on the same replica) an episode. A new episode whose replica turns out to be
+        dead (its node died before the pool noticed) is started on another live replica instead."""
+        attempts = 0
+        while True:
+            fresh = self.remote is None
+            if fresh:
+                self.replica = await self.pool.choose()
+                self.remote = RemoteAsyncEnv(self.replica.url, token=self.pool.token, **self.options)
+                self.last_episode_id = None
+            replica = self.replica
+            assert self.remote is not None and replica is not None
+            replica.starting += fresh
+            try:
+                obs = await self._guard("reset", self.remote.reset(seed=seed, task_id=task_id))
+            except EpisodeLost:
+                attempts += 1
+                if fresh and attempts <= self.pool.max_replicas and self.pool.live():
+                    continue  # nothing was lost yet: the new episode goes to a replica that answers
+                raise
+            finally:
+                replica.starting -= fresh
+            replica.episodes += fresh
+            self.first_observation, self.last_episode_id = obs, self.remote.episode_id
+            return obs
 
     async def step(self, action: CallTool | ListTools | RunCode | dict[str, Any]) -> Observation:
         if self.remote is None:
