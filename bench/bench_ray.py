@@ -6,7 +6,8 @@
    door of ``openenv-mcp serve echo --ray ADDRESS`` (one extra hop: a WebSocket proxy).
 2. MCP ``tools/call`` on an episode's MCP address (official SDK client, one session):
    direct vs through the front door (an HTTP proxy hop).
-3. A batch step of 32 episodes (one ``batch`` message), direct vs front door (split over 2 replicas).
+3. A batch step of 32 episodes: one ``batch`` message direct vs through the front door (split over 2
+   replicas), and a pool's ``vector(32)`` (concurrent steps, one WebSocket per episode, 2 replicas).
 
 A single-node Ray (``ray.init(num_cpus=2)``) hosts the pool; everything runs on loopback.
 Knob: ``BENCH_RAY_N`` (samples, default 400). The per-step figures feed docs/scale.md.
@@ -87,15 +88,24 @@ async def _remote(url: str, n: int) -> tuple[list[float], list[float], list[floa
     return steps, mcp, batches
 
 
-async def _pool_steps(n: int) -> list[float]:
+async def _pool_steps(n: int) -> tuple[list[float], list[float]]:
     from openenv_mcp.ray import RayPool
 
-    async with RayPool("echo", num_replicas=1, num_cpus=0.5) as pool:
+    async with RayPool("echo", num_replicas=2, num_cpus=0.5) as pool:
         env = await pool.episode(seed=0, max_steps=0)
         try:
-            return await _steps(env, n)
+            steps = await _steps(env, n)
         finally:
             await env.close()
+        async with await pool.vector(32, seeds=range(32), max_steps=0) as venv:  # one WebSocket per episode
+            for _ in range(5):
+                await venv.step([ECHO] * 32)
+            batches = []
+            for _ in range(max(20, n // 10)):
+                t = time.perf_counter()
+                await venv.step([ECHO] * 32)
+                batches.append(time.perf_counter() - t)
+        return steps, batches
 
 
 def main() -> None:
@@ -128,12 +138,13 @@ def main() -> None:
         table.add_row(name, f"{p50:.2f}", f"{_pct(samples, 0.99):.2f}", f"{p50 / base50:.2f}x (+{p50 - base50:.2f})")
 
     row("step: direct server (/ws)", direct[0], direct[0])
-    row("step: pool episode (replica in a Ray actor)", pooled, direct[0])
+    row("step: pool episode (replica in a Ray actor)", pooled[0], direct[0])
     row("step: front door (serve --ray)", door[0], direct[0])
     row("MCP tools/call: direct", direct[1], direct[1])
     row("MCP tools/call: front door", door[1], direct[1])
     row("batch step x32: direct", direct[2], direct[2])
     row("batch step x32: front door (2 replicas)", door[2], direct[2])
+    row("batch step x32: pool vector (2 replicas, no front door)", pooled[1], direct[2])
     console.print(table)
     console.print(
         f"[dim]medians: direct {statistics.median(direct[0]) * 1000:.2f} ms, "

@@ -39,12 +39,12 @@ class LocalRayCluster:
             **os.environ,
             "RAY_USAGE_STATS_ENABLED": "0",
             "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
-            "RAY_raylet_start_wait_time_s": "120",  # two busy cores: the default 30 s is not enough
-            # a killed node is declared dead in ~5 s instead of ~15-40 s (the GCS pings each raylet every
-            # second; 5 missed answers in a row, each allowed 3 s on a loaded machine)
+            "RAY_raylet_start_wait_time_s": "180",  # two busy cores: the default 30 s is not enough
+            # a killed node is declared dead in ~10 s instead of ~15-40 s (the GCS pings each raylet every
+            # second; 10 missed answers in a row, each allowed 5 s: a raylet on starved cores is not)
             "RAY_health_check_period_ms": "1000",
-            "RAY_health_check_timeout_ms": "3000",
-            "RAY_health_check_failure_threshold": "5",
+            "RAY_health_check_timeout_ms": "5000",
+            "RAY_health_check_failure_threshold": "10",
         }
         env.pop("RAY_ADDRESS", None)
         with open(log, "wb") as out:
@@ -79,7 +79,7 @@ class LocalRayCluster:
             ],
         )
 
-    def wait_started(self, name: str, timeout: float = 120.0) -> None:
+    def wait_started(self, name: str, timeout: float = 200.0) -> None:
         """Wait until ``ray start`` says the node runs (its log line), or fail with the log."""
         deadline = time.monotonic() + timeout
         while b"Ray runtime started" not in self.logs[name].read_bytes():

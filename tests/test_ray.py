@@ -59,9 +59,8 @@ def cluster():
     try:
         c.start_head()
         c.wait_started("head")
-        for name in ("a", "b"):  # both at once (each waits up to 120 s for its raylet on busy cores)
+        for name in ("a", "b"):  # one after the other: two raylets starting at once starve two busy cores
             c.add_worker(name, {f"node_{name}": 1})
-        for name in ("a", "b"):
             c.wait_started(name)
         ray.init(address=c.address, log_to_driver=False, logging_level=logging.WARNING)
         c.wait_for_nodes(3)
