@@ -16,6 +16,7 @@ Knob: ``BENCH_RAY_N`` (samples, default 400). The per-step figures feed docs/sca
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import logging
 import os
 import secrets
@@ -109,14 +110,15 @@ async def _pool_steps(n: int) -> tuple[list[float], list[float]]:
 
 
 def main() -> None:
-    try:
-        import ray
-    except ImportError:
+    if importlib.util.find_spec("ray") is None:
         console.print("[yellow]bench_ray skipped:[/yellow] Ray is not installed (pip install 'openenv-mcp[ray]')")
         return
-    # a token of this run only (else Ray writes ~/.ray/auth_token, which later `ray start`s on the host pick up)
+    # a token of this run only (else Ray writes ~/.ray/auth_token, which later `ray start`s on the host pick up);
+    # set before Ray is imported: it reads its auth mode then
     os.environ.setdefault("RAY_AUTH_MODE", "token")
     os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+    import ray
+
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     try:
         address = ray.get_runtime_context().gcs_address
