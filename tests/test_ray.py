@@ -14,6 +14,8 @@ import importlib.util
 import logging
 import os
 import secrets
+import subprocess
+import sys
 import time
 
 import pytest
@@ -130,6 +132,24 @@ def _state(pid: int) -> str:
             return f.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "gone"
+
+
+@pytest.mark.parametrize("resources", ["[1]", '{"node_a": "one"}', '{"node_a": -1}', "{not json"])
+def test_serve_ray_rejects_bad_replica_resources_with_a_clear_error(resources):
+    done = subprocess.run(
+        [sys.executable, "-m", "openenv_mcp.cli", "serve", "echo", "--ray", "127.0.0.1:1"]
+        + ["--replica-resources", resources],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "400"},
+    )
+    assert done.returncode == 2
+    assert (
+        "error: --replica-resources must be a JSON object of resource names to amounts >= 0, "
+        f"e.g. '{{\"env_node\": 1}}' (got {resources!r})"
+    ) in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_episodes_spread_over_both_worker_nodes_and_stay_pinned(cluster):
