@@ -34,7 +34,10 @@ from pathlib import Path
 from ..core.spec import ToolServerSpec
 from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
-from .process import SYSTEM_PATH, Launch, ProcessConnection, command_paths, outermost, rlimits_for
+from .exposure import outermost
+from .launch import SYSTEM_PATH, Launch, rlimits_for
+from .process import ProcessConnection
+from .runtime import command_paths
 
 __all__ = ["ETC_SECRETS", "HIDDEN", "SANDBOX_WORKSPACE", "SYSTEM", "SandboxConnection", "bwrap_path"]
 
