@@ -26,7 +26,7 @@ DROPS_UID = IS_ROOT and reachable_by_others(PYTHON)
 """The hostile server runs as an unprivileged uid (so RLIMIT_NPROC holds)."""
 
 
-def hostile_env(
+def hostile_spec(
     isolation: str,
     *flags: str,
     name: str = "h",
@@ -34,8 +34,8 @@ def hostile_env(
     base_dir: Path | None = None,
     python: str = PYTHON,
     **limits,
-) -> tuple[openenv_mcp.Env, str]:
-    """A sync Env around the hostile server and the marker found in its processes' argv."""
+) -> tuple[EnvSpec, str]:
+    """An environment around the hostile server, and the marker found in its processes' argv."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
     server = ToolServerSpec(
         name=name,
@@ -46,7 +46,25 @@ def hostile_env(
         limits=limits,
     )
     spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
-    return openenv_mcp.make(spec), marker
+    return spec, marker
+
+
+def hostile_env(
+    isolation: str,
+    *flags: str,
+    name: str = "h",
+    workspace: str | None = None,
+    base_dir: Path | None = None,
+    python: str = PYTHON,
+    options: dict | None = None,
+    **limits,
+) -> tuple[openenv_mcp.Env, str]:
+    """A sync Env around the hostile server and the marker found in its processes' argv;
+    ``options`` go to ``make()`` (``warm_pool``, ``tasks``, ...)."""
+    spec, marker = hostile_spec(
+        isolation, *flags, name=name, workspace=workspace, base_dir=base_dir, python=python, **limits
+    )
+    return openenv_mcp.make(spec, **(options or {})), marker
 
 
 def call(env: openenv_mcp.Env, name: str, **arguments):
