@@ -49,22 +49,11 @@ def hostile_spec(
     return spec, marker
 
 
-def hostile_env(
-    isolation: str,
-    *flags: str,
-    name: str = "h",
-    workspace: str | None = None,
-    base_dir: Path | None = None,
-    python: str = PYTHON,
-    options: dict | None = None,
-    **limits,
-) -> tuple[openenv_mcp.Env, str]:
-    """A sync Env around the hostile server and the marker found in its processes' argv;
-    ``options`` go to ``make()`` (``warm_pool``, ``tasks``, ...)."""
-    spec, marker = hostile_spec(
-        isolation, *flags, name=name, workspace=workspace, base_dir=base_dir, python=python, **limits
-    )
-    return openenv_mcp.make(spec, **(options or {})), marker
+def hostile_env(isolation: str, *flags: str, options: dict | None = None, **spec) -> tuple[openenv_mcp.Env, str]:
+    """A sync Env around the hostile server (``spec``: the arguments of :func:`hostile_spec`) and the
+    marker found in its processes' argv; ``options`` go to ``make()`` (``warm_pool``, ``tasks``, ...)."""
+    env_spec, marker = hostile_spec(isolation, *flags, **spec)
+    return openenv_mcp.make(env_spec, **(options or {})), marker
 
 
 def call(env: openenv_mcp.Env, name: str, **arguments):
