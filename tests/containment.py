@@ -15,7 +15,7 @@ from pathlib import Path
 
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.process import reachable_by_others
+from openenv_mcp.isolation.exposure import reachable_by_others
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hostile_server.py"
 # The hostile server needs only the standard library: prefer an interpreter an
@@ -33,9 +33,13 @@ def hostile_spec(
     workspace: str | None = None,
     base_dir: Path | None = None,
     python: str = PYTHON,
+    env: dict[str, str] | None = None,
+    pass_env: list[str] | None = None,
     **limits,
 ) -> tuple[EnvSpec, str]:
-    """An environment around the hostile server, and the marker found in its processes' argv."""
+    """An environment around the hostile server, and the marker found in its processes' argv.
+
+    ``env``/``pass_env`` are the server's variables; the other keywords are its ``limits``."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
     server = ToolServerSpec(
         name=name,
@@ -43,6 +47,8 @@ def hostile_spec(
         command=[python, str(FIXTURE), "--marker", marker, *flags],
         isolation=isolation,
         workspace=workspace,
+        env=env or {},
+        pass_env=pass_env or [],
         limits=limits,
     )
     spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())

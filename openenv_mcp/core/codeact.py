@@ -24,8 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent, Tool
 
-from ..isolation.inprocess import error_result
-from ..types import CallTool
+from ..types import CallTool, error_result
 
 if TYPE_CHECKING:
     from ..isolation.interpreter import CodeInterpreter

@@ -31,9 +31,8 @@ from mcp.types import (
 
 from ..errors import BoundaryError, EpisodeEnded, ToolNameError
 from ..isolation import Connection
-from ..isolation.inprocess import error_result
 from ..isolation.interpreter import CodeInterpreter
-from ..types import CallTool, ListTools, Observation, RunCode, State, Task
+from ..types import CallTool, ListTools, Observation, RunCode, State, Task, error_result
 from .codeact import RUN_CODE, RUN_CODE_TOOL, grader_files, run_code
 from .routing import RESERVED_TOOL_NAMES, Routes, task_required_message
 from .scoring import RewardContext, evaluate, reward_failed
