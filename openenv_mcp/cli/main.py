@@ -164,8 +164,8 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
 # -- serve / stdio ----------------------------------------------------------------
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from ..serve.app import serve
     from ..serve.playground import PUBLIC_PATHS, playground_routes
+    from ..serve.run import serve
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(
@@ -246,7 +246,7 @@ def _serve_ray(args: argparse.Namespace) -> int:
 
 
 def _cmd_stdio(args: argparse.Namespace) -> int:
-    from ..serve.app import serve_stdio
+    from ..serve.run import serve_stdio
 
     options = _prod_options(args)
     anyio.run(lambda: serve_stdio(args.env, mode=args.mode, seed=args.seed, task_id=args.task, **options))
