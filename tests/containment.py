@@ -33,18 +33,20 @@ def hostile_spec(
     workspace: str | None = None,
     base_dir: Path | None = None,
     python: str = PYTHON,
+    script: Path = FIXTURE,
     env: dict[str, str] | None = None,
     pass_env: list[str] | None = None,
     **limits,
 ) -> tuple[EnvSpec, str]:
     """An environment around the hostile server, and the marker found in its processes' argv.
 
-    ``env``/``pass_env`` are the server's variables; the other keywords are its ``limits``."""
+    ``script`` is the hostile server's file (a copy of it elsewhere runs the same); ``env``/``pass_env`` are
+    the server's variables; the other keywords are its ``limits``."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
     server = ToolServerSpec(
         name=name,
         namespace="",
-        command=[python, str(FIXTURE), "--marker", marker, *flags],
+        command=[python, str(script), "--marker", marker, *flags],
         isolation=isolation,
         workspace=workspace,
         env=env or {},
