@@ -2,7 +2,7 @@
 
 ``openenv-mcp serve ENV --ray ADDRESS`` serves this app: the control plane (``/ws``), the MCP face
 (``/mcp`` and every episode's ``/episodes/{id}/{agent_key}/mcp``), ``/health``. It keeps every
-protection of ``openenv-mcp serve`` by running the same :class:`~openenv_mcp.serve.app.Edge`
+protection of ``openenv-mcp serve`` by running the same :class:`~openenv_mcp.serve.edge.Edge`
 (Host/Origin validation, bearer token, admin token, body cap) and routes each request to the
 replica that holds its episode:
 
@@ -39,9 +39,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from ..client.remote import RemoteConnection
+from ..client.remote import ControlConnection
 from ..errors import EpisodeLost, OpenEnvError, RequestTooLarge, UnknownEpisode
-from ..serve.app import DEFAULT_MAX_REQUEST_BYTES, LOOPBACK_HOSTS, Edge, _public_paths
+from ..serve.edge import DEFAULT_MAX_REQUEST_BYTES, LOOPBACK_HOSTS, Edge, public_matcher
 from ..serve.manager import ADMIN_SCOPE_KEY
 from ..serve.metrics import Metrics
 from .pool import RayPool, ReplicaInfo
@@ -254,13 +254,13 @@ class _Connection:
         self.door = door
         self.token = token
         self.base = base
-        self.upstreams: dict[str, RemoteConnection] = {}
+        self.upstreams: dict[str, ControlConnection] = {}
         self.created: set[str] = set()
 
-    def upstream(self, replica: ReplicaInfo) -> RemoteConnection:
+    def upstream(self, replica: ReplicaInfo) -> ControlConnection:
         conn = self.upstreams.get(replica.url)
         if conn is None:
-            conn = self.upstreams[replica.url] = RemoteConnection(replica.url, token=self.token)
+            conn = self.upstreams[replica.url] = ControlConnection(replica.url, token=self.token)
         return conn
 
     async def close(self) -> None:
@@ -483,7 +483,7 @@ def create_front_door(
                 admin_token=admin_token,
                 capability=door.capability,
                 max_request_bytes=max_request_bytes,
-                public=_public_paths(("/health",)),
+                public=public_matcher(("/health",)),
                 episode_mcp=True,
             )
         ],
