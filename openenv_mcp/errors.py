@@ -13,6 +13,7 @@ __all__ = [
     "BoundaryError",
     "ConfigError",
     "EpisodeEnded",
+    "EpisodeLost",
     "EpisodeLimit",
     "OpenEnvError",
     "RequestTooLarge",
@@ -98,6 +99,15 @@ class RequestTooLarge(OpenEnvError):
 
     code = "request_too_large"
     http_status = 413
+
+
+class EpisodeLost(OpenEnvError):
+    """The episode's server went away (its node or replica died, or stopped answering in time).
+
+    The episode cannot be resumed: start a new one (a pool sends it to a healthy replica)."""
+
+    code = "episode_lost"
+    http_status = 502
 
 
 class ToolServerError(OpenEnvError):

@@ -2,8 +2,8 @@
 
 * :func:`free_port` — a free TCP port on 127.0.0.1.
 * :func:`wait_for_port` — block until a server a test started listens on its port.
-* :func:`serving` — serve an ASGI app (e.g. ``openenv_mcp.serve.create_app(env)``) with uvicorn in
-  this event loop; yields its base URL.
+* :func:`serving` — serve an ASGI app (e.g. ``openenv_mcp.serve.app.create_app(env)``) with uvicorn in
+  this event loop; yields its base URL (:func:`openenv_mcp.asgi.serving`).
 * :func:`running_server` — ``openenv-mcp serve ENV`` as a child process on a free port, waited for
   until ``/health`` answers, stopped (killed if it must be) however the test ends.
 * :func:`http_tool_server` — a tool server (``python -m MODULE``) over streamable HTTP; yields its URL.
@@ -27,6 +27,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
+from .asgi import serving
 from .ports import free_port
 
 __all__ = [
@@ -93,31 +94,6 @@ def wait_for_port(port: int, proc: subprocess.Popen[Any] | None = None, timeout:
         except OSError:
             time.sleep(0.1)
     raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout:g} s")
-
-
-@contextlib.asynccontextmanager
-async def serving(app: Any, startup_timeout: float = 20.0) -> AsyncIterator[str]:
-    """Serve an ASGI app with uvicorn in this event loop on a free loopback port; yields
-    ``http://127.0.0.1:PORT``. The app's lifespan runs; the server stops when the block ends."""
-    import anyio
-    import uvicorn
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", ws_per_message_deflate=False))
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: server.serve(sockets=[sock]))
-            with anyio.fail_after(startup_timeout):
-                while not server.started:
-                    await anyio.sleep(0.01)
-            try:
-                yield f"http://127.0.0.1:{port}"
-            finally:
-                server.should_exit = True
-    finally:
-        sock.close()
 
 
 def _stop(proc: subprocess.Popen[Any]) -> None:

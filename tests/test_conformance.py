@@ -479,10 +479,10 @@ def test_every_rule_has_a_fixture_that_fails_it():
 # -- a served environment, checked by URL: episodes over the control plane, parity over the wire ----
 @pytest.mark.anyio
 async def test_a_served_environment_is_checked_over_the_wire_by_url():
-    from openenv_mcp.conformance.subject import serve_asgi
     from openenv_mcp.serve.app import create_app
+    from openenv_mcp.testing import serving
 
-    async with serve_asgi(create_app(load_environment("echo"))) as base:
+    async with serving(create_app(load_environment("echo"))) as base:
         report = await check_env_async(base, official=False)
         by_mcp_url = await check_env_async(base + "/mcp", only="env.parity", official=False)
     assert report.ok and not report.failed, [(r.rule, r.message) for r in report.failed]
@@ -496,10 +496,10 @@ async def test_a_served_environment_is_checked_over_the_wire_by_url():
 
 @pytest.mark.anyio
 async def test_a_production_server_has_no_control_plane_so_episode_rules_are_skipped():
-    from openenv_mcp.conformance.subject import serve_asgi
     from openenv_mcp.serve.app import create_app
+    from openenv_mcp.testing import serving
 
-    async with serve_asgi(create_app(load_environment("echo", mode="prod"))) as base:
+    async with serving(create_app(load_environment("echo", mode="prod"))) as base:
         report = await check_env_async(base, official=False)
     assert report.ok and not report.failed, [(r.rule, r.message) for r in report.failed]
     assert report.result("env.parity").message == "needs episodes (an openenv-mcp environment, not a plain MCP server)"
@@ -516,10 +516,10 @@ async def test_an_env_from_make_is_a_target_too():
 
 @pytest.mark.anyio
 async def test_a_server_behind_a_token_is_checked_with_the_token():
-    from openenv_mcp.conformance.subject import serve_asgi
     from openenv_mcp.serve.app import create_app
+    from openenv_mcp.testing import serving
 
-    async with serve_asgi(create_app(load_environment("echo"), token="s3cret")) as base:
+    async with serving(create_app(load_environment("echo"), token="s3cret")) as base:
         report = await check_env_async(base, token="s3cret", official=False, skip="tools,resources,prompts")
         refused = await check_env_async(base, only="mcp.handshake", official=False)
     assert report.ok and not report.failed, [(r.rule, r.message) for r in report.failed]

@@ -14,7 +14,7 @@ from mcp.types import PromptReference, ResourceTemplateReference
 
 from openenv_mcp.client.env import AsyncEnv
 from openenv_mcp.client.registry import load_environment
-from openenv_mcp.core.episode import task_required_message
+from openenv_mcp.core.routing import task_required_message
 from openenv_mcp.core.surface import compose_instructions
 from openenv_mcp.testing import fidelity_diff, wait_for
 from openenv_mcp.types import CallTool, ListTools

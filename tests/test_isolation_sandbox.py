@@ -142,8 +142,7 @@ def test_memory_bomb_kills_only_the_server_which_restarts():
 
 
 def test_infinite_loop_times_out_and_the_sandbox_is_restarted():
-    env, marker = hostile_env("sandbox")
-    env.unwrapped.environment.call_timeout = 1
+    env, marker = hostile_env("sandbox", options={"call_timeout": 1})
     with env:
         env.reset(seed=0)
         assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)
@@ -225,8 +224,7 @@ def test_a_checkout_under_tmp_with_its_interpreter_inside_runs_in_the_sandbox():
         python.symlink_to(os.path.realpath(sys.executable))
         shutil.copy(FIXTURE, checkout / "server.py")
         checkout.chmod(0o755)
-        env, marker = hostile_env("sandbox", python=str(python), base_dir=checkout)
-        env.unwrapped.environment.servers[0].command[1] = str(checkout / "server.py")
+        env, marker = hostile_env("sandbox", python=str(python), base_dir=checkout, script=checkout / "server.py")
         with env:
             env.reset(seed=0)
             assert call(env, "counter") == ("1", False)

@@ -100,10 +100,10 @@ def test_remote_with_token():
 
 @pytest.mark.anyio
 async def test_the_remote_client_carries_its_episode_key_and_other_connections_see_nothing(server):
-    from openenv_mcp.client.remote import RemoteConnection
+    from openenv_mcp.client.remote import ControlConnection
 
     env = RemoteAsyncEnv(server)
-    other = RemoteConnection(server)
+    other = ControlConnection(server)
     try:
         await env.reset(seed=1)
         assert env.episode_key and env.episode_key not in env.mcp_url

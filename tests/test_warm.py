@@ -1,10 +1,17 @@
-"""The warm pool: reset swaps in a pre-started world; a new episode never sees the last one's state."""
+"""The warm pool: reset swaps in a pre-started world; a new episode never sees the last one's state.
+
+Each test sets its options where a user does: in ``make()`` (``warm_pool``, ``tasks``) or in the spec.
+"""
 
 from __future__ import annotations
 
 import json
 
-from containment import assert_no_leak, call, hostile_env, marked_processes
+import pytest
+from containment import assert_no_leak, call, hostile_env, hostile_spec, marked_processes
+
+import openenv_mcp
+from openenv_mcp import BoundaryError, Task
 
 
 def _pooled(env) -> bool:
@@ -14,8 +21,7 @@ def _pooled(env) -> bool:
 def test_reset_takes_a_warm_world_with_fresh_state_and_workspace(tmp_path):
     (tmp_path / "seed").mkdir()
     (tmp_path / "seed" / "a.txt").write_text("seed")
-    env, marker = hostile_env("process", workspace="seed", base_dir=tmp_path)
-    env.unwrapped.environment.warm_pool_size = 1
+    env, marker = hostile_env("process", workspace="seed", base_dir=tmp_path, options={"warm_pool": 1})
     with env:
         env.reset(seed=0)
         assert not _pooled(env)  # the first episode starts cold, the pool fills behind it
@@ -42,16 +48,11 @@ def test_reset_takes_a_warm_world_with_fresh_state_and_workspace(tmp_path):
 def test_a_task_with_its_own_workspace_starts_cold(tmp_path):
     (tmp_path / "task-seed").mkdir()
     (tmp_path / "task-seed" / "t.txt").write_text("task")
-    env, marker = hostile_env("process", base_dir=tmp_path)
-    environment = env.unwrapped.environment
-    environment.warm_pool_size = 1
-    from openenv_mcp.core.tasks import TaskSet
-    from openenv_mcp.types import Task
-
-    environment.tasks = TaskSet([Task(id="t", prompt="p", workspace="task-seed")])
+    tasks = [Task(id="t", prompt="p", workspace="task-seed")]
+    env, marker = hostile_env("process", base_dir=tmp_path, options={"warm_pool": 1, "tasks": tasks})
     with env:
         env.reset(seed=0)
-        assert env.run_async(environment.warm_up) is True
+        assert env.run_async(env.unwrapped.environment.warm_up) is True
         env.reset(seed=1)
         assert not _pooled(env)
         assert call(env, "read_file", path="t.txt") == ("task", False)
@@ -59,16 +60,13 @@ def test_a_task_with_its_own_workspace_starts_cold(tmp_path):
 
 
 def test_servers_start_together_and_one_failing_stops_the_others(tmp_path):
-    import pytest
-
-    from openenv_mcp import BoundaryError
-
-    env, marker = hostile_env("process", base_dir=tmp_path)
-    environment = env.unwrapped.environment
-    good = environment.servers[0]
+    spec, marker = hostile_spec("process", base_dir=tmp_path)
+    good = spec.tool_servers[0]
     bad = good.model_copy(update={"name": "bad", "namespace": "bad", "command": [*good.command, "--garbage-init"]})
-    environment.servers = [good, bad, good.model_copy(update={"name": "h2", "namespace": "two"})]
-    with env, pytest.raises(BoundaryError) as info:
+    spec = spec.model_copy(
+        update={"tool_servers": [good, bad, good.model_copy(update={"name": "h2", "namespace": "two"})]}
+    )
+    with openenv_mcp.make(spec) as env, pytest.raises(BoundaryError) as info:
         env.reset(seed=0)
     assert str(info.value) == (
         "tool server 'bad' wrote non-JSON-RPC output to stdout: 'Welcome to my server!' before answering initialize"

@@ -7,6 +7,7 @@ Errors the user can fix are printed as one line that says what to do next.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -163,8 +164,8 @@ def _cmd_rollout(args: argparse.Namespace) -> int:
 
 # -- serve / stdio ----------------------------------------------------------------
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from ..serve.app import serve
     from ..serve.playground import PUBLIC_PATHS, playground_routes
+    from ..serve.run import serve
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(
@@ -176,6 +177,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         f"http://{args.host}:{args.port}  playground: /  MCP: /mcp"
         + ("  control plane: /ws, /episodes" if args.mode == "sim" else "")
     )
+    if args.ray:
+        return _serve_ray(args)
     from ..serve.manager import default_max_episodes
 
     max_episodes = default_max_episodes() if args.max_episodes is None else (args.max_episodes or None)
@@ -199,8 +202,51 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_ray(args: argparse.Namespace) -> int:
+    """``serve ENV --ray ADDRESS``: a pool of replicas on the cluster behind one front door (docs/scale.md)."""
+    try:
+        from ..ray.frontdoor import serve_front_door
+    except ImportError as e:
+        err_console.print(f"[red]error:[/red] --ray needs Ray: pip install 'openenv-mcp[ray]' ({e})")
+        return 2
+    if args.mode != "sim":
+        err_console.print("[red]error:[/red] --ray serves sim mode (a production server is one `serve --mode prod`)")
+        return 2
+    try:
+        resources = json.loads(args.replica_resources) if args.replica_resources else {}
+    except ValueError as e:
+        resources = e
+    if not isinstance(resources, dict) or not all(
+        isinstance(k, str) and isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+        for k, v in resources.items()
+    ):
+        err_console.print(
+            f"[red]error:[/red] --replica-resources must be a JSON object of resource names to amounts >= 0, "
+            f"e.g. '{{\"env_node\": 1}}' (got {args.replica_resources!r})"
+        )
+        return 2
+    serve_front_door(
+        args.env,
+        address=args.ray,
+        host=args.host,
+        port=args.port,
+        token=args.token,
+        admin_token=args.admin_token or os.environ.get("OPENENV_MCP_ADMIN_TOKEN") or None,
+        allowed_hosts=args.allowed_host,
+        allowed_origins=args.allowed_origin,
+        max_request_bytes=args.max_request_bytes,
+        log_level=args.log_level,
+        min_replicas=args.replicas,
+        max_replicas=max(args.max_replicas or args.replicas, args.replicas),
+        episodes_per_replica=args.episodes_per_replica,
+        num_cpus=args.replica_cpus,
+        resources=resources,
+    )
+    return 0
+
+
 def _cmd_stdio(args: argparse.Namespace) -> int:
-    from ..serve.app import serve_stdio
+    from ..serve.run import serve_stdio
 
     options = _prod_options(args)
     anyio.run(lambda: serve_stdio(args.env, mode=args.mode, seed=args.seed, task_id=args.task, **options))
@@ -385,6 +431,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="cap on one request body or WebSocket message (default 4 MiB)",
     )
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="serve a pool of replicas on the Ray cluster at ADDRESS (HEAD:PORT or 'auto') behind this one URL",
+    )
+    p.add_argument("--replicas", type=int, default=1, help="--ray: replicas to keep running (default 1)")
+    p.add_argument("--max-replicas", type=int, default=None, help="--ray: scale up to this many under load")
+    p.add_argument(
+        "--episodes-per-replica",
+        type=int,
+        default=64,
+        help="--ray: add a replica (up to --max-replicas) when every live one holds this many episodes (default 64)",
+    )
+    p.add_argument("--replica-cpus", type=float, default=1.0, help="--ray: CPUs each replica reserves (default 1)")
+    p.add_argument(
+        "--replica-resources",
+        default=None,
+        metavar="JSON",
+        help="--ray: custom Ray resources each replica reserves, e.g. '{\"env_node\": 1}'",
+    )
     _add_prod_flags(p)
     p.set_defaults(func=_cmd_serve)
 

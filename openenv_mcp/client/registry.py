@@ -20,7 +20,7 @@ import os
 import warnings
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from ..core.environment import Environment
 from ..core.spec import EnvSpec, load_env_file
@@ -137,7 +137,13 @@ def make_async(target: str | Path | EnvSpec, **options: Any) -> AsyncEnv | Remot
     """An :class:`AsyncEnv` for a built-in name, an env file/folder, or a server URL.
 
     Options: ``mode`` (``sim``/``prod``), ``call_timeout``, ``max_steps``, ``workdir``.
+    ``ray://HOST:PORT/ENV`` gives an episode from a pool of ``ENV`` servers on that Ray cluster
+    (:mod:`openenv_mcp.ray`, the ``ray`` extra; loaded by name, it sits above this layer).
     """
+    if isinstance(target, str) and target.startswith("ray://"):
+        import importlib
+
+        return cast(Any, importlib.import_module("openenv_mcp.ray").make_async(target, **options))
     if is_url(target):
         from .remote import RemoteAsyncEnv
 

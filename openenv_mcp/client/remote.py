@@ -28,7 +28,7 @@ from ..errors import ConfigError, OpenEnvError, ResetNeeded
 from ..types import CallTool, ListTools, Observation, RunCode, State
 from .env import Env, _coerce, _Portal
 
-__all__ = ["AsyncVectorEnv", "RemoteAsyncEnv", "RemoteConnection", "VectorEnv", "ws_url"]
+__all__ = ["AsyncVectorEnv", "ControlConnection", "RemoteAsyncEnv", "VectorEnv", "ws_url"]
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -64,7 +64,7 @@ def ws_url(url: str) -> str:
     return urlunsplit((scheme, parts.netloc, path, parts.query, ""))
 
 
-class RemoteConnection:
+class ControlConnection:
     """One WebSocket to a control plane; requests multiplexed by id."""
 
     def __init__(self, url: str, *, token: str | None = None, open_timeout: float = 10.0) -> None:
@@ -188,7 +188,7 @@ class RemoteAsyncEnv:
     ) -> None:
         _check_options(mode, workdir)
         self.url = url
-        self.connection = RemoteConnection(url, token=token)
+        self.connection = ControlConnection(url, token=token)
         self._options = _episode_options(max_steps, call_timeout)
         self._episode_id: str | None = None
         self.episode_key: str | None = None
@@ -287,7 +287,7 @@ class AsyncVectorEnv:
         _check_options(mode, workdir)
         self.url = url
         self.num_envs = num_envs
-        self.connection = RemoteConnection(url, token=token)
+        self.connection = ControlConnection(url, token=token)
         self._options = _episode_options(max_steps, call_timeout)
         self.episode_ids: list[str] | None = None
         self.episode_keys: dict[str, str | None] = {}

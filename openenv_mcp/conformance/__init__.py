@@ -11,8 +11,9 @@ file or folder), a running server (URL) or a plain MCP server object::
 
 Command line: ``openenv-mcp conformance TARGET [--json F] [--only R] [--skip R]
 [--known-failures F]``. Rules live in ``rules.mcp`` (MCP lifecycle, listing,
-tools/call), ``rules.env`` (parity, determinism, reset, isolation, sim/prod)
-and ``rules.wire`` (robustness over HTTP, containment, shutdown).
+tools/call), ``rules.env`` (parity, determinism, reset, isolation, sim/prod),
+``rules.answers``, ``rules.wire`` (robustness over HTTP), ``rules.shutdown``
+and ``rules.containment``.
 """
 
 from __future__ import annotations

@@ -26,13 +26,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-import anyio
 from mcp.client.client import Client
 from mcp.server import Server
 
+from ..asgi import serving
 from ..core.environment import Environment
 from ..errors import ConfigError
-from ..ports import free_port
 from ..sdkcompat import lowlevel_server, mcp_http_client
 from ..serve.mcp_server import episode_server
 from ..types import CallTool, ListTools, Observation, State, Task
@@ -45,28 +44,7 @@ __all__ = [
     "Subject",
     "UrlSubject",
     "make_subject",
-    "serve_asgi",
 ]
-
-
-@asynccontextmanager
-async def serve_asgi(app: Any, startup_timeout: float = 20.0) -> AsyncIterator[str]:
-    """Serve an ASGI app with uvicorn in this event loop on a free loopback port; yields the base URL."""
-    import uvicorn
-
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on")
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # (older uvicorn)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(server.serve)
-        with anyio.fail_after(startup_timeout):
-            while not server.started:
-                await anyio.sleep(0.01)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
 
 
 class CallTally:
@@ -249,7 +227,7 @@ class LocalSubject(Subject):
         app = factory(self.environment)
         self._served = app
         try:
-            async with serve_asgi(app) as base:
+            async with serving(app, log_level="error", lifespan="on") as base:
                 yield base + "/mcp"
         finally:
             self._served = None
@@ -298,7 +276,7 @@ class ServerSubject(Subject):
             app = self.server.http_app(path="/mcp")
         else:
             app = self.lowlevel.streamable_http_app(streamable_http_path="/mcp")
-        async with serve_asgi(app) as base:
+        async with serving(app, log_level="error", lifespan="on") as base:
             yield base + "/mcp"
 
 

@@ -17,12 +17,17 @@ The rules (see ``docs/codeact.md``):
 
 from __future__ import annotations
 
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent, Tool
 
+from ..types import CallTool, error_result
+
 if TYPE_CHECKING:
+    from ..isolation.interpreter import CodeInterpreter
     from .spec import EnvSpec
 
 __all__ = [
@@ -34,6 +39,7 @@ __all__ = [
     "grader_files",
     "reply_for",
     "result_text",
+    "run_code",
 ]
 
 RUN_CODE = "run_code"
@@ -96,6 +102,50 @@ def code_result(outcome: dict[str, Any], calls: list[dict[str, Any]], made: int 
         structured_content=structured,
         is_error=bool(outcome.get("exception")),
     )
+
+
+Step = Callable[[CallTool], Awaitable[tuple[CallToolResult, float, dict[str, Any]]]]
+"""The episode's one tool-call step: ``(result, reward, info)``."""
+
+
+async def run_code(
+    interpreter: CodeInterpreter, code: str, step: Step, ended: Callable[[], bool]
+) -> tuple[CallToolResult, float, dict[str, Any], int]:
+    """One :class:`~openenv_mcp.types.RunCode` in ``interpreter`` (the episode's step lock held): each
+    tool call from the code is one ``step``, and fails with :data:`ENDED` once ``ended()``. Returns the
+    run's result, its reward (the sum of its calls'), the calls' ``info`` and how many calls it made."""
+    calls: list[dict[str, Any]] = []
+    reward, extra, made = 0.0, {}, 0
+
+    def record(
+        name: str, arguments: dict[str, Any], result: CallToolResult, step_reward: float, started: float
+    ) -> dict[str, Any]:
+        nonlocal made
+        made += 1
+        if len(calls) < MAX_RECORDED_CALLS:  # a loop of calls must not grow the observation without bound
+            calls.append(
+                {
+                    "name": name,
+                    "arguments": arguments,
+                    "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+                    "reward": step_reward,
+                    "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
+                }
+            )
+        return reply_for(result)
+
+    async def dispatch(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        nonlocal reward
+        started = time.perf_counter()
+        if ended():
+            return record(name, arguments, error_result(ENDED), 0.0, started)
+        result, step_reward, step_extra = await step(CallTool.model_construct(name=name, arguments=arguments))
+        reward += step_reward
+        extra.update(step_extra)
+        return record(name, arguments, result, step_reward, started)
+
+    outcome = await interpreter.run(code, dispatch)
+    return code_result(outcome, calls, made), reward, extra, made
 
 
 def grader_files(spec: EnvSpec) -> list[Path]:

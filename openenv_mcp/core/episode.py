@@ -3,19 +3,18 @@
 An :class:`Episode` owns a private workspace and one started connection per
 tool server. :meth:`Episode.act` is *the* per-episode function: ``step()`` on
 the Python API, ``step`` on the control plane and ``tools/call`` on the MCP
-face all go through it, so the two faces cannot disagree.
+face all go through it, so the two faces cannot disagree. Its parts: the routes
+to its servers (:mod:`~openenv_mcp.core.routing`), scoring
+(:mod:`~openenv_mcp.core.scoring`) and CodeAct runs (:mod:`~openenv_mcp.core.codeact`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -24,21 +23,20 @@ from mcp.types import (
     CompleteResult,
     GetPromptResult,
     Prompt,
-    PromptReference,
     ReadResourceResult,
     Resource,
     ResourceTemplate,
     Tool,
 )
 
-from ..errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError, ToolServerError
+from ..errors import BoundaryError, EpisodeEnded, ToolNameError
 from ..isolation import Connection
-from ..isolation.inprocess import error_result
 from ..isolation.interpreter import CodeInterpreter
-from ..types import CallTool, ListTools, Observation, RunCode, Score, State, Task
-from .codeact import ENDED, MAX_RECORDED_CALLS, RUN_CODE, RUN_CODE_TOOL, code_result, grader_files, reply_for
+from ..types import CallTool, ListTools, Observation, RunCode, State, Task, error_result
+from .codeact import RUN_CODE, RUN_CODE_TOOL, grader_files, run_code
+from .routing import RESERVED_TOOL_NAMES, Routes, task_required_message
+from .scoring import RewardContext, evaluate, reward_failed
 from .surface import Surface, server_surface
-from .validation import validator_for
 from .warm import prepare
 from .workspace import Workspace
 
@@ -49,49 +47,9 @@ __all__ = ["RESERVED_TOOL_NAMES", "Episode", "RewardContext"]
 
 log = logging.getLogger("openenv_mcp.core.episode")
 
-RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
-"""Control-plane names: never a tool, whatever a tool server calls its tools."""
-
 REFRESH_INTERVAL = 1.0
 """Seconds between two refreshes of an episode's tool list: a server that floods
 ``notifications/tools/list_changed`` gets one refresh per interval (the rest coalesce)."""
-
-
-def task_required_message(name: str) -> str:
-    """The error result of a tool whose server requires MCP task-augmented execution."""
-    return (
-        f"Tool {name!r} requires task-augmented execution (its execution.taskSupport is 'required'); "
-        "openenv-mcp does not run MCP tasks yet, so this tool cannot be called through the environment"
-    )
-
-
-@dataclass
-class RewardContext:
-    """What a reward function sees after each step."""
-
-    task: Task
-    """The episode's task."""
-    step: int
-    """Tool calls made so far, this one included."""
-    action: CallTool | None
-    """The step's action (``None`` when scoring the initial state)."""
-    result: CallToolResult | None
-    """The step's MCP result."""
-    history: list[tuple[CallTool, CallToolResult]] = field(default_factory=list)
-    """Every (action, result) of the episode so far."""
-    episode: Episode | None = None
-    """The episode, for :meth:`call_tool` (uncounted, unrewarded calls)."""
-
-    @property
-    def workspace(self) -> Path:
-        """The episode's workspace folder (host path)."""
-        assert self.episode is not None
-        return self.episode.workspace.path
-
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
-        """Call a tool to inspect the world; not a step, not seen by the agent."""
-        assert self.episode is not None
-        return await self.episode.call_tool(name, arguments or {})
 
 
 class Episode:
@@ -115,9 +73,8 @@ class Episode:
         self.history: list[tuple[CallTool, CallToolResult]] = []
         self.workspace = Workspace(env.workdir)
         self.connections: list[Connection] = []
-        self.tools: list[Tool] = []
-        self._routes: dict[str, tuple[Connection, str, Any]] = {}
-        self._prompts: dict[str, tuple[Connection, str]] = {}
+        self.routes = Routes(self.connections)
+        """The composed tool list and where each name goes (composed again when a server's list changes)."""
         self._tools_stale = False
         self._refresh_lock = anyio.Lock()
         self._last_refresh = 0.0
@@ -153,32 +110,13 @@ class Episode:
             raise
 
     async def _compose(self) -> None:
-        tools: list[Tool] = []
-        routes: dict[str, tuple[Connection, str, Any]] = {}
-        prompts: dict[str, tuple[Connection, str]] = {}
         reserved = RESERVED_TOOL_NAMES | ({RUN_CODE} if self.env.spec.codeact else set())
-        for conn in self.connections:
-            prefix = conn.spec.prefix
-            for tool in await conn.list_tools():
-                name = f"{prefix}_{tool.name}" if prefix else tool.name
-                if name.lower() in reserved:
-                    raise ToolNameError(
-                        f"tool server {conn.spec.name!r} offers a tool named {tool.name!r}, which would be "
-                        f"exposed as {name!r}: control-plane names ({', '.join(sorted(reserved))}) "
-                        "can never be tools; give the server a namespace or rename the tool"
-                    )
-                if name in routes:
-                    other = routes[name][0].spec.name
-                    raise ToolNameError(
-                        f"duplicate tool name {name!r} (from tool servers {other!r} and {conn.spec.name!r}); "
-                        "give them distinct namespaces"
-                    )
-                routes[name] = (conn, tool.name, validator_for(tool.input_schema))
-                tools.append(tool if name == tool.name else tool.model_copy(update={"name": name}))
-            for prompt in await conn.list_prompts():
-                pname = f"{prefix}_{prompt.name}" if prefix else prompt.name
-                prompts[pname] = (conn, prompt.name)
-        self.tools, self._routes, self._prompts = tools, routes, prompts
+        self.routes = await Routes.compose(self.connections, reserved)
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools this episode exposes (namespaced names), ``run_code`` aside (see :attr:`mcp_tools`)."""
+        return self.routes.tools
 
     def surface(self) -> Surface:
         """What the MCP face declares for this episode's servers (instructions, capabilities)."""
@@ -224,11 +162,9 @@ class Episode:
             self._tools_stale = False
             self._last_refresh = time.monotonic()
             before = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.tools]
-            old = self.tools, self._routes, self._prompts
             try:
-                await self._compose()
+                await self._compose()  # replaces the routes only when the new list composes
             except ToolNameError as e:
-                self.tools, self._routes, self._prompts = old
                 log.warning("episode %s keeps its tool list: the changed list is refused: %s", self.id, e)
                 return False
             return before != [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.tools]
@@ -252,7 +188,7 @@ class Episode:
 
     def tool_label(self, name: Any) -> str:
         """``name`` if this episode lists that tool, else ``(unknown)``: the bounded metrics label."""
-        if isinstance(name, str) and (name in self._routes or (name == RUN_CODE and self.env.spec.codeact)):
+        if isinstance(name, str) and (name in self.routes.calls or (name == RUN_CODE and self.env.spec.codeact)):
             return name
         return "(unknown)"
 
@@ -260,11 +196,11 @@ class Episode:
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Validate and route one call; errors the agent causes are error results."""
         await self.refresh_tools()
-        route = self._routes.get(name)
+        route = self.routes.calls.get(name)
         if route is None:
             return error_result(f"Unknown tool: {name!r}")
         conn, original, validator = route
-        if self._task_required(name):
+        if self.routes.task_required(name):
             return error_result(task_required_message(name))
         problem = validator.error(name, arguments)
         if problem is not None:
@@ -335,36 +271,6 @@ class Episode:
 
     async def _run_code(self, code: str) -> tuple[CallToolResult, float, dict[str, Any]]:
         """A :class:`RunCode` (lock held): each call from the code is a :meth:`_step` (see core/codeact.py)."""
-        calls: list[dict[str, Any]] = []
-        reward, extra, made = 0.0, {}, 0
-
-        def record(
-            name: str, arguments: dict[str, Any], result: CallToolResult, step_reward: float, started: float
-        ) -> dict[str, Any]:
-            nonlocal made
-            made += 1
-            if len(calls) < MAX_RECORDED_CALLS:  # a loop of calls must not grow the observation without bound
-                calls.append(
-                    {
-                        "name": name,
-                        "arguments": arguments,
-                        "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
-                        "reward": step_reward,
-                        "elapsed_ms": round((time.perf_counter() - started) * 1000, 3),
-                    }
-                )
-            return reply_for(result)
-
-        async def dispatch(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-            nonlocal reward
-            started = time.perf_counter()
-            if self.done or self.truncated or self.closed:
-                return record(name, arguments, error_result(ENDED), 0.0, started)
-            result, step_reward, step_extra = await self._step(CallTool.model_construct(name=name, arguments=arguments))
-            reward += step_reward
-            extra.update(step_extra)
-            return record(name, arguments, result, step_reward, started)
-
         if self.interpreter is None:
             self.interpreter = CodeInterpreter(
                 self.id,
@@ -374,11 +280,13 @@ class Episode:
                 workdir=self.env.workdir,
                 grader_files=grader_files(self.env.spec),
             )
-        outcome = await self.interpreter.run(code, dispatch)
+        result, reward, extra, made = await run_code(
+            self.interpreter, code, self._step, lambda: self.done or self.truncated or self.closed
+        )
         if not made:  # a run with no tool call still spends one step of the budget
             self.step_count += 1
             self._check_truncation()
-        return code_result(outcome, calls, made), reward, extra
+        return result, reward, extra
 
     @property
     def busy(self) -> bool:
@@ -399,35 +307,15 @@ class Episode:
         )
         reward_fn = self.env.reward_fn
         assert reward_fn is not None, "only an environment with a reward function is scored"  # callers check
-        value = reward_fn(ctx)
-        if inspect.isawaitable(value):
-            value = await value
-        done = None
-        if isinstance(value, Score):
-            done = value.done
-            if extra is not None:
-                extra.update(value.info)
-            value = value.score
-        if not isinstance(value, (int, float)):
-            raise OpenEnvError(f"reward function of {self.env.spec.name!r} returned {value!r}, expected a number")
-        value = float(value)
+        value, done = await evaluate(reward_fn, ctx, self.env.spec.name, extra)
         self.done = done if done is not None else value >= self.env.spec.success_score
         return value
 
     def _reward_failed(self, error: Exception, extra: dict[str, Any]) -> float:
         """A reward that raised on this step: the score stays where it was (the step's
         reward is 0.0), the episode goes on, and ``info["reward_error"]`` says why."""
-        text = f"{type(error).__name__}: {error}"
-        if len(text) > 2000:
-            text = text[:2000] + f"... ({len(text) - 2000} more characters)"
-        log.warning(
-            "reward of %s raised at step %d of episode %s: %s", self.env.spec.name, self.step_count, self.id, text
-        )
         extra.clear()
-        extra["reward_error"] = (
-            f"the reward function raised {text}; this step's reward is 0.0 "
-            "(the score is unchanged) and the episode goes on"
-        )
+        extra["reward_error"] = reward_failed(error, self.env.spec.name, self.step_count, self.id)
         self.reward_errors += 1
         return self.score
 
@@ -462,67 +350,21 @@ class Episode:
                     values[label if label not in values else f"{label} of {conn.spec.name}"] = value
         return values
 
-    # -- resources and prompts (MCP face) -------------------------------------
+    # -- resources and prompts (MCP face): see Routes ------------------------------
     async def list_resources(self) -> list[Resource]:
-        out: list[Resource] = []
-        for conn in self.connections:
-            out.extend(await conn.list_resources())
-        return out
+        return await self.routes.list_resources()
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
-        """Read ``uri`` from the server listing it, else from the first server that can
-        (templates); a server's own error (:class:`ToolServerError`) passes through."""
-        for conn in self.connections:
-            if any(str(r.uri) == uri for r in await conn.list_resources()):
-                return await conn.read_resource(uri)
-        first: ToolServerError | None = None
-        for conn in self.connections:  # templates: let each server try
-            try:
-                return await conn.read_resource(uri)
-            except KeyError:
-                continue
-            except ToolServerError as e:
-                first = first or e
-        if first is not None:
-            raise first
-        raise KeyError(uri)
+        return await self.routes.read_resource(uri)
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:
-        out: list[ResourceTemplate] = []
-        for conn in self.connections:
-            out.extend(await conn.list_resource_templates())
-        return out
+        return await self.routes.list_resource_templates()
 
     async def complete(self, ref: Any, argument: dict[str, str], context: dict[str, str] | None) -> CompleteResult:
-        """``completion/complete``, routed to the server owning the prompt or resource template."""
-        if isinstance(ref, PromptReference):
-            route = self._prompts.get(ref.name)
-            if route is None:
-                raise KeyError(ref.name)
-            return await route[0].complete(ref.model_copy(update={"name": route[1]}), argument, context)
-        for conn in self.connections:
-            if any(t.uri_template == ref.uri for t in await conn.list_resource_templates()):
-                return await conn.complete(ref, argument, context)
-        raise KeyError(ref.uri)
-
-    def _task_required(self, name: str) -> bool:
-        tool = next((t for t in self.tools if t.name == name), None)
-        execution = getattr(tool, "execution", None)
-        return getattr(execution, "task_support", None) == "required"
+        return await self.routes.complete(ref, argument, context)
 
     async def list_prompts(self) -> list[Prompt]:
-        out: list[Prompt] = []
-        for name, (conn, original) in self._prompts.items():
-            for prompt in await conn.list_prompts():
-                if prompt.name == original:
-                    out.append(prompt if name == original else prompt.model_copy(update={"name": name}))
-        return out
+        return await self.routes.list_prompts()
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
-        route = self._prompts.get(name)
-        if route is None:
-            single = self.connections[0] if len(self.connections) == 1 else None
-            if single is not None and not single.spec.prefix:  # one server, no namespace: its own error
-                return await single.get_prompt(name, arguments)
-            raise KeyError(name)
-        return await route[0].get_prompt(route[1], arguments)
+        return await self.routes.get_prompt(name, arguments)

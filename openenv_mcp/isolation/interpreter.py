@@ -36,9 +36,10 @@ from mcp.types import Tool
 from ..core.spec import Limits, ToolServerSpec
 from ..errors import BoundaryError
 from .base import ServerContext
-from .process import UIDS, StdioProcess, chown_tree
-from .process import package_dirs as sandbox_package_dirs
+from .runtime import package_dirs as sandbox_package_dirs
 from .sandbox import SandboxConnection
+from .stdio import StdioProcess
+from .uids import UIDS, chown_tree
 
 __all__ = ["CODE_LIMIT", "CodeInterpreter", "RunOutcome"]
 
@@ -148,7 +149,7 @@ class CodeInterpreter:
         if conn is not None and conn.cgroup is not None:
             await anyio.to_thread.run_sync(conn.cgroup.remove)  # every process the code started
         if conn is not None and conn.uid is not None:
-            UIDS.release(conn.ctx.episode_id)  # kills every process of the code uid
+            await anyio.to_thread.run_sync(UIDS.release, conn.ctx.episode_id)  # kills every process of the code uid
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = None

@@ -46,6 +46,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from ..core.surface import ERROR_MESSAGE_LIMIT, INSTRUCTIONS_LIMIT, bounded
 from ..errors import BoundaryError, ToolServerError
+from ..types import error_result
 from .base import Connection
 
 __all__ = ["TRUNCATED_META", "McpConnection", "SessionHost", "cap_result", "server_error", "truncation_marker"]
@@ -384,15 +385,11 @@ class McpConnection(Connection):
         try:
             result = await self._request(host, lambda s: s.call_tool(name, arguments))
         except MCPError as e:
-            return CallToolResult(
-                content=[TextContent(type="text", text=f"Error calling tool {label!r}: {e.message}")], is_error=True
-            )
+            return error_result(f"Error calling tool {label!r}: {e.message}")
         except BoundaryError:
             raise
         except Exception as e:  # an invalid result from the server is the server's fault, not a crash
-            return CallToolResult(
-                content=[TextContent(type="text", text=f"Error calling tool {label!r}: {describe(e)}")], is_error=True
-            )
+            return error_result(f"Error calling tool {label!r}: {describe(e)}")
         return cap_result(result, self.spec.limits.output_bytes)
 
     async def interrupted(self) -> None:

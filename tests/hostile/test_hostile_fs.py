@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 import openenv_mcp
+from openenv_mcp.testing import need
 from openenv_mcp.types import CallTool
-from tests.conftest import need
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "HOST-SECRET-7f3a"

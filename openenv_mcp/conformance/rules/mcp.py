@@ -29,7 +29,7 @@ from mcp.types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ...core.episode import RESERVED_TOOL_NAMES
+from ...core.routing import RESERVED_TOOL_NAMES
 from ...errors import OpenEnvError, ToolNameError
 from ...types import CallTool
 from ..argsgen import generate_calls, violations

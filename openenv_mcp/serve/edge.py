@@ -1,0 +1,283 @@
+"""The edge of the served app: what every request passes before any route.
+
+:class:`Edge` is the ASGI middleware in front of every route: Host/Origin validation against
+DNS rebinding (loopback allowed by default), the bearer token (or an episode's own MCP address,
+its key being its credential), and the request size cap — each refusal a clear JSON error.
+It also sends ``/mcp``, ``/episodes/{id}/mcp`` and ``/ws`` straight to their handlers.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Callable, Iterable, Sequence
+
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import RequestTooLarge
+from .manager import ADMIN_SCOPE_KEY
+from .mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY
+from .metrics import Metrics
+
+__all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "public_matcher"]
+
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""Default cap on one request body or WebSocket message (4 MiB)."""
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+"""Host names always allowed (with any port) unless ``allowed_hosts`` contains ``*``."""
+
+
+def _split_host(host: str) -> str:
+    """``example.com:8000`` -> ``example.com``; ``[::1]:80`` -> ``[::1]``."""
+    if host.startswith("["):
+        end = host.find("]")
+        return host[: end + 1] if end >= 0 else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _json_error(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps({"error": {"code": code, "message": message}})
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+class Edge:
+    """ASGI middleware in front of every route: Host/Origin, bearer token, size cap.
+
+    It also routes ``/mcp`` (and ``/episodes/{id}/mcp`` when ``episode_mcp``, and ``/ws``) to
+    the MCP face directly, skipping the router on the hottest path.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        mcp: ASGIApp,
+        ws: ASGIApp | None,
+        metrics: Metrics,
+        allowed_hosts: Sequence[str],
+        allowed_origins: Sequence[str],
+        token: str | None,
+        max_request_bytes: int,
+        public: Callable[[str], bool],
+        episode_mcp: bool,
+        admin_token: str | None = None,
+        capability: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        self.app = app
+        self.mcp = mcp
+        self.ws = ws
+        self.metrics = metrics
+        self.any_host = "*" in allowed_hosts
+        self.hosts = {h.lower() for h in allowed_hosts}
+        self.any_origin = "*" in allowed_origins
+        self.origins = {o.lower().rstrip("/") for o in allowed_origins}
+        self.auth = f"Bearer {token}".encode() if token else None
+        self.admin = f"Bearer {admin_token}".encode() if admin_token else None
+        self.capability = capability
+        self.max_bytes = max_request_bytes
+        self.public = public
+        self.episode_mcp = episode_mcp
+        self.allowed_text = ", ".join(sorted(self.hosts))
+
+    # -- checks ----------------------------------------------------------------
+    def _host_ok(self, host: str) -> bool:
+        if self.any_host:
+            return True
+        host = host.lower()
+        return host in self.hosts or _split_host(host) in self.hosts
+
+    def _origin_ok(self, origin: str) -> bool:
+        if self.any_origin:
+            return True
+        origin = origin.lower().rstrip("/")
+        if origin in self.origins:
+            return True
+        scheme, sep, rest = origin.partition("://")
+        if not sep:
+            return False
+        return f"{scheme}://{_split_host(rest)}" in self.origins
+
+    async def _refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        status: int,
+        code: str,
+        message: str,
+        reason: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.metrics.rejected_request(reason)
+        if scope["type"] == "websocket":
+            # Before accept: uvicorn answers the handshake with HTTP 403.
+            await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
+            return
+        await _json_error(status, code, message, headers)(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind != "http" and kind != "websocket":
+            await self.app(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if self.public(path):
+            await self.app(scope, receive, send)
+            return
+        host = origin = auth = length = None
+        for key, value in scope["headers"]:
+            if key == b"host":
+                host = value
+            elif key == b"origin":
+                origin = value
+            elif key == b"authorization":
+                auth = value
+            elif key == b"content-length":
+                length = value
+        if host is None or not self._host_ok(host.decode("latin-1")):
+            shown = host.decode("latin-1") if host is not None else "(none)"
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                421,
+                "invalid_host",
+                f"Invalid Host header {shown!r}: this server answers for {self.allowed_text} "
+                "(DNS-rebinding protection); start it with --allowed-host NAME to allow another",
+                "host",
+            )
+            return
+        if origin is not None and not self._origin_ok(origin.decode("latin-1")):
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                403,
+                "invalid_origin",
+                f"Invalid Origin header {origin.decode('latin-1')!r} (DNS-rebinding protection); "
+                "start the server with --allowed-origin ORIGIN to allow it",
+                "origin",
+            )
+            return
+        admin = self.admin is not None and auth is not None and hmac.compare_digest(auth, self.admin)
+        if admin:
+            scope = dict(scope)
+            scope[ADMIN_SCOPE_KEY] = True
+        elif (
+            self.auth is not None
+            and (auth is None or not hmac.compare_digest(auth, self.auth))
+            and not self._holds_capability(path)
+        ):
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                401,
+                "unauthorized",
+                "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                "(the --token the server was started with)",
+                "token",
+                {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'},
+            )
+            return
+        if kind == "http" and length is not None:
+            try:
+                size = int(length)
+            except ValueError:
+                size = 0
+            if size > self.max_bytes:
+                await self._refuse(
+                    scope,
+                    receive,
+                    send,
+                    413,
+                    "request_too_large",
+                    f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes (--max-request-bytes)",
+                    "too_large",
+                )
+                return
+        elif kind == "http":  # a streamed body: count it as it comes
+            started = False
+
+            async def watch(message: Message) -> None:
+                nonlocal started
+                if message["type"] == "http.response.start":
+                    started = True
+                await send(message)
+
+            try:
+                await self._dispatch(scope, self._capped(receive), watch, path)
+            except RequestTooLarge as e:
+                if started:
+                    raise
+                await self._refuse(scope, receive, send, 413, "request_too_large", str(e), "too_large")
+            return
+        await self._dispatch(scope, receive, send, path)
+
+    def _holds_capability(self, path: str) -> bool:
+        """``/episodes/{id}/{key}/mcp`` with a live episode's key: the address is its own credential."""
+        found = _episode_mcp_path(path) if self.episode_mcp else None
+        return (
+            found is not None
+            and found[1] is not None
+            and self.capability is not None
+            and self.capability(found[0], found[1])
+        )
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        if scope["type"] == "http":
+            if path == "/mcp" or path == "/mcp/":
+                await self.mcp(scope, receive, send)
+                return
+            found = _episode_mcp_path(path) if self.episode_mcp else None
+            if found is not None:
+                scope = dict(scope)
+                scope[EPISODE_SCOPE_KEY], scope[EPISODE_KEY_SCOPE_KEY] = found
+                await self.mcp(scope, receive, send)
+                return
+        elif path == "/ws" and self.ws is not None:
+            await self.ws(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _capped(self, receive: Receive) -> Receive:
+        """A ``receive`` that refuses a streamed (chunked) body beyond the cap."""
+        seen = 0
+        limit = self.max_bytes
+
+        async def capped() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise RequestTooLarge(f"request body exceeds the limit of {limit} bytes (--max-request-bytes)")
+            return message
+
+        return capped
+
+
+def _episode_mcp_path(path: str) -> tuple[str, str | None] | None:
+    """``/episodes/{id}/{key}/mcp`` -> ``(id, key)``; ``/episodes/{id}/mcp`` -> ``(id, None)``; else ``None``."""
+    if not path.startswith("/episodes/"):
+        return None
+    parts = path[len("/episodes/") :].rstrip("/").split("/")
+    if len(parts) == 2 and parts[1] == "mcp" and parts[0]:
+        return parts[0], None
+    if len(parts) == 3 and parts[2] == "mcp" and parts[0] and parts[1]:
+        return parts[0], parts[1]
+    return None
+
+
+def public_matcher(paths: Iterable[str]) -> Callable[[str], bool]:
+    """Whether a path is one of ``paths`` (served without the edge's checks); an entry ending in ``/``
+    is a prefix."""
+    exact = {p for p in paths if not p.endswith("/") or p == "/"}
+    prefixes = tuple(p for p in paths if p.endswith("/") and p != "/")
+
+    def public(path: str) -> bool:
+        return path in exact or (bool(prefixes) and path.startswith(prefixes))
+
+    return public
