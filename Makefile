@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test lint bench conformance install clean
+.PHONY: demo test test-lowest lint bench conformance install clean
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
@@ -43,6 +43,12 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/basedpyright
 	$(BIN)/lint-imports
+	$(BIN)/deptry openenv_mcp tool_servers envs
+
+# The oldest versions we claim to support (the lower bounds in pyproject): a separate venv resolved with
+# lowest-direct, running the tests that need only the core dependencies (CI runs it before `make test`).
+test-lowest:
+	bash .ci/lowest.sh
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

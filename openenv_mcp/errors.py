@@ -18,6 +18,7 @@ __all__ = [
     "RequestTooLarge",
     "ResetNeeded",
     "ToolNameError",
+    "ToolServerError",
     "UnknownEnvironment",
     "UnknownEpisode",
 ]
@@ -97,3 +98,18 @@ class RequestTooLarge(OpenEnvError):
 
     code = "request_too_large"
     http_status = 413
+
+
+class ToolServerError(OpenEnvError):
+    """A wrapped tool server answered a request (``resources/read``, ``prompts/get``,
+    ``completion/complete``) with a JSON-RPC error: its own code and message (bounded),
+    passed through unchanged to the MCP face."""
+
+    code = "tool_server_error"
+    http_status = 502
+
+    def __init__(self, rpc_code: int, message: str, data: object = None) -> None:
+        super().__init__(message)
+        self.rpc_code = rpc_code
+        self.message = message
+        self.data = data

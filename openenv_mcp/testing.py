@@ -1,12 +1,15 @@
 """Helpers for tests: this project's and environment authors' (see ``docs/testing.md``).
 
 * :func:`free_port` — a free TCP port on 127.0.0.1.
+* :func:`wait_for_port` — block until a server a test started listens on its port.
 * :func:`serving` — serve an ASGI app (e.g. ``openenv_mcp.serve.create_app(env)``) with uvicorn in
   this event loop; yields its base URL.
 * :func:`running_server` — ``openenv-mcp serve ENV`` as a child process on a free port, waited for
   until ``/health`` answers, stopped (killed if it must be) however the test ends.
 * :func:`http_tool_server` — a tool server (``python -m MODULE``) over streamable HTTP; yields its URL.
 * :func:`wait_for` — wait until a condition holds (async).
+* :func:`fidelity_diff` — compare a tool server's raw stdio answers with the same requests through
+  an environment's ``/mcp`` and ``step()``, field by field (see :mod:`openenv_mcp.fidelity`).
 * :func:`need` — skip a test whose engine is missing, with a reason that says what to install
   (fail instead when ``OPENENV_MCP_REQUIRE_ALL=1``, as in CI).
 
@@ -24,17 +27,22 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-__all__ = ["REQUIRE_ALL", "free_port", "http_tool_server", "need", "running_server", "serving", "wait_for"]
+from .ports import free_port
+
+__all__ = [
+    "REQUIRE_ALL",
+    "fidelity_diff",
+    "free_port",
+    "http_tool_server",
+    "need",
+    "running_server",
+    "serving",
+    "wait_for",
+    "wait_for_port",
+]
 
 REQUIRE_ALL = os.environ.get("OPENENV_MCP_REQUIRE_ALL") == "1"
 """``OPENENV_MCP_REQUIRE_ALL=1``: a missing engine fails the test instead of skipping it (CI)."""
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (free now; bind it soon)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def need(condition: bool, reason: str) -> None:
@@ -70,6 +78,21 @@ async def wait_for(
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what} did not hold within {timeout:g} s")
         await anyio.sleep(interval)
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[Any] | None = None, timeout: float = 60.0) -> None:
+    """Block until something accepts connections on ``127.0.0.1:port`` (a server a test started as a
+    child process). ``AssertionError`` if ``proc`` exits first or nothing listens within ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the server exited with {proc.returncode} before listening on {port}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout:g} s")
 
 
 @contextlib.asynccontextmanager
@@ -172,3 +195,11 @@ async def http_tool_server(
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         _stop(proc)
+
+
+async def fidelity_diff(target: Any, **options: Any) -> Any:
+    """:func:`openenv_mcp.fidelity.fidelity_diff`: a :class:`~openenv_mcp.fidelity.FidelityReport`
+    comparing a tool server's raw answers with the environment's ``/mcp`` and ``step()``."""
+    from .fidelity import fidelity_diff as diff
+
+    return await diff(target, **options)

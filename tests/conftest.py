@@ -1,16 +1,19 @@
-"""Shared fixtures. Optional engines skip with a reason, unless OPENENV_MCP_REQUIRE_ALL=1 (CI)."""
+"""Shared fixtures of this repository's tests. Optional engines skip with a reason, unless
+OPENENV_MCP_REQUIRE_ALL=1 (CI). General helpers (ports, servers, waiting, ``need``) are in
+:mod:`openenv_mcp.testing`: tests import them from there."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from openenv_mcp.testing import REQUIRE_ALL, need
+from openenv_mcp.testing import need
 
-__all__ = ["REQUIRE_ALL", "ROOT", "docker_problem", "need", "need_boundaries", "need_docker"]
+__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,6 +68,7 @@ def postgres_server():
     from pgserver import TempPostgres, find_bindir
 
     need(find_bindir() is not None, "PostgreSQL server binaries not found (apt-get install postgresql)")
+    need(importlib.util.find_spec("psycopg") is not None, "psycopg not installed (pip install 'openenv-mcp[postgres]')")
     server = TempPostgres().start()
     try:
         yield server

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import atexit
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from conftest import ROOT
+
+from openenv_mcp.testing import free_port, wait_for_port
 
 NOTES_SERVER = textwrap.dedent('''
     """A third-party MCP server written by the test (stdio by default, `http PORT` for streamable HTTP)."""
@@ -46,25 +46,6 @@ NOTES_SERVER = textwrap.dedent('''
         else:
             server.run(show_banner=False)
 ''').lstrip()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, proc: subprocess.Popen | None = None, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"the server exited with {proc.returncode} before listening on {port}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
 
 
 @dataclass

@@ -12,11 +12,12 @@ import glob
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from openenv_mcp.testing import free_port
 
 __all__ = ["TempPostgres", "find_bindir"]
 
@@ -38,12 +39,6 @@ class _PortTaken(Exception):
     pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class TempPostgres:
     """Start with :meth:`start`, stop with :meth:`stop` (or use as a context manager)."""
 
@@ -52,7 +47,7 @@ class TempPostgres:
         if self.bindir is None:
             raise RuntimeError("PostgreSQL server binaries not found: apt-get install postgresql")
         self.root = Path(tempfile.mkdtemp(prefix="openenv-pg-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -103,7 +98,7 @@ class TempPostgres:
             try:
                 return self._serve(data, env, timeout)
             except _PortTaken:
-                self.port = _free_port()
+                self.port = free_port()
                 self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         raise RuntimeError("postgres could not bind a free port in 3 attempts")
 

@@ -1,4 +1,5 @@
-"""Run a reference tool server standalone over streamable HTTP for a test (``python -m openenv_mcp.tool_servers.NAME``)."""
+"""A reference tool server started behind the sandbox boundary for a test (``--lean``). Standalone
+over streamable HTTP: :func:`openenv_mcp.testing.http_tool_server`."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ from typing import Any
 
 import anyio
 
-from openenv_mcp.testing import free_port, http_tool_server
-
-__all__ = ["free_port", "http_tool_server", "sandboxed_lean_server"]
+__all__ = ["sandboxed_lean_server"]
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,10 +22,9 @@ async def sandboxed_lean_server(module: str, tmp_path: Path) -> AsyncIterator[tu
 
     The env folder holds ``secret/answer.txt``, which the spec hides. Yields
     ``(connection, env_dir, workspace)``; the connection is closed however the test ends."""
-    from conftest import need
-
     from openenv_mcp.core.spec import ToolServerSpec
     from openenv_mcp.isolation import ServerContext, connect
+    from openenv_mcp.testing import need
 
     need(shutil.which("bwrap") is not None, "bubblewrap (bwrap) is not installed")
     env_dir = tmp_path / "env"

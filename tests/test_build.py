@@ -9,8 +9,10 @@ import uuid
 
 import anyio
 import pytest
-from conftest import docker_problem, need
-from envpkg import free_port, init_packages, wait_for_port
+from conftest import docker_problem
+from envpkg import init_packages
+
+from openenv_mcp.testing import free_port, need, wait_for_port
 
 pytestmark = pytest.mark.timeout(1800)
 

@@ -10,7 +10,6 @@ import shutil
 import pytest
 from fastmcp import FastMCP
 from mcp.client.client import Client
-from servers import serving
 from websockets.asyncio.client import connect
 
 import openenv_mcp
@@ -18,6 +17,7 @@ from openenv_mcp import RunCode, ToolNameError
 from openenv_mcp.client.registry import find_env, load_environment
 from openenv_mcp.isolation.coderunner import make_function
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import serving
 
 needs_bwrap = pytest.mark.skipif(
     shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),
@@ -186,8 +186,8 @@ def test_rollout_codeact_solves_a_files_task_through_the_model_server(tmp_path):
     import subprocess
     import sys
 
+    from conftest import ROOT
     from scripted_model import ScriptedModel
-    from servers import ROOT
 
     environment = load_environment("files")
     task = environment.tasks.tasks[0]
@@ -243,7 +243,7 @@ def test_rollout_codeact_solves_a_files_task_through_the_model_server(tmp_path):
 
 @needs_bwrap
 def test_run_code_through_the_remote_client_of_a_served_environment():
-    from servers import running_server
+    from openenv_mcp.testing import running_server
 
     with running_server("files") as url, openenv_mcp.make(url) as env:
         env.reset(seed=0)

@@ -9,7 +9,6 @@ the internal network, and tears everything down (no container left).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 import uuid
@@ -20,14 +19,10 @@ import httpx
 import pytest
 from conftest import need_docker
 
+from openenv_mcp.testing import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.docker
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +30,7 @@ def stack():
     """``docker-compose up`` on a free port; yields (base URL, project name); always ``down``."""
     need_docker("tools", "server", cli="docker-compose")
     project = f"openenvmcptest{uuid.uuid4().hex[:8]}"
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "OPENENV_MCP_PORT": str(port)}
     compose = ["docker-compose", "-p", project, "-f", str(ROOT / "compose.yaml")]
     try:

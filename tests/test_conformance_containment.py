@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import need, need_docker
+from conftest import need_docker
 
 from openenv_mcp.conformance import check_env_async
+from openenv_mcp.testing import need
 
 ENVS = Path(__file__).resolve().parent.parent / "conformance" / "fixtures" / "envs"
 HINT = (
@@ -74,3 +79,48 @@ async def test_the_docker_boundary_passes_both_probes_and_leaves_no_container():
         ("containment.host_file", "passed"),
         ("containment.network", "passed"),
     ]
+
+
+# -- issue 12 item 5: the docker probes need nothing inside the server's image ----------------------
+@pytest.mark.anyio
+@pytest.mark.docker
+async def test_the_docker_probes_check_a_server_image_without_python_in_its_own_container():
+    """The server's image has no python3, and neither has the default image for docker commands
+    (``OPENENV_MCP_DOCKER_IMAGE``): a probe that needed python3 in some image, or that ran in
+    another image than the server's, cannot pass here."""
+    need_docker("nopython")
+    code = (
+        "import asyncio, json, sys\n"
+        "from openenv_mcp.conformance import check_env_async\n"
+        "r = asyncio.run(check_env_async(sys.argv[1], only='containment,shutdown', official=False))\n"
+        "print(json.dumps([[x.rule, x.status, x.message] for x in r.results]))\n"
+    )
+    env = {**os.environ, "OPENENV_MCP_DOCKER_IMAGE": "openenv-mcp/nopython"}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(ENVS / "nopython")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == [
+        ["shutdown.clean", "passed", ""],
+        ["containment.host_file", "passed", ""],
+        ["containment.network", "passed", ""],
+    ]
+
+
+def test_the_outside_probe_reaches_what_a_process_sharing_the_host_namespaces_reaches(tmp_path):
+    """The probe run from outside is no empty pass: pointed at a process in the host's own
+    namespaces (this one), it reads the host file and connects to the host listener."""
+    from containment import Listener
+
+    from openenv_mcp.conformance.probe import probe_from_outside
+
+    need(shutil.which("nsenter") is not None and os.geteuid() == 0, "needs nsenter and root")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    assert probe_from_outside(os.getpid(), "read_file", {"path": str(secret)}) == "read: host secret"
+    listener = Listener()
+    try:
+        answer = probe_from_outside(os.getpid(), "connect", {"host": "127.0.0.1", "port": listener.port})
+        assert answer == "connected: secret-banner"
+    finally:
+        listener.close()

@@ -14,11 +14,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import need, need_docker
+from conftest import need_docker
 
 from openenv_mcp.conformance import check_env_async, official_suite
 from openenv_mcp.conformance.official import load_scenario_reasons
 from openenv_mcp.errors import ConfigError
+from openenv_mcp.testing import need
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "conformance" / "official-fixture"

@@ -7,11 +7,11 @@ import json
 import anyio
 import httpx
 import pytest
-from servers import serving
 from websockets.asyncio.client import connect
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import serving
 
 pytestmark = pytest.mark.anyio
 

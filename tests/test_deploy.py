@@ -7,11 +7,11 @@ import json
 import httpx
 import pytest
 from mcp.client.client import Client
-from servers import serving
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.mcp_server import TASK_PROMPT, TASK_URI
+from openenv_mcp.testing import serving
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,9 @@ import json
 import shutil
 
 import pytest
-from conftest import need
 from envpkg import init_packages
+
+from openenv_mcp.testing import need
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -78,7 +79,8 @@ def test_a_verdict_for_files_that_changed_since_is_stale(tmp_path, monkeypatch):
 
 def test_the_playground_landing_page_lists_the_same_environments(packages):
     import httpx
-    from envpkg import free_port, wait_for_port
+
+    from openenv_mcp.testing import free_port, wait_for_port
 
     venv = packages.venv
     port = free_port()

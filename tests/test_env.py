@@ -8,10 +8,10 @@ local ``Env`` and on the remote one, ``make("http://...")`` against a real
 from __future__ import annotations
 
 import pytest
-from servers import running_server
 
 import openenv_mcp
 from openenv_mcp import CallTool, EpisodeEnded, ListTools, ResetNeeded, UnknownEnvironment
+from openenv_mcp.testing import running_server
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import need
 
 import openenv_mcp
 from openenv_mcp.cli import main
 from openenv_mcp.core.spec import load_env_file
+from openenv_mcp.testing import need
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "wrapped-fs"
 SERVER = EXAMPLE / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"

@@ -5,13 +5,16 @@ from __future__ import annotations
 import anyio
 import httpx
 import pytest
-from servers import serving
+from fastmcp import FastMCP
 
+from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
 from openenv_mcp.client.registry import load_environment
+from openenv_mcp.core.environment import Environment
 from openenv_mcp.errors import EpisodeLimit, UnknownEpisode
 from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.manager import EpisodeManager
 from openenv_mcp.serve.metrics import Metrics
+from openenv_mcp.testing import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -63,14 +66,41 @@ async def test_idle_episodes_are_reaped_and_lookups_say_why():
     assert metrics.episodes_closed["idle"] >= 1
 
 
+SLOW = FastMCP("slow")
+RELEASE: list[tuple[anyio.Event, anyio.Event]] = []  # (started, release) of the current test
+
+
+@SLOW.tool
+async def wait() -> str:
+    """Answers when the test releases it: a tool call in flight for as long as the test needs."""
+    started, release = RELEASE[-1]
+    started.set()
+    await release.wait()
+    return "released"
+
+
 async def test_reap_skips_an_episode_in_the_middle_of_a_call():
-    manager = EpisodeManager(load_environment("echo"), idle_timeout=0.05)
+    spec = EnvSpec(name="slow", tool_servers=[ToolServerSpec(name="slow", namespace="", object="test_episodes:SLOW")])
+    manager = EpisodeManager(Environment(spec), idle_timeout=0.05)
     episode = await manager.create(seed=1)
+    started, release = anyio.Event(), anyio.Event()
+    RELEASE.append((started, release))
+    results = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _record(results, episode.act(CallTool(name="wait", arguments={}))))
+        with anyio.fail_after(10):
+            await started.wait()
+        episode.last_used -= 10  # idle far past the timeout, but its call has not answered
+        assert await manager.reap() == 0 and episode.id in manager
+        release.set()
+    assert results[0].result.content[0].text == "released"
     episode.last_used -= 10
-    async with episode._lock:  # a tool call in flight holds the step lock
-        assert await manager.reap() == 0
     assert await manager.reap() == 1
     assert len(manager) == 0
+
+
+async def _record(into: list, awaitable) -> None:
+    into.append(await awaitable)
 
 
 async def test_owners_and_reset_keep_the_id():

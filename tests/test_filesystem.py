@@ -20,9 +20,9 @@ import pytest
 from fastmcp import Client as FastMCPClient
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
-from standalone import http_tool_server
 
 from openenv_mcp.isolation import ServerContext
+from openenv_mcp.testing import http_tool_server
 from openenv_mcp.tool_servers.filesystem import OUTSIDE, create_server
 
 REPO = Path(__file__).resolve().parent.parent

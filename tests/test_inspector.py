@@ -12,10 +12,10 @@ import sys
 
 import httpx
 import pytest
-from conftest import need
 
 from openenv_mcp.conformance import official_suite
 from openenv_mcp.conformance.official_suite import inspector, served_env
+from openenv_mcp.testing import need
 
 STDIO = [sys.executable, "-m", "openenv_mcp.cli", "stdio", "echo"]
 

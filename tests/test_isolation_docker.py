@@ -19,11 +19,12 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import need, need_docker
+from conftest import need_docker
 from containment import FIXTURE, IS_ROOT, Listener, assert_no_leak, call, marked_processes, world_dir
 
 import openenv_mcp
 from openenv_mcp import BoundaryError, CallTool, EnvSpec, ToolServerSpec
+from openenv_mcp.testing import need
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE = "openenv-mcp/tools"
@@ -71,11 +72,13 @@ def episode_id(env: openenv_mcp.Env) -> str:
 
 def owned() -> list:
     """Containers this test process started (any episode), running or not."""
-    import docker
-    from openenv_mcp.isolation.docker import _owner, wait_removed
+    import socket
+
+    from openenv_mcp.isolation.docker import LABEL, list_containers, wait_removed
 
     assert wait_removed(30)
-    return docker.from_env().containers.list(all=True, filters={"label": [f"openenv-mcp.owner={_owner()}"]})
+    me = f"{socket.gethostname()}:{os.getpid()}:"  # the documented owner label: <host>:<pid>:<start time>
+    return [c for c in list_containers() if c.labels.get(f"{LABEL}.owner", "").startswith(me)]
 
 
 def assert_clean(marker: str) -> None:
@@ -415,10 +418,10 @@ def test_run_command_executes_inside_the_container(image, tmp_path):
         async def run(argv, timeout=10.0):
             return await conn.run_command(argv, {"EXTRA": "yes"}, timeout)
 
-        code, out, err = env._run(run, ["sh", "-c", "echo $EXTRA; id -u; pwd; ls {workspace}"])
+        code, out, err = env.run_async(run, ["sh", "-c", "echo $EXTRA; id -u; pwd; ls {workspace}"])
         assert (code, err) == (0, "")
         assert out.split() == ["yes", str(65534 if IS_ROOT else os.getuid()), "/workspace", "hostile_server.py"]
-        code, _, _ = env._run(run, ["sleep", "30"], 1.0)
+        code, _, _ = env.run_async(run, ["sleep", "30"], 1.0)
         assert code == 137
     assert_clean(marker)
 
@@ -429,7 +432,7 @@ def test_a_warm_pool_of_containers_is_removed_with_the_environment(image, tmp_pa
     with env:
         env.reset(seed=0)
         assert call(env, "counter") == ("1", False)
-        assert env._run(env.unwrapped.environment.warm_up)
+        assert env.run_async(env.unwrapped.environment.warm_up)
         assert len(owned()) == 3  # the episode's container and two ready ones
         env.reset(seed=1)
         assert call(env, "counter") == ("1", False)

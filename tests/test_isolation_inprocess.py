@@ -8,10 +8,10 @@ import time
 import anyio
 import httpx
 import pytest
-from servers import serving
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import serving
 from openenv_mcp.types import CallTool
 
 pytestmark = pytest.mark.anyio

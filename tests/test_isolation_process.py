@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import need
 from containment import (
     DROPS_UID,
     Listener,
@@ -32,6 +31,7 @@ from containment import (
 from openenv_mcp import BoundaryError, ToolServerSpec
 from openenv_mcp.isolation.mcpsession import truncation_marker
 from openenv_mcp.isolation.process import UID_BASE, Launch, lease_uid, run_launch
+from openenv_mcp.testing import need
 
 
 def test_one_persistent_session_per_episode_and_fresh_state_after_reset():

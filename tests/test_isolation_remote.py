@@ -11,6 +11,7 @@ import pytest
 
 import openenv_mcp
 from openenv_mcp import BoundaryError, CallTool, EnvSpec, ToolServerSpec
+from openenv_mcp.testing import free_port
 
 SERVER = """
 import sys
@@ -27,15 +28,9 @@ server.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banne
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def url():
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -70,7 +65,7 @@ def test_remote_server_tools_are_called_over_one_session(url):
 
 
 def test_unreachable_remote_server_is_a_boundary_error():
-    port = _free_port()
+    port = free_port()
     with _env(f"http://127.0.0.1:{port}/mcp") as env, pytest.raises(BoundaryError) as info:
         env.reset(seed=0)
     assert str(info.value) == "tool server 'c' failed to start: ConnectError: All connection attempts failed"

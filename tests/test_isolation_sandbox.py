@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import need
 from containment import (
     DROPS_UID,
     IS_ROOT,
@@ -29,6 +28,7 @@ from containment import (
 )
 
 from openenv_mcp import BoundaryError
+from openenv_mcp.testing import need
 
 
 @pytest.fixture(autouse=True)

@@ -9,11 +9,11 @@ import json
 import pytest
 from conftest import need_boundaries
 from mcp.client.client import Client
-from servers import serving
 from websockets.asyncio.client import connect
 
 from openenv_mcp.client.registry import list_envs, load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import serving
 from openenv_mcp.types import canonical_json
 
 ENVS = [spec.name for spec in list_envs() if spec.solutions]

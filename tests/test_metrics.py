@@ -5,11 +5,11 @@ from __future__ import annotations
 import httpx
 import pytest
 from mcp.client.client import Client
-from servers import serving
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.metrics import Metrics
+from openenv_mcp.testing import serving
 
 pytestmark = pytest.mark.anyio
 

@@ -14,10 +14,10 @@ import time
 
 import httpx
 import pytest
-from conftest import need
 
 from openenv_mcp.conformance import official_suite
 from openenv_mcp.conformance.official_suite import ScenarioResult, served_env
+from openenv_mcp.testing import free_port, need
 
 ALWAYS_APPLICABLE = {
     "server-initialize",
@@ -43,7 +43,7 @@ def served(tooling):
 
 @pytest.fixture(scope="module")
 def plain_fastmcp(tooling):
-    port = official_suite.free_port()
+    port = free_port()
     code = (
         "import uvicorn; from openenv_mcp.tool_servers.echo import server; "
         f"uvicorn.run(server.http_app(path='/mcp'), host='127.0.0.1', port={port}, log_level='warning')"

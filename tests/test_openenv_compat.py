@@ -17,13 +17,13 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
-from conftest import ROOT, need
-from servers import running_server, serving
+from conftest import ROOT
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import need, running_server, serving
 
 OPENENV_REQ = "openenv==0.10.0"
 OPENENV_VENV = ROOT / ".cache" / "openenv-venv"

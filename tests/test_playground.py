@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import need
+
+from openenv_mcp.testing import free_port, need
 
 pytestmark = pytest.mark.browser
 
@@ -54,17 +54,11 @@ def node() -> str:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Served:
     """``openenv-mcp serve`` in a child process on a free loopback port."""
 
     def __init__(self, env: str, *args: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/"
         self.proc = subprocess.Popen(
             [

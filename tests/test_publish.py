@@ -10,7 +10,9 @@ import sys
 import urllib.request
 
 import pytest
-from envpkg import free_port, init_packages, wait_for_port
+from envpkg import init_packages
+
+from openenv_mcp.testing import free_port, wait_for_port
 
 pytestmark = pytest.mark.timeout(1800)
 

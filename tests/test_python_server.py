@@ -18,10 +18,11 @@ import pytest
 from fastmcp import Client as FastMCPClient
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
-from standalone import http_tool_server, sandboxed_lean_server
+from standalone import sandboxed_lean_server
 
 from openenv_mcp.core.spec import ToolServerSpec
 from openenv_mcp.isolation import ServerContext
+from openenv_mcp.testing import http_tool_server
 from openenv_mcp.tool_servers.python import OUTPUT_SCHEMA, create_server
 from openenv_mcp.tool_servers.python.core import limits, tool_definitions
 
@@ -148,22 +149,8 @@ async def test_a_dying_interpreter_is_reported_and_restarted(py):
 
 
 async def test_a_cpu_time_limit_kill_is_named(tmp_path):
-    import resource
-
-    server = create_server(tmp_path)
+    server = create_server(tmp_path, cpu_seconds=1)
     interpreter = server.interpreter
-    limits_of = interpreter._limits
-
-    def with_cpu_limit():
-        inner = limits_of()
-
-        def child():
-            inner()
-            resource.setrlimit(resource.RLIMIT_CPU, (1, 2))  # as the process boundary sets it
-
-        return child
-
-    interpreter._limits = with_cpu_limit  # what a boundary's cpu_seconds does to the whole server
     async with FastMCPClient(server) as client:
         _, out = await run(client, "while True:\n    pass", timeout=30)
     interpreter.stop()

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
-from servers import running_server
 
 import openenv_mcp
 from openenv_mcp import CallTool, ListTools, ResetNeeded
 from openenv_mcp.client.remote import AsyncVectorEnv, RemoteAsyncEnv, VectorEnv, ws_url
 from openenv_mcp.errors import BoundaryError, ConfigError, EpisodeEnded, UnknownEpisode
+from openenv_mcp.serve.manager import EPISODE_KEY_HEADER
+from openenv_mcp.testing import running_server
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +80,10 @@ def test_remote_unknown_episode_and_unreachable_server(server):
     env = openenv_mcp.make(server)
     env.reset(seed=1)
     remote = env.unwrapped
-    remote._episode_id = "nope"
-    with pytest.raises(UnknownEpisode, match="unknown episode 'nope'"):
+    episode = remote.episode_id  # closed behind the client's back (another trainer, the HTTP face)
+    closed = httpx.delete(f"{server}/episodes/{episode}", headers={EPISODE_KEY_HEADER: remote.episode_key})
+    assert closed.status_code == 200, closed.text
+    with pytest.raises(UnknownEpisode, match=f"unknown episode '{episode}'"):
         env.step(ListTools())
     env.close()
     with pytest.raises(BoundaryError, match=r"cannot open the control plane at ws://127.0.0.1:1/ws"):

@@ -6,10 +6,10 @@ import re
 import shutil
 
 import pytest
-from conftest import need
 from containment import FIXTURE, PYTHON, world_dir
 
 import openenv_mcp
+from openenv_mcp.testing import need
 
 CHECK = """
 import json, os, sys

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,6 @@ from pathlib import Path
 import pytest
 from mcp.types import CallToolResult, ImageContent, TextContent, Tool
 from scripted_model import ScriptedModel, call, plans_from_solutions
-from servers import running_server
 
 import openenv_mcp
 from openenv_mcp import ConfigError
@@ -26,6 +24,7 @@ from openenv_mcp.rollout import (
     summarize,
     tools_to_functions,
 )
+from openenv_mcp.testing import free_port, running_server
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,12 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def _policy(server: ScriptedModel, **kw) -> OpenAIPolicy:
     kw.setdefault("backoff", 0.01)
     return OpenAIPolicy(server.url, "scripted", kw.pop("api_key", None), **kw)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- pure conversions ----------------------------------------------------------------
@@ -197,7 +190,7 @@ async def test_a_bad_key_is_a_clear_error():
 
 
 async def test_a_bad_url_is_a_clear_error():
-    port = _free_port()
+    port = free_port()
     async with OpenAIPolicy(f"http://127.0.0.1:{port}/v1", "m", max_retries=1, backoff=0.01) as policy:
         with pytest.raises(
             PolicyError,

@@ -14,7 +14,7 @@ from scripted_model import ScriptedModel, plans_from_solutions
 
 from openenv_mcp import ConfigError
 from openenv_mcp.client.registry import load_environment
-from openenv_mcp.rollout import OpenAIPolicy, rollout
+from openenv_mcp.rollout import OpenAIPolicy, Turn, rollout
 from openenv_mcp.rollout.outfile import TrajectoryFile, episode_key
 
 pytestmark = pytest.mark.anyio
@@ -55,16 +55,14 @@ async def test_token_ids_and_logprobs_are_recorded_per_turn():
 
 
 async def test_token_ids_written_as_token_id_strings_in_the_logprobs_are_read():
-    from openenv_mcp.rollout import _turn
-
     choice = {
         "message": {"role": "assistant", "content": "hi"},
         "finish_reason": "stop",
         "logprobs": {"content": [{"token": "token_id:17", "logprob": -0.5}, {"token": "token_id:4", "logprob": 0.0}]},
     }
-    turn = _turn({"choices": [choice]}, choice, first=True)
+    turn = Turn.from_choice({"choices": [choice]}, choice)
     assert turn.token_ids == [17, 4] and turn.logprobs[0] == {"token": "token_id:17", "logprob": -0.5}
-    plain = _turn({}, {"message": {"role": "assistant", "content": "x"}}, first=True)
+    plain = Turn.from_choice({}, {"message": {"role": "assistant", "content": "x"}})
     assert plain.record() is None  # nothing asked, nothing recorded
 
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 import json
 import sys
 
-import anyio
 import httpx
 import pytest
+from conftest import ROOT
 from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPDeprecationWarning
-from servers import ROOT, serving
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
+from openenv_mcp.testing import serving, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -34,13 +34,6 @@ GENERATIONS = ["legacy", "2026-07-28"]
 
 def echo_app(mode="sim", **options):
     return create_app(load_environment("echo", mode=mode), mode=mode, **options)
-
-
-async def wait_for(predicate, timeout=10.0):
-    """Poll a condition the server reaches asynchronously (bounded)."""
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
 
 
 # -- the MCP face over streamable HTTP ---------------------------------------------------

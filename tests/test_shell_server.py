@@ -19,9 +19,10 @@ import pytest
 from fastmcp import Client as FastMCPClient
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
-from standalone import http_tool_server, sandboxed_lean_server
+from standalone import sandboxed_lean_server
 
 from openenv_mcp.isolation import ServerContext
+from openenv_mcp.testing import http_tool_server
 from openenv_mcp.tool_servers.shell import OUTPUT_SCHEMA, create_server
 from openenv_mcp.tool_servers.shell.core import TRUNCATED, limits, tool_definitions
 

@@ -425,7 +425,8 @@ async def test_standalone_stdio_with_the_official_client(tmp_path):
 async def test_standalone_http_on_postgres_with_the_official_client(postgres_server):
     """``--transport http`` with ``DATABASE_URL`` from the environment: the production shape."""
     from mcp.client.client import Client as SdkClient
-    from standalone import http_tool_server
+
+    from openenv_mcp.testing import http_tool_server
 
     name = "t_" + uuid.uuid4().hex[:12]
     with psycopg.connect(postgres_server.url, autocommit=True) as conn:

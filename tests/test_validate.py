@@ -9,11 +9,11 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import need
 from scripted_model import ScriptedModel, plans_from_solutions
 
 from openenv_mcp.cli.main import main
 from openenv_mcp.rollout import OpenAIPolicy
+from openenv_mcp.testing import need
 from openenv_mcp.validate import validate
 from openenv_mcp.validate.report import html_report
 

@@ -16,7 +16,6 @@ def test_reset_takes_a_warm_world_with_fresh_state_and_workspace(tmp_path):
     (tmp_path / "seed" / "a.txt").write_text("seed")
     env, marker = hostile_env("process", workspace="seed", base_dir=tmp_path)
     env.unwrapped.environment.warm_pool_size = 1
-    portal = env._portal
     with env:
         env.reset(seed=0)
         assert not _pooled(env)  # the first episode starts cold, the pool fills behind it
@@ -24,7 +23,7 @@ def test_reset_takes_a_warm_world_with_fresh_state_and_workspace(tmp_path):
         assert call(env, "write_file", path="a.txt", text="changed") == ("written", False)
         assert call(env, "write_file", path="new.txt", text="x") == ("written", False)
         first = json.loads(call(env, "whoami")[0])
-        assert portal.call(env.unwrapped.environment.warm_up) is True
+        assert env.run_async(env.unwrapped.environment.warm_up) is True
         assert len(marked_processes(marker)) == 2  # the episode's server and a warm spare
         for seed in (1, 2):
             env.reset(seed=seed)
@@ -35,7 +34,7 @@ def test_reset_takes_a_warm_world_with_fresh_state_and_workspace(tmp_path):
             second = json.loads(call(env, "whoami")[0])
             assert second["pid"] != first["pid"] and second["cwd"] != first["cwd"]
             call(env, "write_file", path="a.txt", text="changed again")
-            assert portal.call(env.unwrapped.environment.warm_up) is True
+            assert env.run_async(env.unwrapped.environment.warm_up) is True
     assert (tmp_path / "seed" / "a.txt").read_text() == "seed"
     assert_no_leak(marker)
 
@@ -52,7 +51,7 @@ def test_a_task_with_its_own_workspace_starts_cold(tmp_path):
     environment.tasks = TaskSet([Task(id="t", prompt="p", workspace="task-seed")])
     with env:
         env.reset(seed=0)
-        assert env._portal.call(environment.warm_up) is True
+        assert env.run_async(environment.warm_up) is True
         env.reset(seed=1)
         assert not _pooled(env)
         assert call(env, "read_file", path="t.txt") == ("task", False)

@@ -199,10 +199,9 @@ def test_a_third_party_env_registered_by_entry_point_is_made_by_name(installed):
 
 def test_the_installed_sandbox_starts_the_installed_tool_servers(installed):
     """The coding env's shell and python servers run in bubblewrap from the wheel (found by the import system)."""
-    from conftest import need
-
     from openenv_mcp.errors import BoundaryError
     from openenv_mcp.isolation.sandbox import bwrap_path
+    from openenv_mcp.testing import need
 
     try:
         bwrap_path()

@@ -16,7 +16,9 @@ def add_parser(sub: Any) -> None:
         "conformance",
         help="check that an environment (or any MCP server) keeps the promise",
         description="Run the conformance rules against TARGET and print the report. "
-        "Exit code 0 only when no rule of severity error failed.",
+        "Exit code 1 when a rule of severity error failed; 0 otherwise, also when rules are inconclusive "
+        "(most of their tool calls failed: give working calls as `solutions` in the env file), unless "
+        "--strict, which exits 2 on inconclusive rules.",
     )
     p.add_argument("target", nargs="?", help="environment name, env.toml path or folder, or URL of a running server")
     p.add_argument("--json", metavar="FILE", default=None, help="also write the report as JSON")
@@ -43,6 +45,11 @@ def add_parser(sub: Any) -> None:
         default=None,
         help="official scenarios to skip, [scenario.NAME] reason = ... (default: "
         "conformance/official-not-applicable.toml, the scenarios needing the suite's fixtures)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 2 when a rule is inconclusive (its tool calls mostly failed, so it decided nothing)",
     )
     p.add_argument("--list-rules", action="store_true", help="print the rules and exit")
     p.set_defaults(func=run)
@@ -94,14 +101,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         report.write_json(args.json)
         console.print(f"JSON report: {args.json}")
-    return report.exit_code
+    return report.exit_code_for(strict=args.strict)
 
 
 def _cache_verdict(target: str, report: Any) -> None:
     from ..client.catalog import save_report
-    from ..client.registry import find_env
+    from ..client.registry import find_env, is_url
 
-    if "://" in target:
+    if is_url(target):
         return  # a running server: no environment files to pin the verdict to
     try:
         save_report(find_env(target), report)

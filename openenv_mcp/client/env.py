@@ -124,20 +124,26 @@ class Env:
         """The async environment behind this one."""
         return self._async
 
-    def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def run_async(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``await fn(*args, **kwargs)`` on the event loop this env lives on, from sync code; its result.
+
+        How sync code reaches the async API behind the env, e.g.
+        ``env.run_async(env.unwrapped.environment.warm_up)`` (an episode's tool servers and
+        connections belong to that loop: never await them on another one).
+        """
         return self._portal.call(functools.partial(fn, *args, **kwargs))
 
     def reset(self, seed: int | None = None, task_id: str | None = None) -> Observation:
-        return self._run(self._async.reset, seed=seed, task_id=task_id)
+        return self.run_async(self._async.reset, seed=seed, task_id=task_id)
 
     def step(self, action: CallTool | ListTools | RunCode | dict[str, Any]) -> Observation:
-        return self._run(self._async.step, action)
+        return self.run_async(self._async.step, action)
 
     def state(self) -> State:
-        return self._run(self._async.state)
+        return self.run_async(self._async.state)
 
     def close(self) -> None:
-        self._run(self._async.close)
+        self.run_async(self._async.close)
 
     def __enter__(self) -> Env:
         return self

@@ -34,6 +34,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "env_dirs",
     "find_env",
+    "is_url",
     "list_envs",
     "load_environment",
     "make",
@@ -126,7 +127,9 @@ def load_environment(target: str | Path | EnvSpec, **options: Any) -> Environmen
     return Environment(find_env(target), **options)
 
 
-def _is_url(target: Any) -> TypeGuard[str]:
+def is_url(target: Any) -> TypeGuard[str]:
+    """Whether ``target`` names a running server (``http(s)://`` or ``ws(s)://``) rather than an
+    environment name, env file or folder: what :func:`make` connects to instead of loading."""
     return isinstance(target, str) and target.split("://", 1)[0] in ("http", "https", "ws", "wss")
 
 
@@ -135,7 +138,7 @@ def make_async(target: str | Path | EnvSpec, **options: Any) -> AsyncEnv | Remot
 
     Options: ``mode`` (``sim``/``prod``), ``call_timeout``, ``max_steps``, ``workdir``.
     """
-    if _is_url(target):
+    if is_url(target):
         from .remote import RemoteAsyncEnv
 
         return RemoteAsyncEnv(target, **options)

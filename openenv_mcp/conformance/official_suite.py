@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from openenv_mcp.errors import ConfigError
+from openenv_mcp.ports import free_port
 
 # The data folder is the repository's conformance/, mapped into the package by pyproject's package-dir
 # (the type checker cannot follow that mapping, so the import is by name).
@@ -326,15 +327,6 @@ def inspector(
 
 
 # --------------------------------------------------------------------------- serving for a run
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (bind to port 0, read it, release it)."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class served_env:

@@ -4,13 +4,22 @@ It runs with any ``python3`` (it is passed as ``python3 -c SOURCE``, no file to
 mount), and offers two tools the containment rules call from inside the
 boundary: ``read_file(path)`` and ``connect(host, port)``. Each answers what it
 managed to do; the rules decide whether that broke containment.
+
+A ``docker`` server is probed in its own container, from outside (nothing is
+needed inside its image): :func:`probe_from_outside`.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
-__all__ = ["PROBE_SOURCE"]
+from .base import Skipped
+
+__all__ = ["PROBE_SOURCE", "probe_from_outside"]
 
 PROBE_SOURCE = r"""
 import json, socket, sys
@@ -55,6 +64,35 @@ for line in sys.stdin:
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": mid, "result": result}) + "\n")
     sys.stdout.flush()
 """
+
+
+_CONNECT = """import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=3) as s:
+        print("connected: " + s.recv(200).decode(errors="replace"))
+except Exception as e:
+    print("blocked: %s: %s" % (type(e).__name__, e))
+"""
+
+
+def probe_from_outside(pid: int, tool: str, arguments: dict[str, Any]) -> str:
+    """The probe's tools, run from the host against a container's own namespaces (nothing needed
+    inside its image): a file is read through ``/proc/<pid>/root`` (what the container's mount
+    namespace shows at that path), a connection is opened from its network namespace (``nsenter``)."""
+    if tool == "read_file":
+        try:
+            with open(f"/proc/{pid}/root{arguments['path']}") as f:
+                return "read: " + f.read(200)
+        except OSError as e:
+            return f"blocked: {type(e).__name__}: {e.strerror} (in the container: {arguments['path']})"
+    nsenter = shutil.which("nsenter")
+    if nsenter is None:
+        raise Skipped("the network probe of a docker server runs nsenter (util-linux) on the host: install util-linux")
+    argv = [nsenter, f"--target={pid}", "--net", "--", sys.executable, "-S", "-I", "-c", _CONNECT]
+    done = subprocess.run(
+        [*argv, str(arguments["host"]), str(arguments["port"])], capture_output=True, text=True, timeout=30
+    )
+    return (done.stdout or done.stderr).strip()
 
 
 if __name__ == "__main__":  # pragma: no cover - run by hand: python -m openenv_mcp.conformance.probe

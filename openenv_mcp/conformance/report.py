@@ -1,9 +1,16 @@
 """The conformance report: one row per rule, a summary, JSON, and known failures.
 
 A :class:`Result` is one rule's verdict: ``passed``, ``failed``, ``skipped``
-(the rule does not apply to this target, with the reason) or ``known`` (it
-failed, and a known-failures file gives the reason it is accepted). Only
-``failed`` rows of severity ``error`` make the exit code non-zero.
+(the rule does not apply to this target, with the reason), ``inconclusive``
+(the rule ran, but most of the tool calls it made failed, so it found nothing
+either way; the message says how to give it calls that work) or ``known`` (it
+failed, and a known-failures file gives the reason it is accepted).
+
+Exit code: 1 when a rule of severity ``error`` failed; otherwise 0, also when
+rules are inconclusive (the environment was not shown to break a rule), but the
+summary then reads ``INCONCLUSIVE`` instead of ``CONFORMANT``, and
+``exit_code(strict=True)`` (``openenv-mcp conformance --strict``) gives 2 so a
+CI job can insist on every rule being decided.
 
 Known-failures files (TOML or JSON) must give a reason for every rule::
 
@@ -28,7 +35,7 @@ from ..errors import ConfigError
 __all__ = ["KnownFailure", "KnownFailures", "Report", "Result", "load_known_failures"]
 
 Severity = Literal["error", "warning"]
-Status = Literal["passed", "failed", "skipped", "known"]
+Status = Literal["passed", "failed", "skipped", "inconclusive", "known"]
 
 
 class Result(BaseModel):
@@ -39,7 +46,8 @@ class Result(BaseModel):
     severity: Severity
     """``error`` fails the run; ``warning`` is reported but does not."""
     status: Status
-    """``passed`` | ``failed`` | ``skipped`` (does not apply, see message) | ``known``."""
+    """``passed`` | ``failed`` | ``skipped`` (does not apply, see message) | ``inconclusive`` (its calls
+    mostly failed: it decided nothing, see message) | ``known``."""
     message: str = ""
     """What was checked, or what went wrong: the call and the actual value."""
     duration: float = 0.0
@@ -126,16 +134,28 @@ class Report(BaseModel):
         return [r for r in self.results if r.status == "failed"]
 
     @property
+    def inconclusive(self) -> list[Result]:
+        """Rules that ran but decided nothing (most of their calls failed)."""
+        return [r for r in self.results if r.status == "inconclusive"]
+
+    @property
     def ok(self) -> bool:
-        """True when no rule of severity ``error`` failed."""
+        """True when no rule of severity ``error`` failed (inconclusive rules do not fail the run)."""
         return not self.errors
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.ok else 1
+        """1 when an ``error`` rule failed, else 0 (see :meth:`exit_code_for`)."""
+        return self.exit_code_for(strict=False)
+
+    def exit_code_for(self, strict: bool = False) -> int:
+        """1 when an ``error`` rule failed; 2 when ``strict`` and a rule is inconclusive; else 0."""
+        if not self.ok:
+            return 1
+        return 2 if strict and self.inconclusive else 0
 
     def counts(self) -> dict[str, int]:
-        out = {"passed": 0, "failed": 0, "skipped": 0, "known": 0}
+        out = {"passed": 0, "failed": 0, "skipped": 0, "inconclusive": 0, "known": 0}
         for r in self.results:
             out[r.status] += 1
         return out
@@ -143,11 +163,11 @@ class Report(BaseModel):
     def summary(self) -> str:
         """One line: the verdict and the counts."""
         c = self.counts()
-        verdict = "CONFORMANT" if self.ok else "NOT CONFORMANT"
+        verdict = "NOT CONFORMANT" if not self.ok else "INCONCLUSIVE" if self.inconclusive else "CONFORMANT"
         return (
             f"{verdict}: {self.target}: {c['passed']} passed, {len(self.errors)} errors, "
-            f"{len(self.warnings)} warnings, {c['known']} known failures, {c['skipped']} skipped "
-            f"in {self.duration:.1f} s"
+            f"{len(self.warnings)} warnings, {c['inconclusive']} inconclusive, {c['known']} known failures, "
+            f"{c['skipped']} skipped in {self.duration:.1f} s"
         )
 
     def apply_known(self, known: dict[str, str]) -> None:
@@ -188,7 +208,12 @@ class Report(BaseModel):
             if r.status == "failed":
                 verdict = "[bold red]FAIL[/]" if r.severity == "error" else "[yellow]warn[/]"
             else:
-                verdict = {"passed": "[green]pass[/]", "skipped": "[dim]skip[/]", "known": "[yellow]known[/]"}[r.status]
+                verdict = {
+                    "passed": "[green]pass[/]",
+                    "skipped": "[dim]skip[/]",
+                    "inconclusive": "[magenta]inconclusive[/]",
+                    "known": "[yellow]known[/]",
+                }[r.status]
             message = r.message if r.message else f"[dim]{r.title}[/]"
             table.add_row(r.rule, verdict, f"{r.duration:.2f}s", message)
         return table
@@ -198,5 +223,5 @@ class Report(BaseModel):
 
         console = console or Console()
         console.print(self.table())
-        colour = "green" if self.ok else "red"
+        colour = "red" if not self.ok else "magenta" if self.inconclusive else "green"
         console.print(f"[bold {colour}]{self.summary()}[/]")

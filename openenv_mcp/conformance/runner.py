@@ -10,7 +10,7 @@ import anyio
 
 from ..errors import ConfigError
 from . import rules as _rules  # noqa: F401  (registers the rules, in run order)
-from .base import RULES, Context, Failed, Rule, Skipped, leaf
+from .base import RULES, Context, Failed, Inconclusive, Rule, Skipped, leaf
 from .report import Report, Result, load_known_failures
 from .subject import Subject, make_subject
 
@@ -59,19 +59,28 @@ async def _run_rule(rule: Any, ctx: Context) -> Result:
     elif rule.id not in ("mcp.handshake", "control_plane.hidden") and ctx.failed("mcp.handshake"):
         status, message = "skipped", "mcp.handshake failed: no MCP session, nothing else can be checked"
     else:
+        ctx.subject.tally.reset()
+        ctx.rule_id = rule.id
+        ctx.notes = []
         try:
             with anyio.fail_after(rule.timeout):
-                await rule.fn(ctx)
+                note = await rule.fn(ctx)
+            if isinstance(note, str):
+                message = note
         except Exception as raised:  # task groups (SDK clients) wrap what a rule raises: unwrap
             e = leaf(raised)
             if isinstance(e, Failed):
                 status, message = "failed", str(e)
             elif isinstance(e, Skipped):
                 status, message = "skipped", str(e)
+            elif isinstance(e, Inconclusive):
+                status, message = "inconclusive", str(e)
             elif isinstance(e, TimeoutError):
                 status, message = "failed", f"the rule did not finish within {rule.timeout:g} s"
             else:  # the target broke the check itself: that is a failure, with the cause
                 status, message = "failed", f"{type(e).__name__}: {e}"
+    if status == "passed" and ctx.notes:
+        message = "; ".join(ctx.notes)
     return Result(
         rule=rule.id,
         severity=rule.severity,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import abc
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -33,17 +32,21 @@ from mcp.server import Server
 
 from ..core.environment import Environment
 from ..errors import ConfigError
+from ..ports import free_port
+from ..sdkcompat import lowlevel_server, mcp_http_client
 from ..serve.mcp_server import episode_server
 from ..types import CallTool, ListTools, Observation, State, Task
 
-__all__ = ["EpisodeHandle", "LocalSubject", "ServerSubject", "Subject", "UrlSubject", "make_subject", "serve_asgi"]
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = [
+    "CallTally",
+    "EpisodeHandle",
+    "LocalSubject",
+    "ServerSubject",
+    "Subject",
+    "UrlSubject",
+    "make_subject",
+    "serve_asgi",
+]
 
 
 @asynccontextmanager
@@ -66,11 +69,51 @@ async def serve_asgi(app: Any, startup_timeout: float = 20.0) -> AsyncIterator[s
             server.should_exit = True
 
 
+class CallTally:
+    """Tool calls an episode rule made through :meth:`EpisodeHandle.step`: per tool, how many
+    succeeded and how many failed, and each tool's first failure (the call and its error text)."""
+
+    def __init__(self) -> None:
+        self.ok: dict[str, int] = {}
+        self.failed: dict[str, int] = {}
+        self.first_failure: dict[str, str] = {}
+
+    def reset(self) -> None:
+        self.__init__()
+
+    @property
+    def calls(self) -> int:
+        return sum(self.ok.values()) + sum(self.failed.values())
+
+    def untested(self) -> list[str]:
+        """Tools called whose every call failed (sorted)."""
+        return sorted(name for name in self.failed if not self.ok.get(name))
+
+    def called(self) -> list[str]:
+        return sorted(set(self.ok) | set(self.failed))
+
+    def record(self, action: CallTool | ListTools, obs: Observation) -> None:
+        if not isinstance(action, CallTool) or obs.result is None:
+            return
+        if not obs.result.is_error:
+            self.ok[action.name] = self.ok.get(action.name, 0) + 1
+            return
+        self.failed[action.name] = self.failed.get(action.name, 0) + 1
+        if action.name not in self.first_failure:
+            text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
+            args = json.dumps(action.arguments, ensure_ascii=False)
+            self.first_failure[action.name] = (
+                f"tools/call {action.name!r} {args[:80] + ('…' if len(args) > 80 else '')} "
+                f"answered {text[:120] + ('…' if len(text) > 120 else '')!r}"
+            )
+
+
 class EpisodeHandle:
     """One episode, as the episode rules drive it (local: an :class:`Episode`)."""
 
-    def __init__(self, episode: Any) -> None:
+    def __init__(self, episode: Any, tally: CallTally | None = None) -> None:
         self.episode = episode
+        self.tally = tally or CallTally()
 
     @property
     def task(self) -> Task:
@@ -87,7 +130,13 @@ class EpisodeHandle:
         return data
 
     async def step(self, action: CallTool | ListTools) -> Observation:
-        return await self.episode.act(action)
+        obs = await self.episode.act(action)
+        self.tally.record(action, obs)
+        return obs
+
+    def per_episode_values(self) -> dict[str, str]:
+        """What the framework varies in this episode (id, workspace path, HOME, uid, ...), by kind."""
+        return self.episode.per_episode_values()
 
     async def state(self) -> State:
         return self.episode.state()
@@ -105,6 +154,15 @@ class Subject(abc.ABC):
 
     label = "?"
     capabilities: frozenset[str] = frozenset({"mcp"})
+
+    _tally: CallTally | None = None
+
+    @property
+    def tally(self) -> CallTally:
+        """Tool calls made through this subject's episodes (the runner resets it before each rule)."""
+        if self._tally is None:
+            self._tally = CallTally()
+        return self._tally
 
     @property
     def environment(self) -> Environment | None:
@@ -172,7 +230,7 @@ class LocalSubject(Subject):
             self._shared = None
 
     async def new_episode(self, seed: int | None = None, task_id: str | None = None) -> EpisodeHandle:
-        return EpisodeHandle(await self.environment.new_episode(seed=seed, task_id=task_id))
+        return EpisodeHandle(await self.environment.new_episode(seed=seed, task_id=task_id), self.tally)
 
     def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool] | None:
         if not self.environment.has_solutions():
@@ -211,7 +269,7 @@ class ServerSubject(Subject):
     capabilities = frozenset({"mcp", "http"})
 
     def __init__(self, server: Any, label: str | None = None) -> None:
-        lowlevel = getattr(server, "_mcp_server", server)
+        lowlevel = lowlevel_server(server)
         if not isinstance(lowlevel, Server):
             raise ConfigError(f"{server!r} is not an MCP server object (mcp.server.Server or FastMCP)")
         self.server = server
@@ -241,10 +299,9 @@ async def _url_client(url: str, mode: str = "auto", headers: dict[str, str] | No
             yield client
         return
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with (
-        create_mcp_http_client(headers=headers) as http,
+        mcp_http_client(headers=headers) as http,
         Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         yield client
@@ -255,8 +312,9 @@ class RemoteEpisodeHandle(EpisodeHandle):
     (``POST /episodes``, ``/episodes/{id}/step``, ``GET .../state``, ``DELETE``); its
     MCP face is the episode's own address ``/episodes/{id}/mcp``."""
 
-    def __init__(self, http: Any, base: str, created: dict[str, Any]) -> None:
+    def __init__(self, http: Any, base: str, created: dict[str, Any], tally: CallTally | None = None) -> None:
         self.http, self.base = http, base
+        self.tally = tally or CallTally()
         self.id: str = created["episode_id"]
         self.mcp_url: str = created.get("mcp_url") or f"{base}/episodes/{self.id}/mcp"
         self._first = created.get("observation") or {}
@@ -288,10 +346,14 @@ class RemoteEpisodeHandle(EpisodeHandle):
         data = await self._call("POST", f"/episodes/{self.id}/step", {"action": action.model_dump(mode="json")})
         obs = Observation.model_validate(data["observation"])
         self._ended = obs.done or obs.truncated
+        self.tally.record(action, obs)
         return obs
 
     async def state(self) -> State:
         return State.model_validate((await self._call("GET", f"/episodes/{self.id}/state"))["state"])
+
+    def per_episode_values(self) -> dict[str, str]:
+        return {"the episode id": self.id}  # the rest is the server's to say; a URL does not
 
     def mcp(self) -> Any:
         return (
@@ -339,7 +401,7 @@ class UrlSubject(Subject):
         response = await self._http.post(f"{self.base}/episodes", json={"seed": seed, "task_id": task_id})
         if response.status_code != 201:
             raise ConfigError(f"POST /episodes answered HTTP {response.status_code}: {response.text[:300]}")
-        return RemoteEpisodeHandle(self._http, self.base, response.json())
+        return RemoteEpisodeHandle(self._http, self.base, response.json(), self.tally)
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -358,7 +420,7 @@ class UrlSubject(Subject):
 def make_subject(target: Any, **options: Any) -> Subject:
     """A subject for a name, env file/folder, URL, EnvSpec, Environment, an ``Env``/``AsyncEnv`` from
     ``make()``, or an MCP server object."""
-    from ..client.registry import _is_url, find_env
+    from ..client.registry import find_env, is_url
     from ..core.spec import EnvSpec
 
     token = options.pop("token", None)
@@ -367,13 +429,13 @@ def make_subject(target: Any, **options: Any) -> Subject:
     unwrapped = getattr(target, "unwrapped", target)  # a sync Env -> its AsyncEnv
     if isinstance(getattr(unwrapped, "environment", None), Environment):  # an AsyncEnv from make_async()
         target = unwrapped.environment
-    elif isinstance(getattr(unwrapped, "url", None), str) and _is_url(unwrapped.url):  # a remote env
+    elif isinstance(getattr(unwrapped, "url", None), str) and is_url(unwrapped.url):  # a remote env
         target = unwrapped.url
     if isinstance(target, Environment):
         return LocalSubject(target)
-    if isinstance(target, Server) or hasattr(target, "_mcp_server"):
+    if isinstance(lowlevel_server(target), Server):
         return ServerSubject(target)
-    if _is_url(target):
+    if is_url(target):
         return UrlSubject(str(target), token=token)
     spec = target if isinstance(target, EnvSpec) else find_env(target)
     return LocalSubject(Environment(spec, **options), label=str(target) if not isinstance(target, EnvSpec) else None)

@@ -11,6 +11,7 @@ from ..errors import ConfigError
 from ..types import CallTool, Task, action_from_json
 from .episode import Episode
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object
+from .surface import Surface
 from .tasks import TaskSet, parse_tasks_value, resolve_tasks
 from .warm import WarmPool, World
 from .workspace import UserWorkspace
@@ -88,6 +89,9 @@ class Environment:
         if self.user_workspace is not None:
             self.warm_pool_size = 0  # the folder is the user's: no world is started on it ahead of time
         self._pool: WarmPool | None = None
+        self.surface: Surface | None = None
+        """What the MCP face declares (instructions, capabilities), learnt when the first episode
+        started (see :mod:`openenv_mcp.core.surface`); ``None`` until then."""
 
     @property
     def name(self) -> str:

@@ -8,23 +8,36 @@ face all go through it, so the two faces cannot disagree.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+from mcp.types import (
+    CallToolResult,
+    CompleteResult,
+    GetPromptResult,
+    Prompt,
+    PromptReference,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 
-from ..errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError
+from ..errors import BoundaryError, EpisodeEnded, OpenEnvError, ToolNameError, ToolServerError
 from ..isolation import Connection
 from ..isolation.inprocess import error_result
 from ..isolation.interpreter import CodeInterpreter
 from ..types import CallTool, ListTools, Observation, RunCode, Score, State, Task
 from .codeact import ENDED, MAX_RECORDED_CALLS, RUN_CODE, RUN_CODE_TOOL, code_result, grader_files, reply_for
+from .surface import Surface, server_surface
 from .validation import validator_for
 from .warm import prepare
 from .workspace import Workspace
@@ -38,6 +51,18 @@ log = logging.getLogger("openenv_mcp.core.episode")
 
 RESERVED_TOOL_NAMES = frozenset({"reset", "step", "state", "close"})
 """Control-plane names: never a tool, whatever a tool server calls its tools."""
+
+REFRESH_INTERVAL = 1.0
+"""Seconds between two refreshes of an episode's tool list: a server that floods
+``notifications/tools/list_changed`` gets one refresh per interval (the rest coalesce)."""
+
+
+def task_required_message(name: str) -> str:
+    """The error result of a tool whose server requires MCP task-augmented execution."""
+    return (
+        f"Tool {name!r} requires task-augmented execution (its execution.taskSupport is 'required'); "
+        "openenv-mcp does not run MCP tasks yet, so this tool cannot be called through the environment"
+    )
 
 
 @dataclass
@@ -93,6 +118,12 @@ class Episode:
         self.tools: list[Tool] = []
         self._routes: dict[str, tuple[Connection, str, Any]] = {}
         self._prompts: dict[str, tuple[Connection, str]] = {}
+        self._tools_stale = False
+        self._refresh_lock = anyio.Lock()
+        self._last_refresh = 0.0
+        self._notify_task: asyncio.Task[None] | None = None
+        self.tool_listeners: set[Callable[[], Awaitable[None]]] = set()
+        """Called after the tool list changed (the MCP face sends ``notifications/tools/list_changed``)."""
         self._lock = anyio.Lock(fast_acquire=True)  # no checkpoint when uncontended (hot path)
         self.created = self.last_used = time.monotonic()
         self.closed = False
@@ -109,7 +140,11 @@ class Episode:
             else:
                 self.workspace.remove()
             self.workspace, self.connections = world.workspace, world.connections
+            for conn in self.connections:
+                conn.on_tools_changed = self._tools_changed
             await self._compose()
+            if self.env.surface is None:
+                self.env.surface = self.surface()
             if self.env.reward_fn is not None and self.env.mode == "sim":
                 self.score = await self._score(None, None)
         except BaseException:
@@ -120,6 +155,7 @@ class Episode:
     async def _compose(self) -> None:
         tools: list[Tool] = []
         routes: dict[str, tuple[Connection, str, Any]] = {}
+        prompts: dict[str, tuple[Connection, str]] = {}
         reserved = RESERVED_TOOL_NAMES | ({RUN_CODE} if self.env.spec.codeact else set())
         for conn in self.connections:
             prefix = conn.spec.prefix
@@ -141,14 +177,70 @@ class Episode:
                 tools.append(tool if name == tool.name else tool.model_copy(update={"name": name}))
             for prompt in await conn.list_prompts():
                 pname = f"{prefix}_{prompt.name}" if prefix else prompt.name
-                self._prompts[pname] = (conn, prompt.name)
-        self.tools, self._routes = tools, routes
+                prompts[pname] = (conn, prompt.name)
+        self.tools, self._routes, self._prompts = tools, routes, prompts
+
+    def surface(self) -> Surface:
+        """What the MCP face declares for this episode's servers (instructions, capabilities)."""
+        return server_surface(
+            self.env.spec.description,
+            [(c.spec.name, c.instructions, c.capabilities) for c in self.connections],
+        )
+
+    # -- tool-list changes -----------------------------------------------------
+    def _tools_changed(self) -> None:
+        """A server sent ``notifications/tools/list_changed``: refresh soon, then tell the listeners."""
+        self._tools_stale = True
+        if self.closed or (self._notify_task is not None and not self._notify_task.done()):
+            return
+        if self.tool_listeners:
+            self._notify_task = asyncio.get_running_loop().create_task(self._refresh_and_notify())
+
+    async def _refresh_and_notify(self) -> None:
+        try:
+            if await self.refresh_tools():
+                for listener in list(self.tool_listeners):
+                    try:
+                        await listener()
+                    except Exception:  # a gone client must not stop the others
+                        self.tool_listeners.discard(listener)
+        except Exception as e:  # noqa: BLE001 - logged; the next list or call tries again
+            log.warning("refreshing the tools of episode %s failed: %s", self.id, e)
+
+    async def refresh_tools(self) -> bool:
+        """Compose the tool list again if a server said it changed (at most once per
+        :data:`REFRESH_INTERVAL`); ``True`` if the list changed.
+
+        A new list that breaks the composition rules (a control-plane name, a duplicate)
+        is refused: the episode keeps its previous list and the refusal is logged."""
+        if not self._tools_stale:
+            return False
+        async with self._refresh_lock:
+            if not self._tools_stale or self.closed:
+                return False
+            wait = self._last_refresh + REFRESH_INTERVAL - time.monotonic()
+            if wait > 0:
+                await anyio.sleep(wait)
+            self._tools_stale = False
+            self._last_refresh = time.monotonic()
+            before = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.tools]
+            old = self.tools, self._routes, self._prompts
+            try:
+                await self._compose()
+            except ToolNameError as e:
+                self.tools, self._routes, self._prompts = old
+                log.warning("episode %s keeps its tool list: the changed list is refused: %s", self.id, e)
+                return False
+            return before != [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.tools]
 
     async def close(self) -> None:
         """Stop every tool server and remove the workspace (idempotent)."""
         if self.closed:
             return
         self.closed = True
+        self.tool_listeners.clear()
+        if self._notify_task is not None and not self._notify_task.done():
+            self._notify_task.cancel()
         if self.interpreter is not None:
             await self.interpreter.close()
         for conn in reversed(self.connections):
@@ -167,10 +259,13 @@ class Episode:
     # -- the one dispatch path ---------------------------------------------
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Validate and route one call; errors the agent causes are error results."""
+        await self.refresh_tools()
         route = self._routes.get(name)
         if route is None:
             return error_result(f"Unknown tool: {name!r}")
         conn, original, validator = route
+        if self._task_required(name):
+            return error_result(task_required_message(name))
         problem = validator.error(name, arguments)
         if problem is not None:
             return error_result(problem)
@@ -190,6 +285,7 @@ class Episode:
             raise EpisodeEnded(f"episode {self.id} is closed; call reset() to start a new one")
         self.last_used = time.monotonic()
         if isinstance(action, ListTools):
+            await self.refresh_tools()
             return Observation(tools=self.tools, task=self.public_task, info=self._info())
         async with self._lock:  # the end check, the call and the count are one atomic step
             if self.closed:
@@ -285,6 +381,12 @@ class Episode:
         return code_result(outcome, calls, made), reward, extra
 
     @property
+    def busy(self) -> bool:
+        """Whether an action is in flight (a tool call holds the episode's step lock): an idle reaper
+        must not close the episode under it."""
+        return self._lock.locked()
+
+    @property
     def mcp_tools(self) -> list[Tool]:
         """The tools the MCP face lists: the episode's, plus ``run_code`` when the env opts in."""
         return [*self.tools, RUN_CODE_TOOL] if self.env.spec.codeact else self.tools
@@ -349,6 +451,17 @@ class Episode:
             reward_errors=self.reward_errors,
         )
 
+    def per_episode_values(self) -> dict[str, str]:
+        """What the framework makes different in this episode (its id, each boundary's
+        workspace path, HOME, uid, ...), by what it is: see
+        :meth:`~openenv_mcp.isolation.base.Connection.per_episode_values`."""
+        values = {"the episode id": self.id}
+        for conn in self.connections:
+            for label, value in conn.per_episode_values().items():
+                if value and value not in values.values():
+                    values[label if label not in values else f"{label} of {conn.spec.name}"] = value
+        return values
+
     # -- resources and prompts (MCP face) -------------------------------------
     async def list_resources(self) -> list[Resource]:
         out: list[Resource] = []
@@ -357,15 +470,45 @@ class Episode:
         return out
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
+        """Read ``uri`` from the server listing it, else from the first server that can
+        (templates); a server's own error (:class:`ToolServerError`) passes through."""
         for conn in self.connections:
             if any(str(r.uri) == uri for r in await conn.list_resources()):
                 return await conn.read_resource(uri)
+        first: ToolServerError | None = None
         for conn in self.connections:  # templates: let each server try
             try:
                 return await conn.read_resource(uri)
             except KeyError:
                 continue
+            except ToolServerError as e:
+                first = first or e
+        if first is not None:
+            raise first
         raise KeyError(uri)
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        out: list[ResourceTemplate] = []
+        for conn in self.connections:
+            out.extend(await conn.list_resource_templates())
+        return out
+
+    async def complete(self, ref: Any, argument: dict[str, str], context: dict[str, str] | None) -> CompleteResult:
+        """``completion/complete``, routed to the server owning the prompt or resource template."""
+        if isinstance(ref, PromptReference):
+            route = self._prompts.get(ref.name)
+            if route is None:
+                raise KeyError(ref.name)
+            return await route[0].complete(ref.model_copy(update={"name": route[1]}), argument, context)
+        for conn in self.connections:
+            if any(t.uri_template == ref.uri for t in await conn.list_resource_templates()):
+                return await conn.complete(ref, argument, context)
+        raise KeyError(ref.uri)
+
+    def _task_required(self, name: str) -> bool:
+        tool = next((t for t in self.tools if t.name == name), None)
+        execution = getattr(tool, "execution", None)
+        return getattr(execution, "task_support", None) == "required"
 
     async def list_prompts(self) -> list[Prompt]:
         out: list[Prompt] = []
@@ -378,5 +521,8 @@ class Episode:
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
         route = self._prompts.get(name)
         if route is None:
+            single = self.connections[0] if len(self.connections) == 1 else None
+            if single is not None and not single.spec.prefix:  # one server, no namespace: its own error
+                return await single.get_prompt(name, arguments)
             raise KeyError(name)
         return await route[0].get_prompt(route[1], arguments)

@@ -10,10 +10,20 @@ results, so a crashed tool server never takes the environment down.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+from mcp.types import (
+    CallToolResult,
+    CompleteResult,
+    GetPromptResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    Tool,
+)
 
 from ..core.spec import ToolServerSpec
 from ..core.workspace import Workspace
@@ -68,9 +78,23 @@ class ServerContext:
 class Connection(abc.ABC):
     """A started tool server behind a boundary (one per tool server and episode)."""
 
+    on_tools_changed: Callable[[], None] | None = None
+    """Set by the episode: called when the server sends ``notifications/tools/list_changed``
+    (the next :meth:`list_tools` asks the server again)."""
+
     def __init__(self, spec: ToolServerSpec, ctx: ServerContext) -> None:
         self.spec = spec
         self.ctx = ctx
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's ``instructions`` from its ``initialize`` result (bounded), if any."""
+        return None
+
+    @property
+    def capabilities(self) -> Any:
+        """The server's declared ``ServerCapabilities`` (``None``: unknown)."""
+        return None
 
     @abc.abstractmethod
     async def start(self) -> None:
@@ -99,6 +123,14 @@ class Connection(abc.ABC):
         """Read one resource."""
         raise KeyError(uri)
 
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        """The server's resource templates (none unless the backend supports them)."""
+        return []
+
+    async def complete(self, ref: Any, argument: dict[str, str], context: dict[str, str] | None) -> CompleteResult:
+        """``completion/complete`` for one of the server's prompts or resource templates."""
+        raise KeyError(getattr(ref, "name", None) or getattr(ref, "uri", ""))
+
     async def list_prompts(self) -> list[Prompt]:
         """The server's prompts (none unless the backend supports them)."""
         return []
@@ -112,6 +144,13 @@ class Connection(abc.ABC):
         """Run ``argv`` next to the server, inside its boundary, in the workspace:
         ``(exit code, stdout, stderr)``, each output cut to 64 KiB. Used by
         command rewards. Each boundary implements it (``inprocess``: a plain child process)."""
+
+    def per_episode_values(self) -> dict[str, str]:
+        """What this boundary makes different in every episode and the server may see, by what
+        it is (``{"the workspace path": "/tmp/..."}``): comparisons between episodes (the
+        conformance rules) normalize these. A boundary that makes a value identical inside
+        (the sandbox's ``/workspace``) leaves it out."""
+        return {"the workspace path": str(self.ctx.workspace)}
 
     async def healthy(self) -> bool:
         """Whether the server still answers."""

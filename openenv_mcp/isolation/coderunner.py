@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import ctypes
 import inspect
 import json
 import keyword
@@ -34,6 +35,7 @@ import os
 import resource
 import signal
 import sys
+import time
 import traceback
 import types
 from functools import reduce
@@ -42,6 +44,12 @@ from typing import Any
 
 FILE_LIMIT = 64 * 1024 * 1024
 """RLIMIT_FSIZE: no single file (stdout/stderr capture included) grows past this."""
+
+REAP_SECONDS = 5.0
+"""How long a run's end waits for the processes it killed to be gone (a process stuck in the kernel
+is left to the episode's cgroup and uid cleanup)."""
+
+PR_SET_CHILD_SUBREAPER = 36
 
 _JSON_TYPES: dict[str, Any] = {
     "string": str,
@@ -207,17 +215,33 @@ def _take(fd: int, limit: int) -> str:
 
 
 def _reap() -> None:
-    """Kill every process the code started (nothing outlives a run): ``kill(-1)`` reaches exactly
-    this uid's processes in the sandbox's PID namespace, which are the interpreter's descendants."""
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0]:
+    """Kill every process the code started and wait until they are gone (nothing outlives a run).
+
+    ``kill(-1)`` reaches exactly this uid's processes in the sandbox's PID namespace, which are the
+    interpreter's descendants; the interpreter is their subreaper, so each one is reaped here and
+    none is still dying when the run's result is sent. The kill is repeated until no child is left:
+    a process forking while the first signal went out is caught by the next one."""
+    deadline = time.monotonic() + REAP_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
             pass
-    except ChildProcessError:
-        pass
+        try:
+            while (pid := os.waitpid(-1, os.WNOHANG)[0]) > 0:
+                pass
+        except ChildProcessError:
+            return  # no child left
+        if pid == 0:
+            time.sleep(0.001)  # children still dying: re-kill and reap
+
+
+def _subreaper() -> None:
+    """Orphans of the code's processes are re-parented to the interpreter, so :func:`_reap` waits for them."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: kill(-1) still reaches them
 
 
 def _cut(text: str, limit: int) -> str:
@@ -271,6 +295,7 @@ run.count = 1  # type: ignore[attr-defined]
 def main() -> None:
     global CHANNEL, OWNER, RUN_ID
     OWNER = os.getpid()
+    _subreaper()
     if sys.path and os.path.dirname(os.path.abspath(__file__)) == os.path.abspath(sys.path[0] or "."):
         del sys.path[0]  # the package folder is not the agent's import path
     CHANNEL = _Channel()

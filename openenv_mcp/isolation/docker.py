@@ -68,6 +68,8 @@ WORKSPACE = "/workspace"
 """Where the episode workspace is mounted in the container."""
 ENV_DIR = "/env"
 """Where the environment's folder is mounted (read-only) when the command uses ``{env_dir}``."""
+HOSTNAME = "openenv"
+"""The hostname inside every container: the same in every episode."""
 INTERNAL_NETWORK = "openenv-mcp-internal"
 """Internal network (no outbound route) for ``transport = "http"`` containers."""
 UNPRIVILEGED = (65534, 65534)
@@ -477,7 +479,18 @@ class DockerConnection(McpConnection):
     def uses_env_dir(self) -> bool:
         """Whether the command names ``{env_dir}`` (then the env folder is mounted read-only
         at ``/env``; otherwise nothing of the host but the workspace is visible)."""
-        return any("{env_dir}" in a for a in self.spec.command or [])
+        return any("{env_dir}" in a for a in [*(self.spec.command or []), *self.ctx.env.values()])
+
+    def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The container's variables: ``HOME``/``TMPDIR``, the spec's (placeholders expanded), then
+        ``extra`` as given (a command reward's task data is never rewritten)."""
+        env = self.ctx.env
+        return {
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            **dict(zip(env, self.expand(list(env.values())), strict=True)),
+            **(extra or {}),
+        }
 
     def expand(self, argv: list[str]) -> list[str]:
         """``{workspace}`` and ``{env_dir}`` as the container sees them."""
@@ -500,7 +513,7 @@ class DockerConnection(McpConnection):
         def run() -> tuple[int, bytes | None, bytes | None]:
             code, (out, err) = handle.exec_run(
                 full,
-                environment={"HOME": "/tmp", **self.ctx.env, **env},
+                environment=self.environment(env),
                 workdir=WORKSPACE,
                 user=f"{uid}:{gid}",
                 demux=True,
@@ -511,6 +524,9 @@ class DockerConnection(McpConnection):
             code, out, err = await anyio.to_thread.run_sync(run)
         cut = 65536
         return code, (out or b"")[:cut].decode(errors="replace"), (err or b"")[:cut].decode(errors="replace")
+
+    def per_episode_values(self) -> dict[str, str]:
+        return {}  # /workspace, HOME, TMPDIR and the hostname are the same in every container
 
     def user(self) -> tuple[int, int]:
         """uid:gid in the container: this user, or nobody when running as root."""
@@ -551,8 +567,9 @@ class DockerConnection(McpConnection):
             stdin_open=self.spec.transport == "stdio",
             tty=False,
             user=f"{uid}:{gid}",
-            environment={"HOME": "/tmp", "TMPDIR": "/tmp", **self.ctx.env},
+            environment=self.environment(),
             working_dir=WORKSPACE,
+            hostname=HOSTNAME,  # the same in every episode (Docker's default is the container id)
             network_mode=network,
             read_only=True,
             tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},

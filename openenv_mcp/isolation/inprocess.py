@@ -32,10 +32,21 @@ import anyio
 from fastmcp import FastMCP
 from fastmcp.exceptions import FastMCPError, NotFoundError
 from fastmcp.utilities.async_utils import is_coroutine_function
-from mcp.types import CallToolResult, GetPromptResult, Prompt, ReadResourceResult, Resource, TextContent, Tool
+from mcp.types import (
+    CallToolResult,
+    GetPromptResult,
+    Prompt,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    TextContent,
+    Tool,
+)
 
 from ..core.spec import ToolServerSpec, load_object
+from ..core.surface import INSTRUCTIONS_LIMIT, bounded
 from ..errors import BoundaryError, ConfigError
+from ..sdkcompat import run_fastmcp_tool
 from .base import Connection, ServerContext
 from .process import run_plain
 
@@ -98,13 +109,13 @@ def _threaded(tool: Any) -> Any:
 
 def _drive(inline: Any, tool: Any, arguments: dict[str, Any]) -> Any:
     """Run a sync tool's FastMCP call to its end in this (worker) thread."""
-    coro = inline._run(arguments)
+    coro = run_fastmcp_tool(inline, arguments)
     try:
         coro.send(None)  # validation and the body run inline: nothing to wait for
     except StopIteration as done:
         return done.value
     coro.close()  # it awaited something (an async dependency): run the call on a loop of this thread
-    return asyncio.run(tool._run(arguments))
+    return asyncio.run(run_fastmcp_tool(tool, arguments))
 
 
 class InProcessConnection(Connection):
@@ -163,7 +174,7 @@ class InProcessConnection(Connection):
         try:
             inline = self._threaded.get(name)
             if inline is None:
-                result = await tool._run(arguments)
+                result = await run_fastmcp_tool(tool, arguments)
             else:  # cancelling the wait (call_timeout) returns at once; the thread runs on to its end
                 result = await anyio.to_thread.run_sync(_drive, inline, tool, arguments, abandon_on_cancel=True)
         except FastMCPError as e:
@@ -172,8 +183,16 @@ class InProcessConnection(Connection):
             return error_result(f"Error calling tool {label!r}: {e}")
         return _normalize(result.to_mcp_result())
 
+    @property
+    def instructions(self) -> str | None:
+        text = self.server.instructions if self.server is not None else None
+        return bounded(text, INSTRUCTIONS_LIMIT, "instructions") if isinstance(text, str) and text else None
+
     async def list_resources(self) -> list[Resource]:
         return [r.to_mcp_resource() for r in await self._require().list_resources()]
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        return [t.to_mcp_template() for t in await self._require().list_resource_templates()]
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         try:

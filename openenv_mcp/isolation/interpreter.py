@@ -145,6 +145,8 @@ class CodeInterpreter:
         if process is not None:
             await process.stop()
         conn, self.conn = self.conn, None
+        if conn is not None and conn.cgroup is not None:
+            await anyio.to_thread.run_sync(conn.cgroup.remove)  # every process the code started
         if conn is not None and conn.uid is not None:
             UIDS.release(conn.ctx.episode_id)  # kills every process of the code uid
         if self.scratch is not None:

@@ -31,20 +31,24 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CallToolResult,
+    CompleteResult,
     GetPromptResult,
     Implementation,
     Prompt,
     ReadResourceResult,
     Resource,
+    ResourceTemplate,
     TextContent,
     Tool,
+    ToolListChangedNotification,
 )
 from mcp_types import CONNECTION_CLOSED
 
-from ..errors import BoundaryError
+from ..core.surface import ERROR_MESSAGE_LIMIT, INSTRUCTIONS_LIMIT, bounded
+from ..errors import BoundaryError, ToolServerError
 from .base import Connection
 
-__all__ = ["TRUNCATED_META", "McpConnection", "SessionHost", "cap_result", "truncation_marker"]
+__all__ = ["TRUNCATED_META", "McpConnection", "SessionHost", "cap_result", "server_error", "truncation_marker"]
 
 CLIENT_INFO = Implementation(name="openenv-mcp", version=version("openenv-mcp"))  # the one version: metadata
 
@@ -111,7 +115,12 @@ class SessionHost:
         self._transport = transport
         self.session: ClientSession | None = None
         self.tools: list[Tool] = []
+        self.tools_stale = False
+        """The server sent ``notifications/tools/list_changed`` since :attr:`tools` was listed."""
+        self.on_tools_changed: Callable[[], None] | None = None
         self.capabilities: Any = None
+        self.instructions: str | None = None
+        """The server's ``instructions`` (cut at :data:`INSTRUCTIONS_LIMIT` characters)."""
         self._task: asyncio.Task[None] | None = None
         self._ready = anyio.Event()
         self._stop = anyio.Event()
@@ -138,9 +147,13 @@ class SessionHost:
     async def _host(self) -> None:
         try:
             async with self._transport() as (read, write):
-                async with ClientSession(read, write, client_info=CLIENT_INFO) as session:
+                async with ClientSession(
+                    read, write, client_info=CLIENT_INFO, message_handler=self._on_message
+                ) as session:
                     result = await session.initialize()
                     self.capabilities = result.capabilities
+                    if isinstance(result.instructions, str):
+                        self.instructions = bounded(result.instructions, INSTRUCTIONS_LIMIT, "instructions")
                     self.tools = await self._all_tools(session)
                     self.session = session
                     self._ready.set()
@@ -154,6 +167,22 @@ class SessionHost:
             self.ended = True
             self.session = None
             self._ready.set()
+
+    async def _on_message(self, message: Any) -> None:
+        """Server notifications: a changed tool list marks :attr:`tools` stale and tells the episode."""
+        message = getattr(message, "root", message)
+        if isinstance(message, ToolListChangedNotification):
+            self.tools_stale = True
+            if self.on_tools_changed is not None:
+                self.on_tools_changed()
+
+    async def refresh_tools(self) -> list[Tool]:
+        """List the tools again if the server said they changed; the current list."""
+        session = self.session
+        if self.tools_stale and session is not None:
+            self.tools_stale = False
+            self.tools = await self._all_tools(session)
+        return self.tools
 
     @staticmethod
     async def _all_tools(session: ClientSession) -> list[Tool]:
@@ -222,6 +251,22 @@ class SessionHost:
                     await asyncio.wait({task})
 
 
+ERROR_DATA_LIMIT = 1024
+"""Bytes of a server error's ``data`` (as JSON) passed through; larger ``data`` is dropped."""
+
+
+def server_error(error: MCPError) -> ToolServerError:
+    """A server's JSON-RPC error as a :class:`ToolServerError`: its code, its message (bounded),
+    its ``data`` when small."""
+    data = error.error.data if hasattr(error, "error") else None
+    try:
+        if data is not None and len(json.dumps(data)) > ERROR_DATA_LIMIT:
+            data = None
+    except (TypeError, ValueError):
+        data = None
+    return ToolServerError(error.code, bounded(error.message, ERROR_MESSAGE_LIMIT, "error message"), data)
+
+
 def describe(error: BaseException) -> str:
     """One line for an exception (groups unwrapped to their first cause)."""
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -273,6 +318,7 @@ class McpConnection(Connection):
             if self.closed:
                 raise BoundaryError(f"tool server {self.spec.name!r} is closed")
             host = self._new_host()
+            host.on_tools_changed = self._tools_changed
             self.host = host
             try:
                 await host.start(self.spec.limits.start_timeout)
@@ -300,8 +346,21 @@ class McpConnection(Connection):
             self.host = None
         await host.close()
 
+    def _tools_changed(self) -> None:
+        if self.on_tools_changed is not None:
+            self.on_tools_changed()
+
+    @property
+    def instructions(self) -> str | None:
+        return self.host.instructions if self.host is not None else None
+
+    @property
+    def capabilities(self) -> Any:
+        return self.host.capabilities if self.host is not None else None
+
     async def list_tools(self) -> list[Tool]:
-        return list((await self._ensure()).tools)
+        host = await self._ensure()
+        return list(await self._request(host, lambda s: host.refresh_tools()))
 
     async def _request(self, host: SessionHost, call: Callable[[ClientSession], Any]) -> Any:
         session = host.session
@@ -362,8 +421,26 @@ class McpConnection(Connection):
             raise KeyError(uri)
         try:
             return await self._request(host, lambda s: s.read_resource(uri))
-        except MCPError:
-            raise KeyError(uri) from None
+        except MCPError as e:
+            raise server_error(e) from None
+
+    async def list_resource_templates(self) -> list[ResourceTemplate]:
+        host = await self._ensure()
+        if not self._has("resources"):
+            return []
+        try:
+            return list((await self._request(host, lambda s: s.list_resource_templates())).resource_templates)
+        except MCPError:  # a server with resources but no templates may answer "Method not found"
+            return []
+
+    async def complete(self, ref: Any, argument: dict[str, str], context: dict[str, str] | None) -> CompleteResult:
+        host = await self._ensure()
+        if not self._has("completions"):
+            raise KeyError(getattr(ref, "name", None) or getattr(ref, "uri", ""))
+        try:
+            return await self._request(host, lambda s: s.complete(ref, argument, context))
+        except MCPError as e:
+            raise server_error(e) from None
 
     async def list_prompts(self) -> list[Prompt]:
         host = await self._ensure()
@@ -377,8 +454,8 @@ class McpConnection(Connection):
             raise KeyError(name)
         try:
             return await self._request(host, lambda s: s.get_prompt(name, arguments))
-        except MCPError:
-            raise KeyError(name) from None
+        except MCPError as e:
+            raise server_error(e) from None
 
     async def healthy(self) -> bool:
         host = self.host

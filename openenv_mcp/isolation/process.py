@@ -65,8 +65,11 @@ from mcp.shared.message import SessionMessage
 from ..core.spec import ToolServerSpec
 from ..core.workspace import owner_tag, remove_tree
 from ..errors import BoundaryError, ConfigError
+from . import cgroup
 from .base import ServerContext
+from .cgroup import Group
 from .mcpsession import TRUNCATED_META, McpConnection, SessionHost, describe, truncation_marker
+from .runtime import runtime_paths, too_wide
 
 __all__ = ["SYSTEM_PATH", "UID_BASE", "ProcessConnection", "StdioProcess", "Launch"]
 
@@ -274,6 +277,12 @@ _LAUNCHER = """import ctypes, json, os, resource, sys
 cfg = json.loads(sys.argv[1])
 for which, soft, hard in cfg["rlimits"]:
     resource.setrlimit(which, (soft, hard))
+if cfg.get("cgroup"):
+    try:
+        with open(cfg["cgroup"], "w") as f:
+            f.write("0")
+    except OSError as e:
+        sys.stderr.write("could not join the server's cgroup %s: %s\\n" % (cfg["cgroup"], e.strerror)); os._exit(126)
 if cfg["uid"] is not None:
     os.setgroups([]); os.setgid(cfg["uid"]); os.setuid(cfg["uid"])
     if os.getuid() != cfg["uid"] or os.geteuid() != cfg["uid"] or os.getgroups():
@@ -301,10 +310,13 @@ class Launch:
         uid: int | None,
         rlimits: list[tuple[int, tuple[int, int]]],
         wrap: list[str] | None = None,
+        cgroup: str | None = None,
     ) -> None:
         self.argv, self.env, self.cwd, self.uid, self.rlimits = argv, env, cwd, uid, rlimits
         self.wrap = wrap or []
         """A command the launcher runs inside (as root), e.g. a mount namespace exposing the runtime."""
+        self.cgroup = cgroup
+        """A ``cgroup.procs`` file the launcher joins first (see :mod:`.cgroup`)."""
 
     def command(self) -> list[str]:
         """The argv actually spawned: the launcher (limits, uid, parent-death signal), then ``argv``."""
@@ -312,6 +324,7 @@ class Launch:
             "rlimits": [[w, s, h] for w, (s, h) in self.rlimits],
             "uid": self.uid,
             "parent": 0 if self.wrap else os.getpid(),
+            "cgroup": self.cgroup,
         }
         return [*self.wrap, sys.executable, "-S", "-I", "-c", _LAUNCHER, json.dumps(config), *self.argv]
 
@@ -363,8 +376,10 @@ def command_paths(argv: list[str], base_dir: Path) -> list[str]:
     """Host paths a command needs to run: its program and prefix, absolute paths in it, the
     environment's folder and, for this interpreter, its prefixes, ``sys.path`` and this package."""
     program = os.path.realpath(argv[0])
-    paths = [str(base_dir), program, argv[0], os.path.dirname(os.path.dirname(program))]
+    prefix = os.path.dirname(os.path.dirname(program))
+    paths = [str(base_dir), program, argv[0], *([] if too_wide(prefix) else [prefix])]
     paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
+    paths += runtime_paths(argv, f"{os.path.dirname(argv[0])}:{SYSTEM_PATH}")
     if argv[0] == sys.executable or program == os.path.realpath(sys.executable):
         paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]
         paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
@@ -450,6 +465,11 @@ def expand(argv: list[str], values: dict[str, str]) -> list[str]:
             arg = arg.replace("{" + key + "}", value)
         out.append(arg)
     return out
+
+
+def expand_env(env: dict[str, str], values: dict[str, str]) -> dict[str, str]:
+    """Replace ``{workspace}`` and ``{env_dir}`` placeholders in the values of ``env``."""
+    return dict(zip(env, expand(list(env.values()), values), strict=True))
 
 
 # -- the stdio transport ---------------------------------------------------------------
@@ -739,10 +759,19 @@ async def run_plain(argv: list[str], env: dict[str, str], cwd: str, timeout: flo
 
 
 # -- the connection -----------------------------------------------------------------------
+MISSING_RUNTIME = re.compile(
+    r"Cannot find module|ERR_MODULE_NOT_FOUND|No module named|ModuleNotFoundError|No such file or directory"
+    r"|error while loading shared libraries|can't open file"
+)
+"""What a server's stderr says when part of its runtime is not there (a boundary adds how to bind it)."""
+
+
 class _ProcessHost(SessionHost):
-    def __init__(self, name: str, process: StdioProcess) -> None:
+    def __init__(self, name: str, process: StdioProcess, hint: str | None = None) -> None:
         super().__init__(name, process.streams)
         self.process = process
+        self.hint = hint
+        """Appended to the stderr tail when it says a module or file is missing."""
 
     def why(self) -> str | None:
         process = self.process
@@ -753,7 +782,9 @@ class _ProcessHost(SessionHost):
         return None
 
     def stderr(self) -> str:
-        return self.process.stderr_text()[-500:]
+        text = self.process.stderr_text()
+        hint = self.hint if self.hint and MISSING_RUNTIME.search(text) else ""
+        return text[-500:] + hint
 
 
 class ProcessConnection(McpConnection):
@@ -766,7 +797,7 @@ class ProcessConnection(McpConnection):
         if not spec.command:
             raise ConfigError(f"tool server {spec.name!r}: isolation {self.boundary!r} needs a command")
         self.base_dir = Path(base_dir or Path.cwd()).resolve()
-        self.executable = resolve_executable(spec.command[0], spec.name)
+        self.executable = resolve_executable(self.named()[0], spec.name)
         self.uid: int | None = None
         self.expose: str | None = None
         """``bwrap``, when the runtime sits in a private folder and a mount namespace exposes it."""
@@ -782,20 +813,37 @@ class ProcessConnection(McpConnection):
             elif not self.can_drop_to_uid():
                 self.expose = shutil.which("bwrap")
                 if self.expose is None:
+                    private = self.unreachable() or self.executable
                     raise ConfigError(
-                        f"tool server {spec.name!r}: {self.executable} is not reachable by an unprivileged uid (a "
-                        "parent folder is private, e.g. /root) and bubblewrap is not installed to expose it, so "
-                        "the server would run as root: install its runtime in a world-readable place, install "
-                        'bubblewrap (`apt-get install bubblewrap`), use isolation = "sandbox", or set '
-                        "run_as_root = true in the env file to accept that"
+                        f"tool server {spec.name!r}: {private} is not reachable by an unprivileged uid (a "
+                        f"parent folder is private: {private_ancestor(private) or private}) and bubblewrap is "
+                        "not installed to expose it, so the server would run as root: install its runtime in a "
+                        "world-readable place, install bubblewrap (`apt-get install bubblewrap`), use isolation = "
+                        '"sandbox", or set run_as_root = true in the env file to run it as root on purpose'
                     )
             if not spec.run_as_root:
                 self.uid = UIDS.acquire(ctx.episode_id)
         self._private: Path | None = None
+        self.cgroup: Group | None = None
+        """This server's cgroup (every process it starts, killed on close), where cgroup v2 is usable."""
+
+    def named(self) -> list[str]:
+        """The command with ``{env_dir}`` expanded (``{workspace}`` needs the workspace: see :meth:`command`)."""
+        return expand(list(self.spec.command or []), {"env_dir": str(self.base_dir)})
 
     def can_drop_to_uid(self) -> bool:
         """Whether the server can run as an unprivileged uid (it must reach its program)."""
-        return reachable_by_others(self.executable)
+        return self.unreachable() is None
+
+    def unreachable(self, argv: list[str] | None = None) -> str | None:
+        """The first path a command (the server's by default) needs (its program, the files it names,
+        their runtime: a virtualenv, a script's interpreter, a Node package) that an unprivileged uid
+        cannot reach."""
+        full = argv or [self.executable, *self.named()[1:]]
+        for path in [full[0], *command_paths(full, self.base_dir)]:
+            if path != str(self.base_dir) and private_ancestor(path) is not None:
+                return path
+        return None if reachable_by_others(full[0]) else full[0]
 
     # -- hooks for the sandbox
     def workspace_path(self) -> str:
@@ -812,6 +860,14 @@ class ProcessConnection(McpConnection):
                 os.chown(self._private, self.uid, self.uid)
         return self._private
 
+    def per_episode_values(self) -> dict[str, str]:
+        values = {"the workspace path": self.workspace_path()}
+        if self._private is not None:
+            values["HOME/TMPDIR"] = str(self._private)
+        if self.uid is not None:
+            values["the episode's uid"] = str(self.uid)
+        return values
+
     def child_env(self, executable: str) -> dict[str, str]:
         home = str(self.private_dir())
         folder = os.path.dirname(executable)
@@ -821,17 +877,24 @@ class ProcessConnection(McpConnection):
             "TMPDIR": home,
             "LANG": "C.UTF-8",
         }
-        env.update(self.ctx.env)
+        env.update(self.placeholders(self.ctx.env))
         return env
+
+    def placeholders(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` with ``{workspace}`` and ``{env_dir}`` expanded as the server sees them."""
+        return expand_env(env, {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)})
 
     def launch(self, argv: list[str], executable: str | None = None) -> Launch:
         """Turn a command into a :class:`Launch` (the sandbox wraps it)."""
         executable = executable or self.executable
         full = [executable, *argv[1:]]
         wrap = None
-        if self.expose is not None:
+        expose = self.expose
+        if expose is None and self.uid is not None and self.unreachable(full) is not None:
+            expose = shutil.which("bwrap")  # e.g. a reward command under a private env folder
+        if expose is not None:
             wrap = exposing_wrap(
-                self.expose,
+                expose,
                 command_paths(full, self.base_dir) + command_paths([sys.executable], self.base_dir),
                 [str(self.ctx.workspace), str(self.private_dir())],
             )
@@ -842,13 +905,20 @@ class ProcessConnection(McpConnection):
             self.uid,
             rlimits_for(self.spec, self.uid is not None),
             wrap,
+            self.group(),
         )
+
+    def group(self) -> str | None:
+        """The ``cgroup.procs`` of this server's cgroup (made on first use), if cgroups are usable."""
+        if self.cgroup is None:
+            self.cgroup = cgroup.create()
+        return None if self.cgroup is None else self.cgroup.procs
 
     async def run_command(self, argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
         """Run ``argv`` as the server runs: same uid, limits and (sandbox) namespaces."""
         argv = expand(argv, {"workspace": self.workspace_path(), "env_dir": str(self.base_dir)})
         launch = self.launch(argv, resolve_executable(argv[0], self.spec.name))
-        launch.env.update(env)
+        launch.env.update(env)  # as given: task data in it is never rewritten
         return await run_launch(launch, timeout)
 
     def command(self) -> list[str]:
@@ -866,7 +936,11 @@ class ProcessConnection(McpConnection):
         process = StdioProcess(
             self.spec.name, launch, 2 * limit + LINE_SLACK, limit, kill_uid=UIDS.exclusive(self.ctx.episode_id)
         )
-        return _ProcessHost(self.spec.name, process)
+        return _ProcessHost(self.spec.name, process, self.missing_hint())
+
+    def missing_hint(self) -> str | None:
+        """What to do when the server's runtime is missing (the sandbox says how to bind it)."""
+        return None
 
     async def close(self) -> None:
         if self.closed:
@@ -877,6 +951,8 @@ class ProcessConnection(McpConnection):
         try:
             await super().close()
         finally:
+            if self.cgroup is not None:  # every process the server started, however it detached
+                await anyio.to_thread.run_sync(self.cgroup.remove)
             if self.uid is not None:
                 UIDS.release(self.ctx.episode_id)  # the last server of the episode kills the whole uid
                 self.uid = None

@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from ..core.spec import ToolServerSpec
 from ..errors import BoundaryError, ConfigError
+from ..sdkcompat import mcp_http_client
 from .base import ServerContext
 from .mcpsession import McpConnection, SessionHost
 
@@ -48,7 +48,7 @@ class RemoteConnection(McpConnection):
     @contextlib.asynccontextmanager
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
         timeout = httpx2.Timeout(self.spec.limits.start_timeout, read=None)
-        async with create_mcp_http_client(headers=self.headers or None, timeout=timeout) as client:
+        async with mcp_http_client(headers=self.headers or None, timeout=timeout) as client:
             async with streamable_http_client(self.url, http_client=client) as (read, write):
                 yield read, write
 

@@ -124,6 +124,10 @@ class SandboxConnection(ProcessConnection):
     def workspace_path(self) -> str:
         return SANDBOX_WORKSPACE
 
+    def per_episode_values(self) -> dict[str, str]:
+        # /workspace, HOME, TMPDIR and the hostname are the same in every episode inside
+        return {"the episode's uid": str(self.uid)} if self.uid is not None else {}
+
     def child_env(self, executable: str) -> dict[str, str]:
         folder = os.path.dirname(executable)
         env = {
@@ -132,7 +136,7 @@ class SandboxConnection(ProcessConnection):
             "TMPDIR": "/tmp",
             "LANG": "C.UTF-8",
         }
-        env.update(self.ctx.env)
+        env.update(self.placeholders(self.ctx.env))
         return env
 
     def _env_paths(self, names: list[str]) -> list[str]:
@@ -159,6 +163,15 @@ class SandboxConnection(ProcessConnection):
         # makes bwrap fail to create the mount point.
         outer = outermost(seen)
         return [p for p in seen if p in outer]
+
+    def missing_hint(self) -> str | None:
+        return (
+            f" (hint: the sandbox shows only the system folders ({', '.join('/' + n for n in SYSTEM)}), the "
+            "workspace and what the command needs: its program, the files it names and their runtime (virtualenv, "
+            "script interpreter, Node package with its node_modules), read-only; if the server needs another "
+            'folder, bind it read-only with ro_bind = ["/path/to/folder"] (or read-write with bind) in its '
+            "[[tool_servers]] table of the env file)"
+        )
 
     def hidden_paths(self) -> list[str]:
         """The spec's ``hide`` paths (resolved against the env folder) that exist on the host.
@@ -249,4 +262,5 @@ class SandboxConnection(ProcessConnection):
             str(self.ctx.workspace),
             None if self.privileged else self.uid,
             rlimits_for(self.spec, self.uid is not None),
+            cgroup=self.group(),
         )

@@ -18,6 +18,7 @@ from mcp.types import Tool
 
 from ..isolation.coderunner import make_function
 from ..types import Observation, RunCode
+from .messages import normalize_message, result_text
 
 __all__ = ["CODEACT_SYSTEM_PROMPT", "code_blocks", "stubs", "play_codeact_turns"]
 
@@ -51,8 +52,6 @@ async def play_codeact_turns(
     env: Any, policy_ask: Any, traj: Any, messages: list[dict[str, Any]], max_steps: int
 ) -> float:
     """The turn loop of one CodeAct episode (``traj`` and ``messages`` are filled in); returns env seconds."""
-    from . import _normalize_message, result_text
-
     env_s = 0.0
     steps = traj.steps
     while traj.stop_reason == "running":
@@ -64,7 +63,7 @@ async def play_codeact_turns(
         for key, value in (turn.usage or {}).items():
             if isinstance(value, int):
                 traj.usage[key] = traj.usage.get(key, 0) + value
-        message, _ = _normalize_message(turn.message, traj.turns)
+        message, _ = normalize_message(turn.message, traj.turns)
         messages.append(message)
         blocks = code_blocks(message.get("content"))
         if not blocks:

@@ -75,12 +75,6 @@ def _same(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and hmac.compare_digest(a.encode(), b.encode())
 
 
-def _busy(episode: Episode) -> bool:
-    """Whether a tool call is in flight (the episode's step lock is held)."""
-    lock = getattr(episode, "_lock", None)
-    return lock is not None and lock.locked()
-
-
 class EpisodeManager:
     """Live episodes of one environment, by id.
 
@@ -324,7 +318,7 @@ class EpisodeManager:
             return 0
         now = time.monotonic() if now is None else now
         limit = now - self.idle_timeout
-        idle = [e.id for e in self._episodes.values() if e.last_used < limit and not _busy(e)]
+        idle = [e.id for e in self._episodes.values() if e.last_used < limit and not e.busy]
         for episode_id in idle:
             self.reaped[episode_id] = now
             await self.close(episode_id, "idle")

@@ -30,18 +30,19 @@ An id that names no live episode is a JSON-RPC error (code
 from __future__ import annotations
 
 import contextvars
+import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
 from ..errors import OpenEnvError
+from ..sdkcompat import session_manager_class
 from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from .mcp_server import build_server
 
@@ -80,27 +81,24 @@ EPISODE_METHODS = frozenset(
         "tools/call",
         "resources/list",
         "resources/read",
+        "resources/templates/list",
         "prompts/list",
         "prompts/get",
+        "completion/complete",
     }
 )
 """Methods answered by an episode (everything else is protocol: initialize, ping, discover...)."""
+
+SURFACE_METHODS = frozenset({"initialize", "server/discover"})
+"""Methods whose answer declares the surface (instructions, capabilities) of the wrapped servers."""
+
+log = logging.getLogger("openenv_mcp.serve.mcp_http")
 
 _current: contextvars.ContextVar[Episode] = contextvars.ContextVar("openenv_mcp_episode")
 
 
 def _error(err: OpenEnvError) -> MCPError:
     return MCPError(code=UNKNOWN_EPISODE_CODE, message=str(err), data={"code": err.code})
-
-
-class _SessionManager(StreamableHTTPSessionManager):
-    """The SDK's session manager; a session that ends also closes its episode."""
-
-    face: McpFace
-
-    async def _discard_session(self, session_id: str, transport: Any) -> None:
-        await super()._discard_session(session_id, transport)
-        await self.face.session_ended(session_id)
 
 
 class McpFace:
@@ -122,17 +120,20 @@ class McpFace:
         self.metrics = metrics
         self._sessions: dict[str, str] = {}  # MCP session id -> episode id
         self._creating: dict[str, anyio.Event] = {}
+        self._listening: dict[str, set[str]] = {}  # MCP session id -> episodes it hears tool-list changes of
+        self._surface_lock = anyio.Lock()
 
         async def resolve(ctx: Any) -> Episode:
             return _current.get()
 
-        self.server = build_server(name, resolve, instructions=instructions)
+        environment = manager.environment
+        self.server = build_server(name, resolve, instructions=instructions, surface=lambda: environment.surface)
         self.server.middleware = [self._middleware]  # one middleware: episode resolution + metrics
         # Input schemas for the SDK's Mcp-Param header check (2026-07-28), from tools already listed by an
         # episode: without it the SDK would run a whole tools/list (a fresh episode) per stateless call.
         self._schemas: dict[str, Any] = {}
         self.server.get_tool_input_schema = self._schemas.get
-        self.sessions = _SessionManager(
+        self.sessions = session_manager_class()(  # the SDK's; a session that ends also closes its episode
             self.server,
             json_response=json_response,
             security_settings=security,
@@ -140,7 +141,7 @@ class McpFace:
             max_request_body_size=max_request_bytes,
             max_sessions=None,  # the episode cap rules (--max-episodes)
         )
-        self.sessions.face = self
+        self.sessions.on_session_end = self.session_ended
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -151,10 +152,42 @@ class McpFace:
         await self.sessions.asgi_app(scope, receive, send)
 
     # -- episode resolution ---------------------------------------------------------
+    async def _ensure_surface(self) -> None:
+        """Learn what the wrapped servers declare (once): from a first episode, or a probe episode."""
+        environment = self.manager.environment
+        if environment.surface is not None:
+            return
+        async with self._surface_lock:
+            if environment.surface is not None:
+                return
+            try:
+                episode = await environment.new_episode()
+            except Exception as e:  # noqa: BLE001 - the face still answers, with the description only
+                log.warning("could not start an episode to learn the tool servers' surface: %s", e)
+                return
+            environment.surface = episode.surface()
+            await episode.close()
+
+    def _listen(self, ctx: Any, episode: Episode) -> None:
+        """Send this MCP session ``notifications/tools/list_changed`` when the episode's tools change."""
+        request = ctx.request
+        session_id = request.headers.get("mcp-session-id") if request is not None else None
+        if not session_id:
+            return
+        heard = self._listening.setdefault(session_id, set())
+        if episode.id in heard:
+            return
+        heard.add(episode.id)
+        episode.tool_listeners.add(ctx.session.send_tool_list_changed)
+
     async def _middleware(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method in SURFACE_METHODS:
+            await self._ensure_surface()
         if ctx.method not in EPISODE_METHODS:
             return await call_next(ctx)
         episode, ephemeral = await self._resolve(ctx)
+        if not ephemeral:
+            self._listen(ctx, episode)
         if not self._schemas:
             self._schemas.update((t.name, t.input_schema) for t in episode.mcp_tools)
         token = _current.set(episode)
@@ -235,5 +268,6 @@ class McpFace:
 
     async def session_ended(self, session_id: str) -> None:
         """A 2025-11-25 session ended (DELETE, idle timeout, shutdown): close its episode."""
+        self._listening.pop(session_id, None)
         if self._sessions.pop(session_id, None) is not None:
             await self.manager.close_owner(f"mcp:{session_id}", "disconnect")

@@ -15,9 +15,11 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CallToolResult,
+    CompleteResult,
     GetPromptResult,
     ListPromptsResult,
     ListResourcesResult,
+    ListResourceTemplatesResult,
     ListToolsResult,
     Prompt,
     PromptMessage,
@@ -25,11 +27,14 @@ from mcp.types import (
     Resource,
     TextContent,
     TextResourceContents,
+    ToolsCapability,
 )
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..core.codeact import RUN_CODE
 from ..core.episode import Episode
-from ..errors import EpisodeEnded
+from ..core.surface import Surface
+from ..errors import EpisodeEnded, ToolServerError
 from ..isolation.inprocess import error_result
 from ..isolation.interpreter import CODE_LIMIT
 from ..types import CallTool, RunCode
@@ -44,6 +49,44 @@ EPISODE_ENDED_MESSAGE = "This episode has ended; no further tool calls are accep
 not mention the control plane: the agent must not learn it can reset."""
 
 Resolver = Callable[[Any], Awaitable[Episode]]
+
+
+def _server_error(e: ToolServerError) -> MCPError:
+    """A wrapped server's own JSON-RPC error, passed through (code, bounded message, small data)."""
+    return MCPError(code=e.rpc_code, message=e.message, data=e.data)
+
+
+class FaceServer(Server):
+    """The SDK's low-level server, declaring what the environment's tool servers declared.
+
+    ``instructions`` and the optional capabilities (``completions``, ``tools.listChanged``)
+    come from ``surface()`` (:class:`~openenv_mcp.core.surface.Surface`, ``None`` until the
+    first episode started): only what the face really passes through is advertised."""
+
+    def __init__(self, name: str, surface: Callable[[], Surface | None], **kwargs: Any) -> None:
+        self._surface = surface
+        self._base_instructions: str | None = None
+        super().__init__(name, **kwargs)
+
+    @property
+    def instructions(self) -> str | None:  # pyright: ignore[reportIncompatibleVariableOverride]
+        surface = self._surface()
+        return surface.instructions if surface is not None else self._base_instructions
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        self._base_instructions = value
+
+    def get_capabilities(self, *args: Any, protocol_version: str | None = None, **kwargs: Any) -> Any:
+        caps = super().get_capabilities(*args, protocol_version=protocol_version, **kwargs)
+        surface = self._surface()
+        update: dict[str, Any] = {}
+        if surface is None or not surface.completions:
+            update["completions"] = None
+        if protocol_version not in MODERN_PROTOCOL_VERSIONS and caps.tools is not None:
+            update["tools"] = ToolsCapability(list_changed=bool(surface and surface.tools_list_changed))
+        return caps.model_copy(update=update)
+
 
 TASK_PROMPT = "task"
 """Name of the prompt holding a simulation episode's task (what the agent is asked to do)."""
@@ -79,11 +122,22 @@ def _task_json(episode: Episode) -> str:
     return episode.public_task.model_dump_json(include={"id", "prompt", "data"})
 
 
-def build_server(name: str, resolve: Resolver, *, version: str = "", instructions: str | None = None) -> Server:
-    """An MCP server whose every request is served by the episode ``resolve(ctx)`` names."""
+def build_server(
+    name: str,
+    resolve: Resolver,
+    *,
+    version: str = "",
+    instructions: str | None = None,
+    surface: Callable[[], Surface | None] = lambda: None,
+) -> Server:
+    """An MCP server whose every request is served by the episode ``resolve(ctx)`` names.
+
+    ``surface()`` gives what the wrapped tool servers declared (instructions, capabilities);
+    ``instructions`` is used while it is ``None``."""
 
     async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
         episode = await resolve(ctx)
+        await episode.refresh_tools()
         return ListToolsResult(tools=episode.mcp_tools)
 
     async def call_tool(ctx: Any, params: Any) -> CallToolResult:
@@ -119,8 +173,25 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
             )
         try:
             return await episode.read_resource(uri)
+        except ToolServerError as e:
+            raise _server_error(e) from None
         except KeyError:
             raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}", data={"uri": uri}) from None
+
+    async def list_resource_templates(ctx: Any, params: Any) -> ListResourceTemplatesResult:
+        episode = await resolve(ctx)
+        return ListResourceTemplatesResult(resource_templates=await episode.list_resource_templates())
+
+    async def complete(ctx: Any, params: Any) -> CompleteResult:
+        episode = await resolve(ctx)
+        context = params.context.arguments if params.context is not None else None
+        argument = {"name": params.argument.name, "value": params.argument.value}
+        try:
+            return await episode.complete(params.ref, argument, context)
+        except ToolServerError as e:
+            raise _server_error(e) from None
+        except KeyError:
+            return CompleteResult.model_validate({"completion": {"values": []}})
 
     async def list_prompts(ctx: Any, params: Any) -> ListPromptsResult:
         episode = await resolve(ctx)
@@ -138,19 +209,24 @@ def build_server(name: str, resolve: Resolver, *, version: str = "", instruction
             )
         try:
             return await episode.get_prompt(params.name, params.arguments)
+        except ToolServerError as e:
+            raise _server_error(e) from None
         except KeyError:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name!r}") from None
 
-    return Server(
+    return FaceServer(
         name,
+        surface,
         version=version,
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
+        on_completion=complete,
     )
 
 
@@ -158,6 +234,12 @@ def episode_server(episode: Episode) -> Server:
     """An MCP server bound to one episode (in-memory clients, stdio, attach)."""
 
     async def resolve(ctx: Any) -> Episode:
+        if not listening:  # the standalone channel of this one connection hears tool-list changes
+            listening.append(ctx.session.send_tool_list_changed)
+            episode.tool_listeners.add(listening[0])
         return episode
 
-    return build_server(episode.env.name, resolve, instructions=episode.env.spec.description or None)
+    listening: list[Any] = []
+    return build_server(
+        episode.env.name, resolve, instructions=episode.env.spec.description or None, surface=episode.surface
+    )

@@ -20,9 +20,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import need
 
 import openenv_mcp
+from openenv_mcp.testing import need
 
 STEP_SECONDS = 90
 """A step (tool call + reward) that takes longer than this is a hung reward."""

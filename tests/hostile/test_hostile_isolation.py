@@ -19,12 +19,12 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import need
 from containment import assert_no_leak, marked_processes
 
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
 from openenv_mcp.isolation.process import private_ancestor
+from openenv_mcp.testing import free_port, need
 
 ROOT = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0
@@ -280,12 +280,9 @@ def test_workspaces_of_a_sigkilled_server_are_swept_by_the_next_server_and_a_liv
 
 
 def test_sigterm_leaves_no_workspace_of_the_server_behind(tmp_path):
-    import socket
     import urllib.request
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "openenv_mcp.cli", "serve", "files", "--port", str(port)],
         env={**os.environ, "OPENENV_MCP_WORKDIR": str(tmp_path)},

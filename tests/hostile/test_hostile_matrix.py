@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import need
 
 import openenv_mcp
+from openenv_mcp.testing import need
 
 SECRET = f"openenv-matrix-secret-{uuid.uuid4().hex}"
 HUGE = "x" * (8 * 1024 * 1024)

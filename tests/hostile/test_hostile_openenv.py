@@ -14,12 +14,12 @@ import json
 import anyio
 import httpx
 import pytest
-from servers import serving
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import serving
 
 pytestmark = pytest.mark.anyio
 

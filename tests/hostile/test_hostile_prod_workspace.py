@@ -12,10 +12,10 @@ import os
 import httpx
 import pytest
 from mcp.client.client import Client
-from servers import serving
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import serving
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,6 @@ import httpx
 import pytest
 from fastmcp import FastMCP
 from mcp.client.client import Client
-from servers import running_server, serving
 from websockets.asyncio.client import connect
 
 from openenv_mcp import EnvSpec, ToolServerSpec
@@ -24,6 +23,7 @@ from openenv_mcp.core.environment import Environment
 from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.manager import default_max_episodes
 from openenv_mcp.serve.mcp_http import EPISODE_KEY_META_KEY, EPISODE_META_KEY
+from openenv_mcp.testing import running_server, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -39,12 +39,6 @@ def echo_env(reward=None, **spec) -> Environment:
     server = ToolServerSpec(name="echo", namespace="", object="tool_servers.echo:server")
     tasks = [{"id": "t", "prompt": "say hi", "data": {"phrase": "hi"}}]
     return Environment(EnvSpec(name="echo-x", tool_servers=[server], tasks=tasks, reward=reward, **spec))
-
-
-async def wait_for(predicate, timeout: float = 10.0) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.02)
 
 
 # -- item 6: max_steps ------------------------------------------------------------------------

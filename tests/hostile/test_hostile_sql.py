@@ -18,9 +18,10 @@ import threading
 import time
 
 import httpx
-from servers import ROOT, running_server
+from conftest import ROOT
 
 from openenv_mcp.serve.manager import EPISODE_KEY_HEADER
+from openenv_mcp.testing import running_server
 
 AGENT = textwrap.dedent("""
     import json, resource, sys

@@ -6,7 +6,8 @@ import importlib.util
 import inspect
 
 import pytest
-from conftest import REQUIRE_ALL
+
+from openenv_mcp.testing import REQUIRE_ALL
 
 MISSING = "the trl extra is not installed: pip install 'openenv-mcp[trl]'"
 if importlib.util.find_spec("trl") is None:  # an optional extra; CI (OPENENV_MCP_REQUIRE_ALL=1) must have it

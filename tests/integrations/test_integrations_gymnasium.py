@@ -9,7 +9,8 @@ import shutil
 import warnings
 
 import pytest
-from conftest import REQUIRE_ALL
+
+from openenv_mcp.testing import REQUIRE_ALL
 
 MISSING = "the gymnasium extra is missing: pip install 'openenv-mcp[gymnasium]'"
 if importlib.util.find_spec("gymnasium") is None:  # an optional extra; CI (OPENENV_MCP_REQUIRE_ALL=1) must have it
@@ -19,14 +20,13 @@ if importlib.util.find_spec("gymnasium") is None:  # an optional extra; CI (OPEN
 
 import gymnasium
 import numpy as np
-from conftest import need
 from gymnasium.utils.env_checker import check_env
-from servers import running_server
 
 import openenv_mcp
 import openenv_mcp.gym
 from openenv_mcp import CallTool
 from openenv_mcp.gym import GymEnv, GymVectorEnv
+from openenv_mcp.testing import need, running_server
 
 MOVE = json.dumps({"name": "fs_move", "arguments": {"source": "notes.txt", "destination": "meeting-notes.txt"}})
 

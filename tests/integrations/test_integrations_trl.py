@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REQUIRE_ALL
+
+from openenv_mcp.testing import REQUIRE_ALL
 
 MISSING = "the trl extra is not installed: pip install 'openenv-mcp[trl]'"
 if importlib.util.find_spec("trl") is None:  # an optional extra; CI (OPENENV_MCP_REQUIRE_ALL=1) must have it
@@ -23,7 +24,7 @@ if importlib.util.find_spec("trl") is None:  # an optional extra; CI (OPENENV_MC
     pytest.skip(MISSING, allow_module_level=True)
 
 import tiny_policy
-from conftest import ROOT, need
+from conftest import ROOT
 from mcp.types import Tool
 from transformers.utils import get_json_schema
 
@@ -35,6 +36,7 @@ from openenv_mcp.integrations.trl import (
     environment_factory,
     tool_class,
 )
+from openenv_mcp.testing import need
 
 BUILTIN = ["echo", "files", "sql", "coding"]
 
@@ -152,7 +154,8 @@ def test_repeat_gives_groups_of_one_task_with_distinct_seeds() -> None:
 
 def test_factory_over_a_served_environment_closes_its_episodes_on_the_server() -> None:
     import httpx
-    from servers import running_server
+
+    from openenv_mcp.testing import running_server
 
     with running_server("echo") as url:
         with environment_factory(url, repeat=2) as factory:

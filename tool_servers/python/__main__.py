@@ -29,6 +29,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the interpreter's address-space limit in MiB, 0 for none (default %(default)s)",
     )
     p.add_argument(
+        "--cpu-seconds",
+        type=int,
+        default=int(DEFAULT_LIMITS["cpu_seconds"]),
+        help="the interpreter's CPU-time limit in seconds, 0 for none (default %(default)s)",
+    )
+    p.add_argument(
         "--max-output-chars",
         type=int,
         default=int(DEFAULT_LIMITS["max_output_chars"]),
@@ -45,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     limits = dict(
         memory_mb=args.memory_mb,
+        cpu_seconds=args.cpu_seconds,
         max_output_chars=args.max_output_chars,
         default_timeout=args.default_timeout,
         max_timeout=args.max_timeout,

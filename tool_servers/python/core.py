@@ -16,6 +16,10 @@ Limits, enforced here (and again by the boundary around the server):
 * **memory**: the child runs under ``RLIMIT_AS`` = ``memory_mb``: a large
   allocation raises ``MemoryError`` in the user's code; a child that dies
   anyway (or calls ``os._exit``) is reported, and restarted on the next call;
+* **CPU time**: with ``cpu_seconds`` the child runs under ``RLIMIT_CPU``; a child
+  that uses it up is killed by ``SIGXCPU``, reported as such, and restarted on the
+  next call (``0``, the default, leaves CPU time to the boundary's ``cpu_seconds``,
+  which covers the whole server);
 * **output**: stdout, stderr, the result's ``repr`` and the traceback are each
   cut at ``max_output_chars`` with a visible marker.
 
@@ -45,6 +49,7 @@ DEFAULT_LIMITS: dict[str, float] = {
     "default_timeout": 30.0,  # seconds, when the call gives none
     "max_timeout": 120.0,  # largest timeout a call may ask for
     "memory_mb": 512,  # the child's address-space limit
+    "cpu_seconds": 0,  # the child's CPU-time limit (RLIMIT_CPU); 0: none beyond the boundary's
     "max_output_chars": 50_000,  # per stream / result / traceback
     "max_code_chars": 200_000,  # longest code accepted
 }
@@ -103,8 +108,11 @@ def _status(code: int | None) -> str:
 class Interpreter:
     """One child interpreter process: started on first use, restarted after a crash or kill."""
 
-    def __init__(self, root: Path, memory_mb: int | None, max_output: int) -> None:
+    def __init__(self, root: Path, memory_mb: int | None, max_output: int, cpu_seconds: int | None = None) -> None:
+        """``memory_mb`` and ``cpu_seconds`` (``None``: no limit) bound each child it starts;
+        ``max_output`` is the characters kept per stream, result and traceback."""
         self.root, self.memory_mb, self.max_output = root, memory_mb, max_output
+        self.cpu_seconds = cpu_seconds
         self.proc: asyncio.subprocess.Process | None = None
         self.cell = 0
         self.lost: str | None = None  # why the next call starts a fresh child
@@ -113,8 +121,13 @@ class Interpreter:
 
     def _limits(self) -> Any:
         memory = None if not self.memory_mb else int(self.memory_mb) * 1024 * 1024
+        cpu = int(self.cpu_seconds) if self.cpu_seconds else None
 
         def child() -> None:
+            if cpu:  # SIGXCPU at the soft limit, SIGKILL one second later
+                hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+                soft = cpu if hard == resource.RLIM_INFINITY else min(cpu, hard)
+                resource.setrlimit(resource.RLIMIT_CPU, (soft, hard if hard != resource.RLIM_INFINITY else soft + 1))
             if memory:
                 hard = resource.getrlimit(resource.RLIMIT_AS)[1]
                 value = memory if hard == resource.RLIM_INFINITY else min(memory, hard)
@@ -306,7 +319,12 @@ def new_interpreter(ctx: Any, cap: dict[str, float]) -> Interpreter:
     root = Path(os.path.realpath(Path(getattr(ctx, "workspace", ctx)).expanduser()))
     if not root.is_dir():
         raise NotADirectoryError(f"python root {str(root)!r} is not a directory; create it or pass another --root")
-    return Interpreter(root, int(cap["memory_mb"]) if cap["memory_mb"] else None, int(cap["max_output_chars"]))
+    return Interpreter(
+        root,
+        int(cap["memory_mb"]) if cap["memory_mb"] else None,
+        int(cap["max_output_chars"]),
+        int(cap["cpu_seconds"]) if cap["cpu_seconds"] else None,
+    )
 
 
 class Refused(Exception):

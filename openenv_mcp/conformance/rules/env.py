@@ -4,12 +4,17 @@ They need an environment with episodes (an openenv-mcp environment loaded
 locally, or served with a control plane). The trajectory they replay is the
 environment's scripted reference trajectory for the episode's task where it
 has one, else seeded calls generated from the tools' input schemas.
+
+Order and dependency: ``env.determinism`` reports what the determinism probe
+(:func:`..replay.volatility`, run once per run) found nondeterministic; parity,
+reset and isolation ignore exactly those values, and normalize what the
+framework varies per episode (:mod:`..normalize`). Reset and isolation watch
+every channel (:mod:`..channels`): tool results, resources, prompts, rewards.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from typing import Any
 
@@ -18,15 +23,25 @@ from mcp.types import Tool
 from ...core.environment import Environment
 from ...types import CallTool, canonical_json
 from ..argsgen import generate_calls, nonce_words
-from ..base import Context, Failed, Skipped, fail_if, rule
-from ..subject import EpisodeHandle
+from ..base import Context, Failed, Inconclusive, Skipped, fail_if, rule
+from ..channels import read_only_calls, read_only_tools, shown, snapshot
+from ..normalize import Normalizer, episode_values
+from ..replay import (
+    Step,
+    actions_for,
+    brief,
+    call_text,
+    channel_of,
+    observation_difference,
+    replay,
+    short,
+    state_json,
+    volatility,
+)
+from ..volatility import Volatility
 
 TIME_BOX = 15.0
 """Seconds the parity rule spends on further tasks once the first one is checked."""
-
-
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _tools_json(tools: list[Tool]) -> str:
@@ -54,105 +69,68 @@ def _tools_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str |
         for key in sorted(set(ta) | set(tb)):
             if canonical_json(ta.get(key)) != canonical_json(tb.get(key)):
                 return (
-                    f"tool {ta.get('name')!r} field {key!r} is {_short(canonical_json(ta.get(key)), 80)} in the "
-                    f"observation and {_short(canonical_json(tb.get(key)), 80)} over MCP"
+                    f"tool {ta.get('name')!r} field {key!r} is {short(canonical_json(ta.get(key)), 80)} in the "
+                    f"observation and {short(canonical_json(tb.get(key)), 80)} over MCP"
                 )
     return None
 
 
-def _state_json(state: Any) -> dict[str, Any]:
-    return state.model_dump(mode="json", exclude={"episode_id"})
-
-
-async def _actions(ctx: Context, handle: EpisodeHandle, kind: str = "reference") -> list[CallTool]:
-    scripted = ctx.subject.trajectory(handle.task, kind)
-    if scripted is not None:
-        return scripted
-    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
-    return generate_calls(tools, ctx.seed, ctx.calls)
-
-
-def _probe_actions(ctx: Context, handle: EpisodeHandle) -> list[CallTool]:
+def _probe_actions(handle: Any, ctx: Context) -> list[CallTool]:
     """Generated calls over a vocabulary unique to this experiment: reads and writes hit the
     same keys, and nothing an earlier rule wrote can look like it."""
     tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
-    return generate_calls(tools, ctx.seed, ctx.calls, nonce_words())
+    # seeded per rule: values drawn from a schema's small pool (pattern, enum) differ from what an
+    # earlier rule wrote, so a leak of its writes is visible here too
+    return generate_calls(tools, f"{ctx.seed}:{ctx.rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
 
 
-def _brief(canonical: str) -> str:
-    """A result as a person reads it: its text content (and the error flag)."""
-    try:
-        data = json.loads(canonical)
-    except json.JSONDecodeError:
-        return _short(canonical)
-    if not isinstance(data, dict) or "content" not in data:
-        return _short(canonical)
-    texts = [c.get("text", f"<{c.get('type')}>") for c in data.get("content", []) if isinstance(c, dict)]
-    text = json.dumps(" ".join(texts))
-    if data.get("structuredContent") is not None:
-        text += f" structured {json.dumps(data['structuredContent'], sort_keys=True)}"
-    return _short(("error " if data.get("isError") else "") + text)
+class Compare:
+    """Compares two episodes' steps and channels with the framework's per-episode values
+    normalized and the probe's nondeterministic values masked; says what it did."""
 
+    def __init__(self, volatile: Volatility, *values: dict[str, str]) -> None:
+        self.volatile = volatile
+        self.norm = Normalizer(*values)
+        self.masked: set[str] = set()
 
-async def _replay(handle: EpisodeHandle, actions: list[CallTool]) -> list[tuple[CallTool, str]]:
-    """Step ``actions`` until the episode ends; (action, canonical result) per step."""
-    out = []
-    for action in actions:
-        if handle.ended:
-            break
-        obs = await handle.step(action)
-        out.append((action, canonical_json(obs.result)))
-    return out
+    def text(self, channel: str, raw: str) -> str:
+        normalized = self.norm(raw)
+        out = self.volatile.mask(channel, normalized)
+        if out != normalized:
+            self.masked.add(channel)
+        return out
 
+    def steps(self, label_a: str, a: list[Step], label_b: str, b: list[Step]) -> str | None:
+        """The first step whose result (then reward) differs, named with both values."""
+        for i, (sa, sb) in enumerate(zip(a, b, strict=False), 1):
+            channel = f"tool {sa.action.name}"
+            ra, rb = self.text(channel, sa.result), self.text(channel, sb.result)
+            if ra != rb:
+                full = "" if brief(ra) != brief(rb) else f" (full results {short(ra, 300)} vs {short(rb, 300)})"
+                return f"step {i} {call_text(sa.action)} returned {brief(ra)} {label_a} and {brief(rb)} {label_b}{full}"
+        for i, (sa, sb) in enumerate(zip(a, b, strict=False), 1):
+            if self.text("reward", str(sa.reward)) != self.text("reward", str(sb.reward)):
+                return f"reward: step {i} {call_text(sa.action)} earned {sa.reward} {label_a} and {sb.reward} {label_b}"
+        if len(a) != len(b):
+            return f"{label_a} took {len(a)} steps, {label_b} took {len(b)}"
+        return None
 
-def _first_difference(
-    label_a: str, a: list[tuple[CallTool, str]], label_b: str, b: list[tuple[CallTool, str]]
-) -> str | None:
-    for i, ((action, ra), (_, rb)) in enumerate(zip(a, b, strict=False), 1):
-        if ra != rb:
-            full = "" if _brief(ra) != _brief(rb) else f" (full results {_short(ra, 300)} vs {_short(rb, 300)})"
-            return (
-                f"step {i} tools/call {action.name!r} {_short(json.dumps(action.arguments), 60)} returned "
-                f"{_brief(ra)} {label_a} and {_brief(rb)} {label_b}{full}"
+    def channels(self, a: dict[str, str], b: dict[str, str]) -> tuple[str, str, str] | None:
+        """The first channel that shows something else: (label, value in a, value in b)."""
+        for label in sorted(set(a) | set(b)):
+            va = self.text(channel_of(label), a.get(label, "(absent)"))
+            vb = self.text(channel_of(label), b.get(label, "(absent)"))
+            if va != vb:
+                return label, shown(va), shown(vb)
+        return None
+
+    def note(self) -> str | None:
+        parts = [self.norm.note()]
+        if self.masked:
+            parts.append(
+                "ignored the values env.determinism found nondeterministic on " + ", ".join(sorted(self.masked))
             )
-    if len(a) != len(b):
-        return f"{label_a} took {len(a)} steps, {label_b} took {len(b)}"
-    return None
-
-
-def _observation_difference(label_a: str, a: dict[str, Any], label_b: str, b: dict[str, Any]) -> str | None:
-    for key in sorted(set(a) | set(b)):
-        va, vb = canonical_json(a.get(key)), canonical_json(b.get(key))
-        if va != vb:
-            return f"first observation field {key!r} is {_short(va)} {label_a} and {_short(vb)} {label_b}"
-    return None
-
-
-_VOLATILE = [
-    (
-        re.compile(
-            r"\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2} \d{4} "
-            r"\d{2}:\d{2}:\d{2}( GMT[+-]\d{4})?( \([^)]*\))?"
-        ),
-        "<time>",
-    ),
-    (re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?"), "<time>"),
-    (re.compile(r"\b\d{2}:\d{2}:\d{2}(\.\d+)?\b"), "<time>"),
-    (re.compile(r"\b1\d{9}(\d{3})?(\.\d+)?\b"), "<epoch>"),
-    (re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I), "<uuid>"),
-]
-"""Values that change with the clock or at random whatever the world's state: masked when
-reset and isolation compare episodes (they look for leaked *state*; env.determinism, which
-does not mask, reports time-dependent results)."""
-
-
-def _masked(steps: list[tuple[CallTool, str]]) -> list[tuple[CallTool, str]]:
-    out = []
-    for action, text in steps:
-        for pattern, placeholder in _VOLATILE:
-            text = pattern.sub(placeholder, text)
-        out.append((action, text))
-    return out
+        return "; ".join(p for p in parts if p) or None
 
 
 def _caveat(ctx: Context, claim: str = "leaked state") -> str:
@@ -161,47 +139,41 @@ def _caveat(ctx: Context, claim: str = "leaked state") -> str:
     return ""
 
 
+def _writes_failed(steps: list[Step], read_only: set[str], what: str) -> None:
+    """Raise :class:`Inconclusive` when every call that could write returned an error."""
+    writes = [s for s in steps if s.action.name not in read_only]
+    if not writes or not all(json.loads(s.result).get("isError") for s in writes):
+        return
+    first = writes[0]
+    raise Inconclusive(
+        f"every call that could write failed ({len(writes)} of {len(steps)} calls, e.g. {call_text(first.action)} "
+        f"returned {brief(first.result)}): the writes failed, nothing changed, so {what} could not be tested "
+        "(give the environment solutions that succeed, or a writable workspace)"
+    )
+
+
 # -- determinism -------------------------------------------------------------------
 @rule(
     "env.determinism",
     "error",
-    "the same seed gives the same task, first observation and results",
+    "the same seed gives the same task, first observation and results, whatever time it is",
     needs=("episodes",),
-    timeout=120,
+    timeout=180,
 )
-async def check_determinism(ctx: Context) -> None:
-    for seed in (ctx.seed + 1,):
-        a = await ctx.subject.new_episode(seed=seed)
-        b = await ctx.subject.new_episode(seed=seed)
-        try:
-            if a.task.id != b.task.id:
-                raise Failed(f"reset(seed={seed}) picked task {a.task.id!r} once and {b.task.id!r} the next time")
-        finally:
-            await a.close()
-            await b.close()
-    a = await ctx.subject.new_episode(seed=ctx.seed)
-    b = await ctx.subject.new_episode(seed=ctx.seed)
-    try:
-        diff = _observation_difference("in one episode", a.first_observation(), "in the other", b.first_observation())
-        if diff:
-            raise Failed(f"reset(seed={ctx.seed}) twice: {diff}")
-        actions = await _actions(ctx, a)
-        steps_a: list[tuple[CallTool, str]] = []
-        steps_b: list[tuple[CallTool, str]] = []
-        for action in actions:  # interleaved, so neither episode runs ahead of the other
-            if a.ended or b.ended:
-                break
-            steps_a += await _replay(a, [action])
-            steps_b += await _replay(b, [action])
-        diff = _first_difference("in one episode", steps_a, "in the other", steps_b)
-        if diff:
-            raise Failed(f"two episodes reset with seed {ctx.seed}, same trajectory: {diff}")
-        sa, sb = _state_json(await a.state()), _state_json(await b.state())
-        if sa != sb:
-            raise Failed(f"two episodes reset with seed {ctx.seed}, same trajectory: end states differ: {sa} != {sb}")
-    finally:
-        await a.close()
-        await b.close()
+async def check_determinism(ctx: Context) -> str | None:
+    probe = await volatility(ctx)
+    if probe.fatal:
+        raise Failed(probe.fatal)
+    if probe.problems:
+        shown_problems = "; ".join(probe.problems[:6])
+        more = f" (and {len(probe.problems) - 6} more)" if len(probe.problems) > 6 else ""
+        raise Failed(
+            f"two episodes reset with seed {ctx.seed}, same trajectory: {shown_problems}{more}; env.parity, "
+            f"env.reset_restores and env.episode_isolation ignore these values on "
+            f"{', '.join(probe.volatile.channels())} (each tool's first call ran one wall-clock second apart)"
+        )
+    ctx.conclude()
+    return None
 
 
 # -- parity ------------------------------------------------------------------------
@@ -212,11 +184,13 @@ async def check_determinism(ctx: Context) -> None:
     needs=("episodes",),
     timeout=120,
 )
-async def check_parity(ctx: Context) -> None:
+async def check_parity(ctx: Context) -> str | None:
+    probe = await volatility(ctx)
     environment = ctx.subject.environment
     tasks = environment.tasks.tasks[: ctx.max_tasks] if environment is not None else [None]
     started = time.monotonic()
     checked = 0
+    notes: set[str] = set()
     for n, task in enumerate(tasks):
         if checked and time.monotonic() - started > TIME_BOX:
             break
@@ -225,25 +199,31 @@ async def check_parity(ctx: Context) -> None:
         for kind in ("reference", "wrong"):
             a = await ctx.subject.new_episode(seed=seed, task_id=task_id)
             try:
-                actions = await _actions(ctx, a, kind)
-                tools_a = a.first_observation().get("tools") or []
-                steps_a = await _replay(a, actions)
-                state_a = _state_json(await a.state())
-            finally:
+                b = await ctx.subject.new_episode(seed=seed, task_id=task_id)
+            except BaseException:
                 await a.close()
-            b = await ctx.subject.new_episode(seed=seed, task_id=task_id)
+                raise
             try:
-                steps_b: list[tuple[CallTool, str]] = []
-                async with b.mcp() as client:
+                compare = Compare(probe.volatile, episode_values(a), episode_values(b))
+                actions = await actions_for(ctx, a, kind)
+                tools_a = a.first_observation().get("tools") or []
+                steps_a: list[Step] = []
+                steps_b: list[Step] = []
+                async with b.mcp() as client:  # lockstep: a shared store looks the same to both
                     listed = json.loads(_tools_json((await client.list_tools()).tools))
                     version = client.protocol_version
                     for action in actions:
-                        steps_b.append((action, canonical_json(await client.call_tool(action.name, action.arguments))))
+                        if a.ended:
+                            break
+                        steps_a += await replay(a, [action])
+                        result = await client.call_tool(action.name, action.arguments)
+                        steps_b.append(Step(action, canonical_json(result), steps_a[-1].reward))
                         state = await b.state()  # the MCP face does not say when the episode ends
                         if state.done or state.truncated:
                             break
-                state_b = _state_json(await b.state())
+                state_a, state_b = state_json(await a.state()), state_json(await b.state())
             finally:
+                await a.close()
                 await b.close()
             scripted = ctx.subject.trajectory(b.task, kind) is not None
             where = f"task {b.task.id!r} ({kind + ' trajectory' if scripted else 'generated calls'}, seed {seed})"
@@ -253,39 +233,63 @@ async def check_parity(ctx: Context) -> None:
                     f"{where}: tools/list over MCP (protocol {version}) differs from the reset "
                     f"observation's tools: {diff}"
                 )
-            diff = _first_difference("via step()", steps_a, "via MCP tools/call", steps_b)
+            diff = compare.steps("via step()", steps_a, "via MCP tools/call", steps_b)
             if diff:
                 raise Failed(f"{where}: {diff}{_caveat(ctx, 'a difference between the faces')}")
-            if state_a != state_b:
-                keys = [k for k in state_a if state_a[k] != state_b.get(k)]
+            ignored = {"cumulative_reward"} if "reward" in probe.volatile.channels() else set()
+            keys = [k for k in state_a if k not in ignored and state_a[k] != state_b.get(k)]
+            if keys:
                 raise Failed(
                     f"{where}: end state differs in {keys}: via step() "
                     f"{ {k: state_a[k] for k in keys} }, via MCP { {k: state_b.get(k) for k in keys} }"
                 )
+            notes.add(compare.note() or "")
             if not scripted:
                 break  # generated calls: one run per task is enough
         checked += 1
+    ctx.conclude()
+    return "; ".join(sorted(n for n in notes if n)) or None
 
 
 # -- reset and isolation -----------------------------------------------------------
 @rule(
-    "env.reset_restores", "error", "changes made in an episode are gone after reset", needs=("episodes",), timeout=120
+    "env.reset_restores",
+    "error",
+    "changes made in an episode are gone after reset, on every channel (tools, resources, prompts, reward)",
+    needs=("episodes",),
+    timeout=120,
 )
-async def check_reset_restores(ctx: Context) -> None:
+async def check_reset_restores(ctx: Context) -> str | None:
+    probe = await volatility(ctx)
     a = await ctx.subject.new_episode(seed=ctx.seed)
     try:
+        values_a = episode_values(a)
         first_a = a.first_observation()
-        actions = _probe_actions(ctx, a)
-        steps_a = await _replay(a, actions)
+        actions = _probe_actions(a, ctx)
+        read_only = read_only_tools(first_a.get("tools") or [])
+        reads = read_only_calls(actions, read_only)
+        fresh_a = await snapshot(a, reads)
+        steps_a = await replay(a, actions)
+        end_a = await snapshot(a)
     finally:
         await a.close()
+    _writes_failed(steps_a, read_only, "whether reset restores the world")
     b = await ctx.subject.new_episode(seed=ctx.seed)  # the reset
     try:
-        diff = _observation_difference("after reset", b.first_observation(), "in the first episode", first_a)
-        if diff is None:
-            diff = _first_difference(
-                "after reset", _masked(await _replay(b, actions)), "in the first episode", _masked(steps_a)
+        compare = Compare(probe.volatile, values_a, episode_values(b))
+        diff = observation_difference(
+            "after reset", json.loads(compare.norm(json.dumps(b.first_observation()))),
+            "in the first episode", json.loads(compare.norm(json.dumps(first_a))),
+        )  # fmt: skip
+        seen = compare.channels(fresh_a, await snapshot(b, reads)) if diff is None else None
+        if seen:
+            diff = (
+                f"before any call, {seen[0]} shows {seen[2]}, where the first episode showed {seen[1]} before its calls"
             )
+        if diff is None:
+            diff = compare.steps("after reset", await replay(b, actions), "in the first episode", steps_a)
+        if diff is None and (seen := compare.channels(end_a, await snapshot(b))):
+            diff = f"after the calls, {seen[0]} shows {seen[2]} after reset and {seen[1]} in the first episode"
     finally:
         await b.close()
     if diff:
@@ -293,16 +297,19 @@ async def check_reset_restores(ctx: Context) -> None:
             f"replaying generated calls after reset(seed={ctx.seed}): {diff}: changes made in the "
             f"previous episode are still visible{_caveat(ctx)}"
         )
+    ctx.conclude()
+    return compare.note()
 
 
 @rule(
     "env.episode_isolation",
     "error",
-    "two concurrent episodes never see each other's writes",
+    "two concurrent episodes never see each other's writes, on any channel (tools, resources, prompts, reward)",
     needs=("episodes",),
     timeout=120,
 )
-async def check_episode_isolation(ctx: Context) -> None:
+async def check_episode_isolation(ctx: Context) -> str | None:
+    probe = await volatility(ctx)
     a = await ctx.subject.new_episode(seed=ctx.seed)
     try:
         b = await ctx.subject.new_episode(seed=ctx.seed)
@@ -310,10 +317,20 @@ async def check_episode_isolation(ctx: Context) -> None:
         await a.close()
         raise
     try:
-        actions = _probe_actions(ctx, a)
-        steps_a = await _replay(a, actions)  # A writes while B is live ...
-        steps_b = await _replay(b, actions)  # ... then B replays the same calls
-        diff = _first_difference("in episode B", _masked(steps_b), "in episode A", _masked(steps_a))
+        compare = Compare(probe.volatile, episode_values(a), episode_values(b))
+        actions = _probe_actions(a, ctx)
+        read_only = read_only_tools(a.first_observation().get("tools") or [])
+        reads = read_only_calls(actions, read_only)
+        fresh_a = await snapshot(a, reads)
+        steps_a = await replay(a, actions)  # A writes while B is live ...
+        _writes_failed(steps_a, read_only, "whether episodes are isolated")
+        diff = None
+        if seen := compare.channels(fresh_a, await snapshot(b, reads)):  # ... B looks before any call ...
+            diff = f"{seen[0]}: episode B read {seen[2]} after A's calls, before any of its own; A read {seen[1]} fresh"
+        if diff is None:  # ... then B replays the same calls
+            diff = compare.steps("in episode B", await replay(b, actions), "in episode A", steps_a)
+        if diff is None and (seen := compare.channels(await snapshot(a), await snapshot(b))):
+            diff = f"after the same calls, {seen[0]} shows {seen[2]} in episode B and {seen[1]} in episode A"
     finally:
         await a.close()
         await b.close()
@@ -322,6 +339,8 @@ async def check_episode_isolation(ctx: Context) -> None:
             f"two live episodes (seed {ctx.seed}), A replayed generated calls, then B the same ones: "
             f"{diff}: A's writes are visible in B{_caveat(ctx)}"
         )
+    ctx.conclude()
+    return compare.note()
 
 
 # -- sim/prod identity ---------------------------------------------------------------
@@ -380,8 +399,8 @@ async def check_prod_identity(ctx: Context) -> None:
             a, b = _wire(getattr(sim[name], field)), _wire(getattr(prod[name], field))
             if canonical_json(a) != canonical_json(b):
                 problems.append(
-                    f"tool {name!r} {alias} differs: sim {_short(canonical_json(a), 100)}, "
-                    f"prod {_short(canonical_json(b), 100)}"
+                    f"tool {name!r} {alias} differs: sim {short(canonical_json(a), 100)}, "
+                    f"prod {short(canonical_json(b), 100)}"
                 )
     variants = [s.name for s in spec.tool_servers if s.prod]
     fail_if([f"servers {variants}: {p}" if variants else p for p in problems])
@@ -411,6 +430,11 @@ async def check_wire_parity(ctx: Context) -> None:
             if "episodes" not in served.capabilities:
                 raise Skipped("the served environment has no control plane (production mode)")
             served.trajectory = ctx.subject.trajectory  # type: ignore[method-assign]  # the scripted ones
-            await check_parity(Context(subject=served, seed=ctx.seed, calls=ctx.calls, results=ctx.results))
+            probe = await volatility(ctx)  # the same values ignored as in env.parity
+            await check_parity(
+                Context(
+                    subject=served, seed=ctx.seed, calls=ctx.calls, results=ctx.results, cache={"volatility": probe}
+                )
+            )
         finally:
             await served.aclose()

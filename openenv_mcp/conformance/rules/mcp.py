@@ -315,13 +315,16 @@ async def check_prompts(ctx: Context) -> None:
             raise Failed(f"prompts/list answered JSON-RPC error {e.error.code}: {e.error.message}") from e
         problems: list[str] = []
         for prompt in prompts[:MAX_ITEMS]:
-            args = {a.name: "conformance" for a in (prompt.arguments or []) if a.required}
+            args = {a.name: prompt_argument(a.description) for a in (prompt.arguments or []) if a.required}
             try:
                 got = await client.get_prompt(prompt.name, args)
             except MCPError as e:
-                problems.append(
-                    f"prompts/get {prompt.name!r} {args} answered JSON-RPC error {e.error.code}: {e.error.message}"
-                )
+                if not prompt.arguments:  # nothing to reject: a listed prompt must render
+                    problems.append(
+                        f"prompts/get {prompt.name!r} {args} answered JSON-RPC error {e.error.code}: {e.error.message}"
+                    )
+                # else: the server checked the values it was given and refused them with a clean
+                # JSON-RPC error (the values it wants may be undeclared): that is correct behaviour
                 continue
             for i, message in enumerate(got.messages):
                 if message.role not in ("user", "assistant"):
@@ -335,6 +338,30 @@ async def check_prompts(ctx: Context) -> None:
         except MCPError:
             pass
     fail_if(problems)
+
+
+_SCHEMA_NOTE = re.compile(r"JSON schema: (\{.*\})\. Encode non-string values as JSON", re.S)
+"""How FastMCP declares a typed prompt argument in its description."""
+
+
+def prompt_argument(description: str | None) -> str:
+    """A value for a required prompt argument: one valid for the JSON Schema its description
+    declares (FastMCP's ``Provide a value matching the following JSON schema: ...``), JSON-encoded
+    unless a string; else ``"conformance"``."""
+    import random
+
+    from ..argsgen import generate_value
+
+    found = _SCHEMA_NOTE.search(description or "")
+    if found:
+        try:
+            schema = json.loads(found.group(1))
+        except json.JSONDecodeError:
+            schema = None
+        if isinstance(schema, dict):
+            value = generate_value(schema, random.Random(0), words=["conformance"])
+            return value if isinstance(value, str) else json.dumps(value)
+    return "conformance"
 
 
 # -- tools/call semantics ----------------------------------------------------------

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ import anyio.to_thread
 import httpx
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from ..argsgen import violations
 from ..base import Context, Failed, Skipped, fail_if, rule
 
 LATEST = HANDSHAKE_PROTOCOL_VERSIONS[-1]
@@ -21,6 +26,7 @@ OVERSIZED_BYTES = 8 * 1024 * 1024
 HTTP_TIMEOUT = 20.0
 SHUTDOWN_GRACE = 5.0
 """Seconds a closed episode's processes and containers have to disappear."""
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 
 
 # -- robustness ----------------------------------------------------------------------
@@ -123,6 +129,16 @@ def _verdict(
     return f"answered HTTP {status} with {json.dumps(messages[:1])[:160]}, expected an error"
 
 
+def _violable(tools: list[Any]) -> tuple[Any, str, dict[str, Any]] | None:
+    """The first tool with a typed parameter, what is wrong, and arguments giving it a value of the
+    wrong type (a tool without typed parameters may rightly accept anything)."""
+    for tool in tools:
+        for what, args in violations(tool):
+            if what.startswith("property "):
+                return tool, what, args
+    return None
+
+
 @rule(
     "wire.robustness",
     "error",
@@ -133,9 +149,15 @@ def _verdict(
 )
 async def check_robustness(ctx: Context) -> None:
     tools = await ctx.tools()
-    first = tools[0] if tools else None
+    target = _violable(tools)
+    first = target[0] if target else tools[0] if tools else None
     props = list(((first.input_schema or {}).get("properties") or {}).keys()) if first else []
     big_key = props[0] if props else "data"
+    if target is None:
+        ctx.note(
+            "no tool declares a typed parameter, so no call could violate a schema: the wrong-type probe "
+            "was not run (the other probes were)"
+        )
     probes: list[tuple[str, bytes, dict[str, Any]]] = [
         ("a malformed JSON body", b'{"jsonrpc": "2.0", "id": 1, "method": ', {"want_code": None}),
         ("a JSON value that is not JSON-RPC", b'{"hello": "world"}', {}),
@@ -152,21 +174,23 @@ async def check_robustness(ctx: Context) -> None:
             {},
         ),
     ]
-    if first is not None:
+    if target is not None:
+        tool, what, args = target
         probes.append(
             (
-                f"tools/call {first.name!r} with every argument of the wrong type",
+                f"tools/call {tool.name!r} with {what}",
                 json.dumps(
                     {
                         "jsonrpc": "2.0",
                         "id": 4,
                         "method": "tools/call",
-                        "params": {"name": first.name, "arguments": {p: {"wrong": [1]} for p in props} or {"x": {}}},
+                        "params": {"name": tool.name, "arguments": args},
                     }
                 ).encode(),
                 {},
             )
         )
+    if first is not None:
         probes.append(
             (
                 f"tools/call {first.name!r} with an {OVERSIZED_BYTES // 2**20} MiB argument",
@@ -231,18 +255,36 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def _in_workspace(workspace: Path) -> set[int]:
-    """Processes whose working directory is inside ``workspace``."""
-    out = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cwd = Path(os.readlink(entry / "cwd"))
-            except OSError:
-                continue
-            if cwd == workspace or workspace in cwd.parents:
-                out.add(int(entry.name))
-    return out
+def _uid_members(uids: set[int]) -> set[int]:
+    """Live processes of the episode's uids (each episode's servers run as a uid of their own)."""
+    from ...isolation.process import uid_processes
+
+    return {pid for uid in uids for pid in uid_processes(uid)}
+
+
+@contextlib.contextmanager
+def _subreaper() -> Iterator[None]:
+    """Make this process the child subreaper while the episode runs: a daemon that a server (even
+    an in-process one) double-forks away, ``setsid`` and ``chdir /`` included, is re-parented to us
+    rather than to init, so it stays a descendant. Survivors are killed and reaped by the rule."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    was = ctypes.c_int(0)
+    libc.prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(was), 0, 0, 0)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, was.value, 0, 0, 0)
+
+
+def _kill_and_reap(pids: set[int]) -> None:
+    """Stop what a failed shutdown left behind (the check itself must leak nothing)."""
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    for pid in pids:  # re-parented to us by the subreaper: ours to reap
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, 0)
 
 
 def _alive(pid: int) -> bool:
@@ -279,34 +321,42 @@ def _docker_containers(label: str) -> set[str] | None:
     timeout=60,
 )
 async def check_shutdown(ctx: Context) -> None:
-    before = _descendants(os.getpid())
-    handle = await ctx.subject.new_episode(seed=ctx.seed)
-    workspace = getattr(handle.episode, "workspace", None)
-    episode_id = getattr(handle.episode, "id", "")
-    try:
-        from .env import _actions, _replay
+    with _subreaper():
+        before = _descendants(os.getpid())
+        handle = await ctx.subject.new_episode(seed=ctx.seed)
+        episode_id = getattr(handle.episode, "id", "")
+        # membership: every process of the episode's uids and of its servers' cgroups (process,
+        # sandbox), the container label (docker), and every descendant of this process (the
+        # subreaper keeps escaped daemons ours)
+        connections = getattr(handle.episode, "connections", []) or []
+        groups: list[Any] = []
+        uids = {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}
+        try:
+            from ..replay import actions_for, replay
 
-        await _replay(handle, (await _actions(ctx, handle))[:4])
-        started = _descendants(os.getpid()) - before
-        if workspace is not None:
-            started |= _in_workspace(workspace.path)
-        started.discard(os.getpid())
-    finally:
-        await handle.close()
-    label = f"openenv-mcp.episode={episode_id}"
-    uses_docker = ctx.subject.environment is not None and any(
-        s.isolation == "docker" for s in ctx.subject.environment.servers
-    )
-    leaked: set[int] = set()
-    containers: set[str] | None = None
-    with anyio.move_on_after(SHUTDOWN_GRACE):  # removal may finish just after close() returns
-        while True:
-            leaked = {p for p in started | (_descendants(os.getpid()) - before) if _alive(p)}
-            containers = await anyio.to_thread.run_sync(_docker_containers, label) if uses_docker else None
-            if not leaked and not containers:
-                break
-            await anyio.sleep(0.1)
-    problems = [f"{_describe(p)} still running {SHUTDOWN_GRACE:g} s after close()" for p in sorted(leaked)]
+            await replay(handle, (await actions_for(ctx, handle))[:4])
+            uids |= {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}
+            groups = [g for conn in connections if (g := getattr(conn, "cgroup", None)) is not None]
+        finally:
+            await handle.close()
+        label = f"openenv-mcp.episode={episode_id}"
+        uses_docker = ctx.subject.environment is not None and any(
+            s.isolation == "docker" for s in ctx.subject.environment.servers
+        )
+        leaked: set[int] = set()
+        containers: set[str] | None = None
+        with anyio.move_on_after(SHUTDOWN_GRACE):  # removal may finish just after close() returns
+            while True:
+                members = (_descendants(os.getpid()) - before) | _uid_members(uids)
+                members |= {pid for group in groups for pid in group.members()}
+                leaked = {p for p in members if p != os.getpid() and _alive(p)}
+                containers = await anyio.to_thread.run_sync(_docker_containers, label) if uses_docker else None
+                if not leaked and not containers:
+                    break
+                await anyio.sleep(0.1)
+        problems = [f"{_describe(p)} still running {SHUTDOWN_GRACE:g} s after close()" for p in sorted(leaked)]
+        if leaked:
+            await anyio.to_thread.run_sync(_kill_and_reap, leaked)
     if containers:
         problems.append(f"containers {sorted(containers)} still exist {SHUTDOWN_GRACE:g} s after close()")
     fail_if(problems)
@@ -327,9 +377,45 @@ def _walled(ctx: Context, kinds: tuple[str, ...]) -> list[Any]:
     return servers
 
 
-async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, Any]) -> str:
-    """Start the probe behind ``spec``'s boundary (same isolation, network, limits, hide) and call ``tool``."""
+async def _docker_probe(ctx: Context, spec: Any, tool: str, arguments: dict[str, Any]) -> str:
+    """Start the server itself (its own image, command, network, limits) and probe its container
+    from outside (:func:`~openenv_mcp.conformance.probe.probe_from_outside`)."""
     import uuid
+
+    from ...core.workspace import Workspace
+    from ...isolation import ServerContext, connect
+    from ..probe import probe_from_outside
+
+    environment = ctx.subject.environment
+    workspace = Workspace(environment.workdir if environment is not None else None)
+    server_env = environment.server_env(spec) if environment is not None else dict(spec.env)
+    conn = connect(
+        spec,
+        ServerContext(episode_id=f"conformance-{uuid.uuid4().hex[:12]}", workspace=workspace.path, env=server_env),
+        environment.spec.base_dir if environment is not None else None,
+    )
+    try:
+        await conn.start()
+        container = getattr(conn, "container", None)
+        if container is None:
+            raise Failed(f"tool server {spec.name!r} (docker): no running container to probe after start")
+        await anyio.to_thread.run_sync(container.reload)
+        pid = int(container.attrs["State"]["Pid"])
+        if not pid:
+            raise Failed(f"tool server {spec.name!r} (docker): its container {container.name} is not running")
+        return await anyio.to_thread.run_sync(probe_from_outside, pid, tool, arguments)
+    finally:
+        await conn.close()
+        workspace.remove()
+
+
+async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, Any]) -> str:
+    """Start the probe behind ``spec``'s boundary (same isolation, network, limits, hide) and call ``tool``.
+    A docker server is probed in its own container, from outside (:func:`_docker_probe`)."""
+    import uuid
+
+    if spec.isolation == "docker":
+        return await _docker_probe(ctx, spec, tool, arguments)
 
     from ...core.spec import ToolServerSpec
     from ...core.workspace import Workspace

@@ -1,0 +1,112 @@
+"""``openenv-mcp rollout``: progress bar, JSONL written as episodes finish, summary table."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .outfile import TrajectoryFile
+from .policy import OpenAIPolicy
+from .runner import DEFAULT_SYSTEM_PROMPT, rollout
+from .trajectory import Trajectory, summarize
+
+__all__ = ["run_command"]
+
+
+def run_command(args: Any, console: Any, err_console: Any) -> int:
+    """``openenv-mcp rollout``: progress bar, JSONL written as episodes finish, summary table."""
+    if getattr(args, "harness", None) or getattr(args, "harness_cmd", None):
+        from .harness import run_harness_command  # a real agent harness plays instead of the built-in loop
+
+        return run_harness_command(args, console, err_console)
+    import os
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
+    out = Path(args.out)
+    from ..client.registry import find_env, is_url
+
+    env_name = str(args.env) if is_url(args.env) else find_env(args.env).name
+    options = {k: v for k, v in (("tasks", args.tasks), ("split", args.split)) if v is not None}
+    retries = 0
+    resumed = dropped = 0
+
+    async def main() -> list[Trajectory]:
+        nonlocal retries, resumed, dropped
+        policy = OpenAIPolicy(
+            args.base_url,
+            args.model,
+            api_key,
+            temperature=args.temperature,
+            max_tokens=args.max_tokens,
+            timeout=args.timeout,
+            max_retries=args.max_retries,
+            max_connections=max(args.concurrency, 1),
+            logprobs=args.logprobs,
+            token_ids=args.token_ids,
+        )
+        columns = [
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("reward {task.fields[mean]:.2f}"),
+            TimeElapsedColumn(),
+        ]
+        done: list[Trajectory] = []
+        with TrajectoryFile(out, env_name) as fh, Progress(*columns, console=err_console) as bar:
+            resumed, dropped = len(fh.finished), fh.dropped_bytes
+            job = bar.add_task(f"{args.env} · {args.model}", total=None, mean=0.0)
+
+            def write(traj: Trajectory) -> None:
+                fh.append(traj.to_json())
+                done.append(traj)
+                bar.update(job, advance=1, mean=statistics.fmean(t.reward for t in done))
+
+            try:
+                return await rollout(
+                    args.env,
+                    policy,
+                    episodes=args.episodes,
+                    concurrency=args.concurrency,
+                    max_steps=args.max_steps,
+                    seed=args.seed,
+                    task_id=args.task,
+                    system_prompt=args.system or DEFAULT_SYSTEM_PROMPT,
+                    model=args.model,
+                    on_episode=write,
+                    all_tasks=args.all_tasks,
+                    repeat=args.repeat,
+                    n=args.n,
+                    skip=set(fh.finished),
+                    action_style=getattr(args, "action_style", "tools"),
+                    **options,
+                )
+            finally:
+                retries = policy.retries
+                await policy.aclose()
+
+    trajectories = anyio.run(main)
+    stats = summarize(trajectories)
+    table = Table(title=f"rollout: {args.env} · {args.model} · {len(trajectories)} episodes")
+    for col in ("reward mean", "reward std", "success rate", "mean steps", "tool-error rate"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        f"{stats['reward_mean']:.3f}",
+        f"{stats['reward_std']:.3f}",
+        f"{stats['success_rate']:.0%}",
+        f"{stats['mean_steps']:.1f}",
+        f"{stats['tool_error_rate']:.1%}",
+    )
+    console.print(table)
+    extra = f" ({retries} model-server retries)" if retries else ""
+    if resumed:
+        extra += f"; {resumed} episodes already in the file were skipped"
+    if dropped:
+        extra += f"; a truncated last line ({dropped} bytes) left by an interrupted run was cut off"
+    console.print(f"wrote {len(trajectories)} trajectories to {out}{extra}")
+    return 0
