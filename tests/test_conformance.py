@@ -96,10 +96,8 @@ RAW_CASES = [
     (
         "bad_structured",
         "call.content",
-        re.compile(
-            r"tools/call 'echo' \{\"text\": .*\}: the official SDK client rejected the result: Invalid structured "
-            r"content returned by tool echo: 'one' is not of type 'integer'"
-        ),
+        "tools/call 'echo' structuredContent {\"n\": \"one\"} does not match its outputSchema: "
+        "'one' is not of type 'integer'",
     ),
     (
         "broken_resources",

@@ -23,7 +23,7 @@ from mcp.types import Tool
 from ...core.environment import Environment
 from ...types import CallTool, canonical_json
 from ..argsgen import generate_calls, nonce_words
-from ..base import Context, Failed, Inconclusive, Skipped, fail_if, rule
+from ..base import Context, Failed, Inconclusive, Skipped, call_tool_as_sent, fail_if, rule
 from ..channels import read_only_calls, read_only_tools, shown, snapshot
 from ..normalize import Normalizer, episode_values
 from ..replay import (
@@ -217,7 +217,7 @@ async def check_parity(ctx: Context) -> str | None:
                         if a.ended:
                             break
                         steps_a += await replay(a, [action])
-                        result = await client.call_tool(action.name, action.arguments)
+                        result = await call_tool_as_sent(client, action.name, action.arguments)
                         steps_b.append(Step(action, canonical_json(result), steps_a[-1].reward))
                         state = await b.state()  # the MCP face does not say when the episode ends
                         if state.done or state.truncated:
