@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tomllib
@@ -20,6 +21,8 @@ from openenv_mcp.conformance import check_env
 from openenv_mcp.conformance.report import Report
 
 PLANTED = Path(__file__).resolve().parent.parent / "conformance" / "corpus" / "planted"
+SHARED = Path("/tmp/openenv-mcp-planted")
+"""Where the buggy fixtures keep their shared state (conformance/corpus/planted/_kit.py)."""
 CALLS = 6
 """Generated calls per trajectory (the default is 12): enough for every fixture, half the time."""
 
@@ -54,6 +57,7 @@ def check_planted(name: str) -> None:
     marker = fixture.get("survivor_marker")
     if marker:
         kill_marked(marker)
+    shutil.rmtree(SHARED / name, ignore_errors=True)  # what earlier runs left in the buggy store
     report = run(PLANTED / name, rules)
     if marker:
         survivors = kill_marked(marker)

@@ -60,11 +60,11 @@ def test_a_prompt_a_server_adds_after_the_episode_started_is_listed_and_served()
             assert obs.result is not None and obs.result.is_error is False
             async with Client(episode_server(episode)) as client:
                 names = [p.name for p in (await client.list_prompts()).prompts]
-                got = await client.get_prompt("recall-0")
+                got = await client.get_prompt("recall-k1")
             return names, got.messages[0].content.text  # type: ignore[union-attr]
         finally:
             await episode.close()
 
     names, text = anyio.run(main)
-    assert "recall-0" in names, names
+    assert "recall-k1" in names, names
     assert text == "remember me"

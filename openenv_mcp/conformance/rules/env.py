@@ -24,7 +24,7 @@ from ...core.environment import Environment
 from ...types import CallTool, canonical_json
 from ..argsgen import generate_calls, nonce_words
 from ..base import Context, Failed, Inconclusive, Skipped, call_tool_as_sent, fail_if, rule
-from ..channels import read_only_calls, read_only_tools, shown, snapshot
+from ..channels import read_only_calls, read_only_tools, shown_pair, snapshot
 from ..normalize import Normalizer, episode_values
 from ..replay import (
     Step,
@@ -122,7 +122,7 @@ class Compare:
             va = self.text(channel_of(label), a.get(label, "(absent)"))
             vb = self.text(channel_of(label), b.get(label, "(absent)"))
             if va != vb:
-                return label, shown(va), shown(vb)
+                return label, *shown_pair(va, vb)
         return None
 
     def note(self) -> str | None:
