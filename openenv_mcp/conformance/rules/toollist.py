@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core.codeact import RUN_CODE
 from ...types import ListTools, canonical_json
-from ..base import Context, Failed, Inconclusive, Skipped, rule
+from ..base import Context, Failed, Skipped, rule
 from ..replay import actions_for, call_text, replay
 
 
@@ -77,7 +77,7 @@ async def check_list_changed(ctx: Context) -> str | None:
     finally:
         await handle.close()
     if ctx.subject.tally.calls == 0:
-        raise Inconclusive("no tool calls were made (no tools, or the episode ended at once): nothing could change")
+        raise Skipped("no tool calls were made (no tools, or the episode ended at once): nothing could change")
     if changes:
         return f"the tool list changed {changes} time(s) and each change was announced: both faces followed"
     return f"the tool list stayed the same over {ctx.subject.tally.calls} calls"
