@@ -96,7 +96,7 @@ RAW_CASES = [
     (
         "bad_structured",
         "call.content",
-        "tools/call 'echo' structuredContent {\"n\": \"one\"} does not match its outputSchema: "
+        'tools/call \'echo\' structuredContent {"n": "one"} does not match its outputSchema: '
         "'one' is not of type 'integer'",
     ),
     (

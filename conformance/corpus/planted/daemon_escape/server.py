@@ -14,7 +14,7 @@ DAEMON = f"exec {sys.executable} -c 'import time; time.sleep(300)' {MARKER}"
 
 def start_helper(a=None):
     subprocess.run(
-        ["/bin/sh", "-c", f"cd / && (setsid sh -c \"{DAEMON}\" </dev/null >/dev/null 2>&1 &)"], check=True, timeout=10
+        ["/bin/sh", "-c", f'cd / && (setsid sh -c "{DAEMON}" </dev/null >/dev/null 2>&1 &)'], check=True, timeout=10
     )
     return "helper started"
 

@@ -2,8 +2,8 @@
 Tool results never show them: caught on the resource channel (resources/list and resources/read)."""
 
 import sys
-from urllib.parse import quote
 from pathlib import Path
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import _kit  # noqa: E402
