@@ -1,5 +1,5 @@
 """Planted bugs of the interface (a tool list that changes silently, output that violates its outputSchema,
-a control-plane name as a tool): caught by the rule that names the cause; each fixed twin passes. And what
+a control-plane name as a tool, a leak only reachable with arguments matching the input schema's pattern): caught by the rule that names the cause; each fixed twin passes. And what
 the wrapper must pass on faithfully for those rules to see it. The table: conformance/corpus/planted/expected.toml."""
 
 import anyio
@@ -13,7 +13,7 @@ from openenv_mcp.serve.mcp_server import episode_server
 from openenv_mcp.types import CallTool
 
 
-@pytest.mark.parametrize("name", ["tools_change", "output_schema", "control_plane"])
+@pytest.mark.parametrize("name", ["tools_change", "output_schema", "control_plane", "pattern_leak"])
 @pytest.mark.timeout(400)  # two conformance runs (bug and twin) on a shared machine
 def test_planted_interface_bug_is_caught_by_its_rule_and_the_twin_passes(name: str) -> None:
     check_planted(name)
