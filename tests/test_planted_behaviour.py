@@ -1,5 +1,5 @@
-"""Planted bugs of behaviour (unseeded randomness, a clock, hash order, a daemon that escapes): caught by the rule that names the cause, with a message
-naming the channel and the value; each fixed twin passes. The table: conformance/corpus/planted/expected.toml."""
+"""Planted bugs of behaviour (unseeded randomness, a clock, hash order, a daemon that escapes): caught by
+the rule that names the cause, with a message naming the channel and the value; each fixed twin passes. The table: conformance/corpus/planted/expected.toml."""
 
 import pytest
 from planted import check_planted

@@ -1,6 +1,7 @@
 """Planted bugs of the interface (a tool list that changes silently, output that violates its outputSchema,
-a control-plane name as a tool, a leak only reachable with arguments matching the input schema's pattern): caught by the rule that names the cause; each fixed twin passes. And what
-the wrapper must pass on faithfully for those rules to see it. The table: conformance/corpus/planted/expected.toml."""
+a control-plane name as a tool, a leak only reachable with arguments matching the input schema's pattern):
+caught by the rule that names the cause; each fixed twin passes. And what the wrapper must pass on faithfully
+for those rules to see it. The table: conformance/corpus/planted/expected.toml."""
 
 import anyio
 import pytest
