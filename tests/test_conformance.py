@@ -431,6 +431,7 @@ def test_rule_selection_by_id_and_prefix():
         "tools.names",
         "tools.names_portable",
         "tools.descriptions",
+        "tools.list_changed",
     }
     assert "env.parity" not in {r.id for r in select_rules(skip=["env", "wire"])}
     with pytest.raises(ConfigError, match="unknown rule 'nope'"):
