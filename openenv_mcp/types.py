@@ -26,7 +26,7 @@ import json
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
-from mcp.types import CallToolResult, Tool
+from mcp.types import CallToolResult, TextContent, Tool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "Task",
     "action_from_json",
     "canonical_json",
+    "error_result",
 ]
 
 
@@ -194,6 +195,11 @@ class State(_Model):
     """The step budget of the episode, if any."""
     reward_errors: int = 0
     """Steps whose reward function raised (each one's ``info["reward_error"]`` says why)."""
+
+
+def error_result(message: str) -> CallToolResult:
+    """An MCP error result carrying ``message`` (what the agent sees of a step that failed)."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
 def canonical_json(value: Any) -> str:

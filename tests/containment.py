@@ -15,7 +15,7 @@ from pathlib import Path
 
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.process import reachable_by_others
+from openenv_mcp.isolation.exposure import reachable_by_others
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "hostile_server.py"
 # The hostile server needs only the standard library: prefer an interpreter an
@@ -26,16 +26,20 @@ DROPS_UID = IS_ROOT and reachable_by_others(PYTHON)
 """The hostile server runs as an unprivileged uid (so RLIMIT_NPROC holds)."""
 
 
-def hostile_env(
+def hostile_spec(
     isolation: str,
     *flags: str,
     name: str = "h",
     workspace: str | None = None,
     base_dir: Path | None = None,
     python: str = PYTHON,
+    env: dict[str, str] | None = None,
+    pass_env: list[str] | None = None,
     **limits,
-) -> tuple[openenv_mcp.Env, str]:
-    """A sync Env around the hostile server and the marker found in its processes' argv."""
+) -> tuple[EnvSpec, str]:
+    """An environment around the hostile server, and the marker found in its processes' argv.
+
+    ``env``/``pass_env`` are the server's variables; the other keywords are its ``limits``."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
     server = ToolServerSpec(
         name=name,
@@ -43,10 +47,19 @@ def hostile_env(
         command=[python, str(FIXTURE), "--marker", marker, *flags],
         isolation=isolation,
         workspace=workspace,
+        env=env or {},
+        pass_env=pass_env or [],
         limits=limits,
     )
     spec = EnvSpec(name="hostile", max_steps=None, tool_servers=[server], base_dir=base_dir or Path.cwd())
-    return openenv_mcp.make(spec), marker
+    return spec, marker
+
+
+def hostile_env(isolation: str, *flags: str, options: dict | None = None, **spec) -> tuple[openenv_mcp.Env, str]:
+    """A sync Env around the hostile server (``spec``: the arguments of :func:`hostile_spec`) and the
+    marker found in its processes' argv; ``options`` go to ``make()`` (``warm_pool``, ``tasks``, ...)."""
+    env_spec, marker = hostile_spec(isolation, *flags, **spec)
+    return openenv_mcp.make(env_spec, **(options or {})), marker
 
 
 def call(env: openenv_mcp.Env, name: str, **arguments):

@@ -272,3 +272,36 @@ async def test_the_reward_ignores_caches_and_scores_partial_fixes(coding, tmp_pa
     module.write_text(module.read_text().replace('(5, "V"), (1, "I")', '(9, "IX"), (5, "V"), (4, "IV"), (1, "I")'))
     passed, info = await reward.evaluate(task.data, ws, task.id)
     assert (passed, info["hidden_tests"]) == (2, 4)
+
+
+async def test_fresh_episodes_checking_the_same_files_at_once_run_the_hidden_tests_once(coding, tmp_path):
+    """64 fresh episodes of a GRPO group start on the same task: their first scores are one sandboxed run."""
+    need(shutil.which("bwrap") is not None, "bubblewrap is not installed (apt-get install bubblewrap)")
+    reward = _reward()
+    task = next(t for t in coding.tasks.tasks if t.id == "roman-subtractive")
+    runs = []
+    run_hidden = reward.run_hidden
+
+    async def counted(*args, **kwargs):
+        runs.append(args[0])
+        return await run_hidden(*args, **kwargs)
+
+    reward.run_hidden = counted
+    workspaces = []
+    for i in range(4):
+        ws = tmp_path / f"ws{i}"
+        shutil.copytree(ENV_DIR / task.workspace, ws)
+        workspaces.append(ws)
+    results = [None] * 4
+
+    async def one(i):
+        results[i] = await reward.evaluate(task.data, workspaces[i], task.id)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(one, i)
+    assert len(runs) == 1, runs
+    assert len({json.dumps(r, sort_keys=True) for r in results}) == 1 and results[0][1]["hidden_tests"] == 4
+    (workspaces[1] / task.data["module"]).write_text("raise SystemExit(3)\n")  # other files: a check of their own
+    passed, info = await reward.evaluate(task.data, workspaces[1], task.id)
+    assert len(runs) == 2 and passed == 0, info

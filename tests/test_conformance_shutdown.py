@@ -15,7 +15,7 @@ from conftest import need_boundaries
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
 from openenv_mcp.conformance import check_env_async
-from openenv_mcp.isolation.process import reachable_by_others
+from openenv_mcp.isolation.exposure import reachable_by_others
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "conformance" / "fixtures" / "envs" / "escaping_daemon"

@@ -20,7 +20,8 @@ from containment import FIXTURE, IS_ROOT, call
 
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.process import UID_BASE, private_ancestor
+from openenv_mcp.isolation.exposure import private_ancestor
+from openenv_mcp.isolation.uids import UID_BASE
 from openenv_mcp.testing import need
 
 BOUNDARIES = ["process", "sandbox"]

@@ -9,6 +9,7 @@ container (listed by label) and no process (found by marker) left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -46,8 +47,8 @@ def containers(episode: str | None = None) -> list:
     return list_containers(episode)
 
 
-def docker_env(tmp_path: Path, *flags: str, image: str = IMAGE, **limits) -> tuple[openenv_mcp.Env, str]:
-    """A sync Env around the hostile server in a container, and its process marker."""
+def docker_spec(tmp_path: Path, *flags: str, image: str = IMAGE, **limits) -> tuple[EnvSpec, str]:
+    """An env of the hostile server in a container, and its process marker."""
     marker = f"openenv-mcp-test-{uuid.uuid4().hex}"
     seed = tmp_path / f"seed-{marker[-8:]}"
     seed.mkdir()
@@ -63,7 +64,15 @@ def docker_env(tmp_path: Path, *flags: str, image: str = IMAGE, **limits) -> tup
     if image != IMAGE:
         server = server.model_copy(update={"image": image, "command": None})
     spec = EnvSpec(name="hostile-docker", max_steps=None, tool_servers=[server], base_dir=tmp_path)
-    return openenv_mcp.make(spec), marker
+    return spec, marker
+
+
+def docker_env(
+    tmp_path: Path, *flags: str, image: str = IMAGE, options: dict | None = None, **limits
+) -> tuple[openenv_mcp.Env, str]:
+    """A sync Env around the hostile server in a container (``options`` go to ``make``), and its marker."""
+    spec, marker = docker_spec(tmp_path, *flags, image=image, **limits)
+    return openenv_mcp.make(spec, **(options or {})), marker
 
 
 def episode_id(env: openenv_mcp.Env) -> str:
@@ -228,14 +237,12 @@ def test_a_memory_bomb_is_killed_at_the_memory_limit_and_the_server_restarts(ima
 
 
 def test_an_infinite_loop_times_out_and_the_container_is_replaced(image, tmp_path):
-    env, marker = docker_env(tmp_path)
-    env.unwrapped.environment.call_timeout = 1
+    env, marker = docker_env(tmp_path, options={"call_timeout": 1})
     with env:
         env.reset(seed=0)
         (before,) = containers(episode_id(env))
         assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)
         (after,) = containers(episode_id(env))  # started right away, not by the next call
-        env.unwrapped.environment.call_timeout = 30
         assert call(env, "counter") == ("1", False)
         assert after.id != before.id
     assert_clean(marker)
@@ -384,9 +391,7 @@ def test_containers_of_a_dead_owner_are_reaped(image):
 
 def test_concurrent_episodes_get_their_own_containers(image, tmp_path):
     async def main() -> list[str]:
-        spec_env, marker = docker_env(tmp_path)
-        spec = spec_env.unwrapped.environment.spec
-        spec_env.close()
+        spec, _ = docker_spec(tmp_path)
         envs = [openenv_mcp.make_async(spec) for _ in range(3)]
         try:
             async with anyio.create_task_group() as tg:
@@ -427,8 +432,7 @@ def test_run_command_executes_inside_the_container(image, tmp_path):
 
 
 def test_a_warm_pool_of_containers_is_removed_with_the_environment(image, tmp_path):
-    env, marker = docker_env(tmp_path)
-    env.unwrapped.environment.warm_pool_size = 2
+    env, marker = docker_env(tmp_path, options={"warm_pool": 2})
     with env:
         env.reset(seed=0)
         assert call(env, "counter") == ("1", False)
@@ -485,7 +489,7 @@ def test_without_the_docker_sdk_the_error_says_what_to_install(monkeypatch, tmp_
     import openenv_mcp.isolation.docker as backend
     from openenv_mcp import ConfigError
 
-    monkeypatch.setattr(backend, "_client", None)
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")  # an engine not reached yet
     monkeypatch.setitem(sys.modules, "docker", None)  # import docker -> ImportError
     with pytest.raises(ConfigError) as info:
         backend.docker_client()
@@ -497,9 +501,6 @@ def test_an_unreachable_engine_says_how_to_start_it(monkeypatch, tmp_path):
         import docker  # noqa: F401 - a dev dependency; without it the test above applies
     except ImportError:
         need(False, "the Docker SDK is missing: pip install 'openenv-mcp[docker]'")
-    import openenv_mcp.isolation.docker as backend
-
-    monkeypatch.setattr(backend, "_client", None)
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     env, _ = docker_env(tmp_path)
     with env, pytest.raises(BoundaryError) as info:
@@ -576,3 +577,30 @@ def test_a_closed_episodes_container_is_removed_even_when_the_engine_is_slow(ima
     assert containers(episode) == []
     assert failures["left"] == 0
     assert_clean(marker)
+
+
+def test_a_container_removed_while_listing_does_not_break_the_listing_or_the_reaping(image, monkeypatch):
+    """Another environment server on the host removes its container between the engine's list and the
+    SDK's inspect of it: the listing skips it, and the reaping at a server's first start goes on."""
+    import docker.models.containers
+
+    import docker
+    from openenv_mcp.isolation.dockerengine import list_containers, reap
+
+    client = docker.from_env()
+    labels = {"openenv-mcp": "1", "openenv-mcp.episode": f"gone-{uuid.uuid4().hex[:8]}"}
+    going = client.containers.create(IMAGE, ["sleep", "60"], network_mode="none", labels=labels)
+    real_get = docker.models.containers.ContainerCollection.get
+
+    def removed_by_its_owner_meanwhile(self, container_id):
+        if container_id == going.id:
+            going.remove(force=True)
+        return real_get(self, container_id)
+
+    monkeypatch.setattr(docker.models.containers.ContainerCollection, "get", removed_by_its_owner_meanwhile)
+    try:
+        assert going.id not in [c.id for c in list_containers()]
+        assert reap() >= 0
+    finally:
+        with contextlib.suppress(docker.errors.NotFound):
+            going.remove(force=True)

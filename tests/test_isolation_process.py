@@ -29,8 +29,10 @@ from containment import (
 )
 
 from openenv_mcp import BoundaryError, ToolServerSpec
+from openenv_mcp.isolation.commands import run_launch
+from openenv_mcp.isolation.launch import Launch
 from openenv_mcp.isolation.mcpsession import truncation_marker
-from openenv_mcp.isolation.process import UID_BASE, Launch, lease_uid, run_launch
+from openenv_mcp.isolation.uids import UID_BASE, lease_uid
 from openenv_mcp.testing import need
 
 
@@ -48,11 +50,7 @@ def test_one_persistent_session_per_episode_and_fresh_state_after_reset():
 def test_environment_is_scrubbed_to_declared_variables(monkeypatch, tmp_path):
     monkeypatch.setenv("HOST_SECRET_TOKEN", "s3cret")
     monkeypatch.setenv("DECLARED", "passed-through")
-    env, marker = hostile_env("process")
-    server = env.unwrapped.environment.spec.tool_servers[0]
-    server.env = {"GIVEN": "1"}
-    server.pass_env = ["DECLARED", "NOT_SET_ANYWHERE"]
-    env.unwrapped.environment.servers = [server]
+    env, marker = hostile_env("process", env={"GIVEN": "1"}, pass_env=["DECLARED", "NOT_SET_ANYWHERE"])
     with env:
         env.reset(seed=0)
         seen = json.loads(call(env, "environ")[0])
@@ -143,8 +141,7 @@ def test_memory_bomb_kills_only_the_server_which_restarts():
 
 
 def test_infinite_loop_times_out_and_the_server_is_restarted():
-    env, marker = hostile_env("process")
-    env.unwrapped.environment.call_timeout = 1
+    env, marker = hostile_env("process", options={"call_timeout": 1})
     with env:
         env.reset(seed=0)
         assert call(env, "counter") == ("1", False)
@@ -156,8 +153,7 @@ def test_infinite_loop_times_out_and_the_server_is_restarted():
 def test_a_restart_slower_than_the_call_timeout_does_not_loop():
     """The killed server restarts in the background: a call that times out waiting for it
     does not kill it again, and the one after gets the restarted server."""
-    env, marker = hostile_env("process", "--slow-start")
-    env.unwrapped.environment.call_timeout = 1
+    env, marker = hostile_env("process", "--slow-start", options={"call_timeout": 1})
     with env:
         env.reset(seed=0)
         assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)
@@ -242,9 +238,7 @@ def test_servers_that_fail_to_start_raise_a_clear_boundary_error(flags, limits, 
 
 
 def test_a_missing_command_says_so():
-    env, _ = hostile_env("process")
-    server = env.unwrapped.environment.servers[0]
-    env.unwrapped.environment.servers = [server.model_copy(update={"command": ["no-such-binary-xyz"]})]
+    env, _ = hostile_env("process", python="no-such-binary-xyz")
     with (
         env,
         pytest.raises(
@@ -296,7 +290,7 @@ def test_nothing_outlives_a_killed_environment_server():
 
 # -- issue 10 items 4 and 11: never root by accident, uvloop, host-wide uid leases
 def _under_a_private_folder(path: str) -> bool:
-    from openenv_mcp.isolation.process import private_ancestor
+    from openenv_mcp.isolation.exposure import private_ancestor
 
     return private_ancestor(os.path.realpath(path)) is not None
 
@@ -341,7 +335,7 @@ def test_a_server_dropping_to_its_uid_starts_under_uvloop():
 _HOLD_LEASE = """
 import os, sys
 sys.path.insert(0, sys.argv[1])
-from openenv_mcp.isolation.process import lease_uid
+from openenv_mcp.isolation.uids import lease_uid
 uid, fd = lease_uid(start=int(sys.argv[2]))
 print(uid, flush=True)
 sys.stdin.read()

@@ -142,8 +142,7 @@ def test_memory_bomb_kills_only_the_server_which_restarts():
 
 
 def test_infinite_loop_times_out_and_the_sandbox_is_restarted():
-    env, marker = hostile_env("sandbox")
-    env.unwrapped.environment.call_timeout = 1
+    env, marker = hostile_env("sandbox", options={"call_timeout": 1})
     with env:
         env.reset(seed=0)
         assert call(env, "spin") == ("Tool 'spin' timed out after 1 s", True)

@@ -55,6 +55,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -81,6 +82,8 @@ WALK_SECONDS = 15.0
 MAX_MESSAGE = 300
 _CACHE: OrderedDict[tuple[str, str], tuple[int, dict[str, Any]]] = OrderedDict()
 _CACHE_SIZE = 4096
+_RUNNING: dict[tuple[int, tuple[str, str]], anyio.Event] = {}
+"""Checks under way, by key: a concurrent check of the same task and files waits for it and reads the cache."""
 
 
 # -- the hidden test file, split into what the sandbox computes and what it must equal ---------
@@ -451,9 +454,15 @@ async def evaluate(
         key = (task, await anyio.to_thread.run_sync(snapshot, workspace))
     except Refused as e:
         return 0, {**info, "hidden_error": str(e)}
+    running = (threading.get_ident(), key)  # an event belongs to its loop: one loop per thread
+    while running in _RUNNING:  # the same task and files are being checked (fresh episodes at once): share it
+        await _RUNNING[running].wait()
+        if key in _CACHE:
+            break
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
+    done = _RUNNING[running] = anyio.Event()
     tmp = Path(tempfile.mkdtemp(prefix="openenv-coding-check-", dir=workspace.parent))  # 0700
     try:
         project = tmp / "project"
@@ -463,7 +472,11 @@ async def evaluate(
             return 0, {**info, "hidden_error": str(e)}
         passed, error, verdict = await run_hidden(project, hidden, limits or Limits())
     finally:
-        await anyio.to_thread.run_sync(shutil.rmtree, tmp, True)
+        try:
+            await anyio.to_thread.run_sync(shutil.rmtree, tmp, True)
+        finally:
+            del _RUNNING[running]
+            done.set()
     info["hidden_passed"] = passed
     if error:
         info["hidden_error"] = error

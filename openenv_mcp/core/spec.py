@@ -100,6 +100,11 @@ class ToolServerSpec(_Spec):
     network: Literal["none", "host"] = "none"
     """Network policy for process-level boundaries: ``none`` cuts it (sandbox,
     docker); ``host`` allows it."""
+    fast_start: bool = True
+    """``sandbox``: fork each episode's server from a zygote that imported it once (the
+    framework's own Python tool servers, as root; see docs/env-file.md, "Fast starts").
+    ``false`` starts a fresh bubblewrap and interpreter per episode (``$OPENENV_MCP_FAST_START=0``
+    turns it off for the whole process)."""
     limits: Limits = Field(default_factory=Limits)
     """Resource limits."""
     prod: dict[str, Any] | None = None

@@ -11,6 +11,7 @@ Removal is iterative and relative to directory fds: any depth, links never follo
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import queue
@@ -44,6 +45,7 @@ def copy_seed(seed: Path, dest: Path) -> None:
 
 
 # -- owners ----------------------------------------------------------------------------
+@functools.cache
 def _boot_id() -> str:
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", "")[:8]

@@ -2,6 +2,13 @@
 
 ``connect(spec, ctx, base_dir)`` returns an unstarted :class:`Connection` for
 the spec's ``isolation``.
+
+The boundaries: :mod:`.inprocess`, :mod:`.process`, :mod:`.sandbox` (and the CodeAct
+:mod:`.interpreter` in it), :mod:`.docker`, :mod:`.remote`; all but ``inprocess`` speak MCP through
+:mod:`.mcpsession`. What they share, one concept a module: :mod:`.base` (the interface),
+:mod:`.launch`, :mod:`.uids`, :mod:`.stdio` and :mod:`.jsonlines` (a child's stdio transport and its
+framing), :mod:`.proctree`, :mod:`.exposure`, :mod:`.runtime`, :mod:`.cgroup`, :mod:`.commands`;
+the docker boundary's :mod:`.dockerengine` and :mod:`.dockercontainer`.
 """
 
 from __future__ import annotations
@@ -23,9 +30,9 @@ def finish_removals(timeout: float = 60.0) -> None:
     from ..core.workspace import drain_removals
 
     drain_removals()
-    docker = sys.modules.get(f"{__name__}.docker")
-    if docker is not None:  # only when this process started containers
-        docker.wait_removed(timeout)
+    engine = sys.modules.get(f"{__name__}.dockerengine")
+    if engine is not None:  # only when this process started containers
+        engine.wait_removed(timeout)
 
 
 def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> Connection:

@@ -28,6 +28,9 @@ from ..core.workspace import owner_alive, owner_tag
 __all__ = ["Group", "create", "hierarchy"]
 
 PREFIX = "openenv-mcp-"
+ALIVE_FOR = 2.0
+"""Seconds another server found alive is not checked again (creates come by the hundred under load)."""
+_seen_alive: dict[str, float] = {}
 _hierarchy: Path | None | bool = False
 
 
@@ -129,10 +132,13 @@ def _sweep(base: Path) -> None:
         entries = list(base.iterdir())
     except OSError:
         return
+    own = owner_tag()  # this server's groups (most of them, under load) are alive: no /proc read for each
     for entry in entries:
         if not entry.name.startswith(PREFIX):
             continue
         tag = entry.name[len(PREFIX) :].rsplit("-", 1)[0]
+        if tag == own or time.monotonic() - _seen_alive.get(tag, -ALIVE_FOR) < ALIVE_FOR:
+            continue
         try:
             boot, pid, start = tag.split(".")
             dead = not owner_alive(boot, int(pid), start)
@@ -140,3 +146,5 @@ def _sweep(base: Path) -> None:
             continue
         if dead:
             Group(entry).remove(wait=1.0)
+        else:
+            _seen_alive[tag] = time.monotonic()

@@ -39,7 +39,6 @@ from mcp.types import (
     ReadResourceResult,
     Resource,
     ResourceTemplate,
-    TextContent,
     Tool,
 )
 
@@ -47,15 +46,11 @@ from ..core.spec import ToolServerSpec, load_object
 from ..core.surface import INSTRUCTIONS_LIMIT, bounded
 from ..errors import BoundaryError, ConfigError
 from ..sdkcompat import run_fastmcp_tool
+from ..types import error_result
 from .base import Connection, ServerContext
-from .process import run_plain
+from .commands import run_plain
 
-__all__ = ["InProcessConnection", "error_result"]
-
-
-def error_result(message: str) -> CallToolResult:
-    """An MCP error result carrying ``message`` (what the agent sees)."""
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+__all__ = ["InProcessConnection", "error_result"]  # error_result: from ..types, importable here as before
 
 
 def _normalize(result: Any) -> CallToolResult:

@@ -36,9 +36,10 @@ from mcp.types import Tool
 from ..core.spec import Limits, ToolServerSpec
 from ..errors import BoundaryError
 from .base import ServerContext
-from .process import UIDS, StdioProcess, chown_tree
-from .process import package_dirs as sandbox_package_dirs
+from .runtime import package_dirs as sandbox_package_dirs
 from .sandbox import SandboxConnection
+from .stdio import StdioProcess
+from .uids import UIDS, chown_tree
 
 __all__ = ["CODE_LIMIT", "CodeInterpreter", "RunOutcome"]
 

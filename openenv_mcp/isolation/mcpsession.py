@@ -48,6 +48,7 @@ from mcp_types import CONNECTION_CLOSED
 
 from ..core.surface import ERROR_MESSAGE_LIMIT, INSTRUCTIONS_LIMIT, bounded
 from ..errors import BoundaryError, ToolServerError
+from ..types import error_result
 from .base import Connection
 
 __all__ = ["TRUNCATED_META", "McpConnection", "SessionHost", "cap_result", "server_error", "truncation_marker"]
@@ -395,15 +396,11 @@ class McpConnection(Connection):
             request = CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments))
             result = await self._request(host, lambda s: s.send_request(request, CallToolResult))
         except MCPError as e:
-            return CallToolResult(
-                content=[TextContent(type="text", text=f"Error calling tool {label!r}: {e.message}")], is_error=True
-            )
+            return error_result(f"Error calling tool {label!r}: {e.message}")
         except BoundaryError:
             raise
         except Exception as e:  # an invalid result from the server is the server's fault, not a crash
-            return CallToolResult(
-                content=[TextContent(type="text", text=f"Error calling tool {label!r}: {describe(e)}")], is_error=True
-            )
+            return error_result(f"Error calling tool {label!r}: {describe(e)}")
         return cap_result(result, self.spec.limits.output_bytes)
 
     async def interrupted(self) -> None:

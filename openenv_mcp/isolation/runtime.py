@@ -14,15 +14,22 @@ private folder such as ``/root``) binds these folders read-only:
 Only what the files name is followed, and a folder found by walking up is never bound whole when it
 is a home or a shared top-level folder (:func:`too_wide`): a runtime under ``/root`` never exposes
 the rest of ``/root``.
+
+:func:`command_paths` is the whole list for one command: its program and prefix, the absolute paths
+it names, the environment's folder, the runtime above and, for this interpreter, its prefixes,
+``sys.path`` and the folders ``openenv_mcp`` is imported from (:func:`package_dirs`).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
-__all__ = ["node_root_of", "runtime_paths", "shebang_of", "too_wide", "virtualenv_of"]
+from .launch import SYSTEM_PATH
+
+__all__ = ["command_paths", "node_root_of", "package_dirs", "runtime_paths", "shebang_of", "too_wide", "virtualenv_of"]
 
 NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
 _WALK = 6
@@ -127,4 +134,40 @@ def runtime_paths(argv: list[str], search_path: str) -> list[str]:
         if node_like and (root := node_root_of(real)) is not None:
             found.append(root)
         out += [p for p in found if p not in out and os.path.exists(p)]
+    return out
+
+
+def command_paths(argv: list[str], base_dir: Path) -> list[str]:
+    """Host paths a command needs to run: its program and prefix, absolute paths in it, the
+    environment's folder and, for this interpreter, its prefixes, ``sys.path`` and this package."""
+    program = os.path.realpath(argv[0])
+    prefix = os.path.dirname(os.path.dirname(program))
+    paths = [str(base_dir), program, argv[0], *([] if too_wide(prefix) else [prefix])]
+    paths += [a for a in argv[1:] if a.startswith("/") and os.path.exists(a)]
+    paths += runtime_paths(argv, f"{os.path.dirname(argv[0])}:{SYSTEM_PATH}")
+    if argv[0] == sys.executable or program == os.path.realpath(sys.executable):
+        paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]
+        paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
+    out: list[str] = []
+    for path in paths:
+        if path and os.path.exists(path) and path not in out:
+            out.append(path)
+    return out
+
+
+def package_dirs() -> list[str]:
+    """The folders the import system loads ``openenv_mcp`` and its tool servers and environments from.
+
+    Found through the import system, not assumed: in a wheel they are one folder in site-packages; in
+    an editable install ``openenv_mcp.tool_servers`` and ``openenv_mcp.envs`` map to the checkout's
+    top-level ``tool_servers/`` and ``envs/`` (the rest of the checkout is not needed, so not bound).
+    """
+    import importlib.util
+
+    out: list[str] = []
+    for name in ("openenv_mcp", "openenv_mcp.tool_servers", "openenv_mcp.envs"):
+        spec = importlib.util.find_spec(name)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            if os.path.realpath(folder) not in out:
+                out.append(os.path.realpath(folder))
     return out

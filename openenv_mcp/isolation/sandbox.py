@@ -34,7 +34,14 @@ from pathlib import Path
 from ..core.spec import ToolServerSpec
 from ..errors import BoundaryError, ConfigError
 from .base import ServerContext
-from .process import SYSTEM_PATH, Launch, ProcessConnection, command_paths, outermost, rlimits_for
+from .exposure import outermost
+from .jsonlines import LINE_SLACK
+from .launch import SYSTEM_PATH, Launch, rlimits_for
+from .mcpsession import SessionHost
+from .process import ProcessConnection, _ProcessHost
+from .runtime import command_paths
+from .uids import UIDS
+from .zygote import fast_process
 
 __all__ = ["ETC_SECRETS", "HIDDEN", "SANDBOX_WORKSPACE", "SYSTEM", "SandboxConnection", "bwrap_path"]
 
@@ -264,3 +271,12 @@ class SandboxConnection(ProcessConnection):
             rlimits_for(self.spec, self.uid is not None),
             cgroup=self.group(),
         )
+
+    def _new_host(self) -> SessionHost:
+        """The server forked by its zygote when fast starts apply (see :mod:`.zygote`), else a plain start."""
+        argv = [self.executable, *self.command()[1:]]
+        limit = self.spec.limits.output_bytes
+        kill_uid = UIDS.exclusive(self.ctx.episode_id)
+        plain = lambda: self.launch(self.command())  # noqa: E731 - only made when no zygote can start
+        fast = fast_process(self, argv, plain, 2 * limit + LINE_SLACK, limit, kill_uid)
+        return super()._new_host() if fast is None else _ProcessHost(self.spec.name, fast)

@@ -7,9 +7,10 @@ import json
 import re
 from typing import Any
 
-from mcp.types import CallToolResult, TextContent, Tool
+from mcp.types import Tool
 
 from ..text import result_text
+from ..types import error_result
 
 __all__ = ["error_result", "normalize_message", "parse_arguments", "result_text", "tools_to_functions"]
 
@@ -42,10 +43,6 @@ def tools_to_functions(tools: list[Tool]) -> tuple[list[dict[str, Any]], dict[st
             function["description"] = description
         functions.append({"type": "function", "function": function})
     return functions, back
-
-
-def error_result(message: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
 def normalize_message(message: dict[str, Any], turn: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:

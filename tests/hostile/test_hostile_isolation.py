@@ -23,7 +23,7 @@ from containment import assert_no_leak, marked_processes
 
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.process import private_ancestor
+from openenv_mcp.isolation.exposure import private_ancestor
 from openenv_mcp.testing import free_port, need
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from containment import call
 
 import openenv_mcp
 from openenv_mcp import EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.process import UID_BASE
+from openenv_mcp.isolation.uids import UID_BASE
 from openenv_mcp.testing import need
 
 NODE_SERVER = r"""

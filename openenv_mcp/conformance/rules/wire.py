@@ -321,6 +321,8 @@ def _docker_containers(label: str) -> set[str] | None:
     timeout=60,
 )
 async def check_shutdown(ctx: Context) -> None:
+    from ...isolation.zygote import shared_processes
+
     with _subreaper():
         before = _descendants(os.getpid())
         handle = await ctx.subject.new_episode(seed=ctx.seed)
@@ -349,6 +351,7 @@ async def check_shutdown(ctx: Context) -> None:
             while True:
                 members = (_descendants(os.getpid()) - before) | _uid_members(uids)
                 members |= {pid for group in groups for pid in group.members()}
+                members -= shared_processes()  # fast-start zygotes: shared by the server's episodes, owned by none
                 leaked = {p for p in members if p != os.getpid() and _alive(p)}
                 containers = await anyio.to_thread.run_sync(_docker_containers, label) if uses_docker else None
                 if not leaked and not containers:
