@@ -176,3 +176,14 @@ async def list_all_tools(client: Any, max_pages: int = 100) -> list[Tool]:
         if not cursor:
             return tools
     raise Failed(f"tools/list: still returning nextCursor after {max_pages} pages")
+
+
+async def call_tool_as_sent(client: Any, name: str, arguments: dict[str, Any]) -> Any:
+    """``tools/call`` through ``client`` (an SDK ``Client``), the result as the server sent it:
+    ``Client.call_tool`` validates ``structuredContent`` against the tool's outputSchema and
+    raises, which would hide the very value a rule must judge or compare (JSON-RPC errors
+    still raise ``MCPError``)."""
+    from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult
+
+    request = CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments))
+    return await client.session.send_request(request, CallToolResult)

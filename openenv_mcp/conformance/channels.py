@@ -17,7 +17,7 @@ from mcp.types import Tool
 
 from ..types import CallTool, canonical_json
 
-__all__ = ["read_only_calls", "read_only_tools", "shown", "snapshot", "tool_label"]
+__all__ = ["read_only_calls", "read_only_tools", "shown", "shown_pair", "snapshot", "tool_label"]
 
 MAX_RESOURCES = 12
 """Resources read per snapshot (the first ones listed)."""
@@ -96,3 +96,35 @@ def shown(canonical: str, limit: int = 100) -> str:
         texts = [str(c.get("text", c.get("blob", "<blob>"))) for c in data]
     text = " ".join(texts) if texts else canonical
     return json.dumps(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def shown_pair(a: str, b: str, limit: int = 100) -> tuple[str, str]:
+    """Two values of one channel as a person reads their difference. A listing (``resources/list``,
+    ``prompts/list``: JSON lists of objects) is shown as its length and the entries the other
+    lacks, named by ``uri`` or ``name`` (``13 entries, among them ["note://notes/k-3fa2c1"]``);
+    anything else as :func:`shown` shows it."""
+    try:
+        la, lb = json.loads(a), json.loads(b)
+    except json.JSONDecodeError:
+        return shown(a, limit), shown(b, limit)
+    if not (_listing(la) and _listing(lb)):
+        return shown(a, limit), shown(b, limit)
+    keys_a = {json.dumps(e, sort_keys=True) for e in la}
+    keys_b = {json.dumps(e, sort_keys=True) for e in lb}
+
+    def side(entries: list[dict[str, Any]], other: set[str]) -> str:
+        only = [str(e.get("uri", e.get("name", "?"))) for e in entries if json.dumps(e, sort_keys=True) not in other]
+        text = f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}"
+        return text + (f", among them {json.dumps(only[:5])}" if only else "")
+
+    return side(la, keys_b), side(lb, keys_a)
+
+
+def _listing(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and all(isinstance(e, dict) and ("uri" in e or "name" in e) for e in value)
+        and not (
+            value and all("text" in e or "blob" in e for e in value)  # resource contents, not a listing
+        )
+    )

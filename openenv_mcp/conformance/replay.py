@@ -20,7 +20,7 @@ from mcp.types import Tool
 from ..types import CallTool, canonical_json
 from .argsgen import generate_calls
 from .base import Context
-from .channels import shown, snapshot
+from .channels import shown_pair, snapshot
 from .normalize import Normalizer, episode_values
 from .volatility import Volatility
 
@@ -169,7 +169,8 @@ async def _probe(ctx: Context) -> Probe:
         for label in sorted(set(snap_a) | set(snap_b)):
             va, vb = norm(snap_a.get(label, "(absent)")), norm(snap_b.get(label, "(absent)"))
             if probe.volatile.learn(channel_of(label), label, va, vb):
-                probe.add(channel_of(label), f"{label} shows {shown(va)} in one episode and {shown(vb)} in the other")
+                one, other = shown_pair(va, vb)
+                probe.add(channel_of(label), f"{label} shows {one} in one episode and {other} in the other")
         state_a, state_b = state_json(await a.state()), state_json(await b.state())
         if state_a != state_b and not probe.problems:
             probe.problems.append(f"end states differ: {state_a} != {state_b}")

@@ -123,6 +123,10 @@ class EpisodeHandle:
         """An official SDK client bound to this very episode (not yet entered)."""
         return Client(episode_server(self.episode))
 
+    async def server_tools(self) -> list[dict[str, Any]] | None:
+        """The servers' own tool lists now, composed (wire form); ``None`` when they cannot be asked."""
+        return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in await self.episode.server_tools()]
+
     async def close(self) -> None:
         await self.episode.close()
 
@@ -359,6 +363,9 @@ class RemoteEpisodeHandle(EpisodeHandle):
             if self.token
             else Client(self.mcp_url)
         )
+
+    async def server_tools(self) -> list[dict[str, Any]] | None:
+        return None  # behind the control plane: only the episode's composed list is visible
 
     @property
     def token(self) -> bool:

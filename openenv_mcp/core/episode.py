@@ -169,6 +169,17 @@ class Episode:
                 return False
             return before != [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in self.tools]
 
+    async def server_tools(self) -> list[Tool]:
+        """Every server's tools as it lists them now (asked again, whatever it announced),
+        namespaced as the episode composes them: what :attr:`tools` would be if every change
+        had been announced."""
+        out: list[Tool] = []
+        for conn in self.connections:
+            prefix = conn.spec.prefix
+            for tool in await conn.list_tools_now():
+                out.append(tool.model_copy(update={"name": f"{prefix}_{tool.name}"}) if prefix else tool)
+        return out
+
     async def close(self) -> None:
         """Stop every tool server and remove the workspace (idempotent)."""
         if self.closed:

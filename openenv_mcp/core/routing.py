@@ -84,7 +84,7 @@ class Routes:
                 tools.append(tool if name == tool.name else tool.model_copy(update={"name": name}))
             for prompt in await conn.list_prompts():
                 pname = f"{prefix}_{prompt.name}" if prefix else prompt.name
-                prompts[pname] = (conn, prompt.name)
+                prompts.setdefault(pname, (conn, prompt.name))  # the first server keeps a shared name
         return cls(connections, tools, calls, prompts)
 
     def task_required(self, name: str) -> bool:
@@ -137,15 +137,26 @@ class Routes:
         raise KeyError(ref.uri)
 
     async def list_prompts(self) -> list[Prompt]:
+        """Every server's prompts as it lists them now (a prompt added after the start shows,
+        one removed is gone), namespaced; the routes follow."""
+        routes: dict[str, tuple[Connection, str]] = {}
         out: list[Prompt] = []
-        for name, (conn, original) in self.prompts.items():
+        for conn in self.connections:
+            prefix = conn.spec.prefix
             for prompt in await conn.list_prompts():
-                if prompt.name == original:
-                    out.append(prompt if name == original else prompt.model_copy(update={"name": name}))
+                name = f"{prefix}_{prompt.name}" if prefix else prompt.name
+                if name in routes:  # two servers' prompts composed to one name: the first keeps it
+                    continue
+                routes[name] = (conn, prompt.name)
+                out.append(prompt if name == prompt.name else prompt.model_copy(update={"name": name}))
+        self.prompts = routes
         return out
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> GetPromptResult:
         route = self.prompts.get(name)
+        if route is None:  # a prompt the server added since the list was composed
+            await self.list_prompts()
+            route = self.prompts.get(name)
         if route is None:
             single = self.connections[0] if len(self.connections) == 1 else None
             if single is not None and not single.spec.prefix:  # one server, no namespace: its own error

@@ -104,6 +104,12 @@ class Connection(abc.ABC):
     async def list_tools(self) -> list[Tool]:
         """The server's tools, un-namespaced."""
 
+    async def list_tools_now(self) -> list[Tool]:
+        """The server's tools as it lists them now, asked again whatever it announced
+        (:meth:`list_tools` re-asks only after ``notifications/tools/list_changed``): how
+        conformance finds a list that changed silently. Default: :meth:`list_tools`."""
+        return await self.list_tools()
+
     @abc.abstractmethod
     async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
         """Call a tool by its server-side ``name``; ``label`` is the name the agent

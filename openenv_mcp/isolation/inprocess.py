@@ -161,6 +161,9 @@ class InProcessConnection(Connection):
         self._require()
         return list(self._mcp_tools)
 
+    async def list_tools_now(self) -> list[Tool]:
+        return [t.to_mcp_tool() for t in await self._require().list_tools()]
+
     async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
         self._require()
         tool = self._tools.get(name)

@@ -30,6 +30,8 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
+    CallToolRequest,
+    CallToolRequestParams,
     CallToolResult,
     CompleteResult,
     GetPromptResult,
@@ -155,7 +157,7 @@ class SessionHost:
                     self.capabilities = result.capabilities
                     if isinstance(result.instructions, str):
                         self.instructions = bounded(result.instructions, INSTRUCTIONS_LIMIT, "instructions")
-                    self.tools = await self._all_tools(session)
+                    self.tools = await self.list_all_tools(session)
                     self.session = session
                     self._ready.set()
                     await self._stop.wait()
@@ -182,11 +184,12 @@ class SessionHost:
         session = self.session
         if self.tools_stale and session is not None:
             self.tools_stale = False
-            self.tools = await self._all_tools(session)
+            self.tools = await self.list_all_tools(session)
         return self.tools
 
     @staticmethod
-    async def _all_tools(session: ClientSession) -> list[Tool]:
+    async def list_all_tools(session: ClientSession) -> list[Tool]:
+        """Every page of the server's ``tools/list``."""
         tools: list[Tool] = []
         cursor = None
         while True:
@@ -363,6 +366,10 @@ class McpConnection(Connection):
         host = await self._ensure()
         return list(await self._request(host, lambda s: host.refresh_tools()))
 
+    async def list_tools_now(self) -> list[Tool]:
+        host = await self._ensure()
+        return list(await self._request(host, SessionHost.list_all_tools))
+
     async def _request(self, host: SessionHost, call: Callable[[ClientSession], Any]) -> Any:
         session = host.session
         if session is None:
@@ -383,7 +390,11 @@ class McpConnection(Connection):
     async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
         host = await self._ensure()
         try:
-            result = await self._request(host, lambda s: s.call_tool(name, arguments))
+            # sent as is, not through ClientSession.call_tool: that validates structuredContent
+            # against the outputSchema and raises, so a server's own answer would reach both faces
+            # as the wrapper's error; a faithful wrapper passes it on (call.content judges it)
+            request = CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments))
+            result = await self._request(host, lambda s: s.send_request(request, CallToolResult))
         except MCPError as e:
             return error_result(f"Error calling tool {label!r}: {e.message}")
         except BoundaryError:

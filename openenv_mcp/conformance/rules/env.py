@@ -23,8 +23,8 @@ from mcp.types import Tool
 from ...core.environment import Environment
 from ...types import CallTool, canonical_json
 from ..argsgen import generate_calls, nonce_words
-from ..base import Context, Failed, Inconclusive, Skipped, fail_if, rule
-from ..channels import read_only_calls, read_only_tools, shown, snapshot
+from ..base import Context, Failed, Inconclusive, Skipped, call_tool_as_sent, fail_if, rule
+from ..channels import read_only_calls, read_only_tools, shown_pair, snapshot
 from ..normalize import Normalizer, episode_values
 from ..replay import (
     Step,
@@ -32,6 +32,7 @@ from ..replay import (
     brief,
     call_text,
     channel_of,
+    next_second,
     observation_difference,
     replay,
     short,
@@ -121,7 +122,7 @@ class Compare:
             va = self.text(channel_of(label), a.get(label, "(absent)"))
             vb = self.text(channel_of(label), b.get(label, "(absent)"))
             if va != vb:
-                return label, shown(va), shown(vb)
+                return label, *shown_pair(va, vb)
         return None
 
     def note(self) -> str | None:
@@ -216,7 +217,7 @@ async def check_parity(ctx: Context) -> str | None:
                         if a.ended:
                             break
                         steps_a += await replay(a, [action])
-                        result = await client.call_tool(action.name, action.arguments)
+                        result = await call_tool_as_sent(client, action.name, action.arguments)
                         steps_b.append(Step(action, canonical_json(result), steps_a[-1].reward))
                         state = await b.state()  # the MCP face does not say when the episode ends
                         if state.done or state.truncated:
@@ -276,26 +277,37 @@ async def check_reset_restores(ctx: Context) -> str | None:
     _writes_failed(steps_a, read_only, "whether reset restores the world")
     b = await ctx.subject.new_episode(seed=ctx.seed)  # the reset
     try:
-        compare = Compare(probe.volatile, values_a, episode_values(b))
+        values_b, first_b = episode_values(b), b.first_observation()
+        fresh_b = await snapshot(b, reads)
+        steps_b = await replay(b, actions)
+        end_b = await snapshot(b)
+    finally:
+        await b.close()
+
+    def difference(compare: Compare) -> str | None:
         diff = observation_difference(
-            "after reset", json.loads(compare.norm(json.dumps(b.first_observation()))),
+            "after reset", json.loads(compare.norm(json.dumps(first_b))),
             "in the first episode", json.loads(compare.norm(json.dumps(first_a))),
         )  # fmt: skip
-        seen = compare.channels(fresh_a, await snapshot(b, reads)) if diff is None else None
-        if seen:
+        if diff is None and (seen := compare.channels(fresh_a, fresh_b)):
             diff = (
                 f"before any call, {seen[0]} shows {seen[2]}, where the first episode showed {seen[1]} before its calls"
             )
         if diff is None:
-            diff = compare.steps("after reset", await replay(b, actions), "in the first episode", steps_a)
-        if diff is None and (seen := compare.channels(end_a, await snapshot(b))):
+            diff = compare.steps("after reset", steps_b, "in the first episode", steps_a)
+        if diff is None and (seen := compare.channels(end_a, end_b)):
             diff = f"after the calls, {seen[0]} shows {seen[2]} after reset and {seen[1]} in the first episode"
-    finally:
-        await b.close()
+        return diff
+
+    compare = Compare(probe.volatile, values_a, values_b)
+    diff = difference(compare)
+    unmasked = None if diff else difference(Compare(Volatility(), values_a, values_b))
+    if unmasked and await _writes_explain(ctx, probe.volatile):
+        diff = unmasked + _UNMASKED
     if diff:
         raise Failed(
             f"replaying generated calls after reset(seed={ctx.seed}): {diff}: changes made in the "
-            f"previous episode are still visible{_caveat(ctx)}"
+            f"previous episode are still visible{'' if unmasked else _caveat(ctx)}"
         )
     ctx.conclude()
     return compare.note()
@@ -317,30 +329,84 @@ async def check_episode_isolation(ctx: Context) -> str | None:
         await a.close()
         raise
     try:
-        compare = Compare(probe.volatile, episode_values(a), episode_values(b))
+        values = episode_values(a), episode_values(b)
         actions = _probe_actions(a, ctx)
         read_only = read_only_tools(a.first_observation().get("tools") or [])
         reads = read_only_calls(actions, read_only)
         fresh_a = await snapshot(a, reads)
         steps_a = await replay(a, actions)  # A writes while B is live ...
         _writes_failed(steps_a, read_only, "whether episodes are isolated")
-        diff = None
-        if seen := compare.channels(fresh_a, await snapshot(b, reads)):  # ... B looks before any call ...
-            diff = f"{seen[0]}: episode B read {seen[2]} after A's calls, before any of its own; A read {seen[1]} fresh"
-        if diff is None:  # ... then B replays the same calls
-            diff = compare.steps("in episode B", await replay(b, actions), "in episode A", steps_a)
-        if diff is None and (seen := compare.channels(await snapshot(a), await snapshot(b))):
-            diff = f"after the same calls, {seen[0]} shows {seen[2]} in episode B and {seen[1]} in episode A"
+        fresh_b = await snapshot(b, reads)  # ... B looks before any call ...
+        steps_b = await replay(b, actions)  # ... then B replays the same calls
+        end_a, end_b = await snapshot(a), await snapshot(b)
     finally:
         await a.close()
         await b.close()
+
+    def difference(compare: Compare) -> str | None:
+        if seen := compare.channels(fresh_a, fresh_b):
+            return f"{seen[0]}: episode B read {seen[2]} after A's calls, before any of its own; A read {seen[1]} fresh"
+        diff = compare.steps("in episode B", steps_b, "in episode A", steps_a)
+        if diff is None and (seen := compare.channels(end_a, end_b)):
+            diff = f"after the same calls, {seen[0]} shows {seen[2]} in episode B and {seen[1]} in episode A"
+        return diff
+
+    compare = Compare(probe.volatile, *values)
+    diff = difference(compare)
+    unmasked = None if diff else difference(Compare(Volatility(), *values))
+    if unmasked and await _writes_explain(ctx, probe.volatile):
+        diff = unmasked + _UNMASKED
     if diff:
         raise Failed(
             f"two live episodes (seed {ctx.seed}), A replayed generated calls, then B the same ones: "
-            f"{diff}: A's writes are visible in B{_caveat(ctx)}"
+            f"{diff}: A's writes are visible in B{'' if unmasked else _caveat(ctx)}"
         )
     ctx.conclude()
     return compare.note()
+
+
+_UNMASKED = (
+    " (env.determinism took this value for nondeterminism, but two control episodes replaying the same calls "
+    "on arguments of their own agree on it: it is state one episode wrote and another read)"
+)
+
+
+async def _writes_explain(ctx: Context, volatile: Volatility) -> bool:
+    """A difference only the determinism masks hid: state one episode wrote and the other read
+    (a shared counter differs between lockstep episodes too, so the probe took it for noise), or
+    the server's own nondeterminism? Control: two fresh episodes replay the same calls, each on
+    a vocabulary of its own (neither can read what the other wrote), compared with each one's
+    words replaced by one placeholder: if they agree, the masked difference was the writes'."""
+    if not volatile.channels():
+        return False
+    if "control" not in ctx.cache:  # one control per run: it says something of the server, not of a rule
+        ctx.cache["control"] = await _control_agrees(ctx)
+    return ctx.cache["control"]
+
+
+async def _control_agrees(ctx: Context) -> bool:
+    handles = [await ctx.subject.new_episode(seed=ctx.seed)]
+    try:
+        handles.append(await ctx.subject.new_episode(seed=ctx.seed))
+        tools = [Tool.model_validate(t) for t in handles[0].first_observation().get("tools", [])]
+        runs: list[tuple[dict[str, str], list[Step], dict[str, str]]] = []
+        started = time.time()
+        for n, handle in enumerate(handles):
+            if n:  # a clock printed to the second differs between the two, as in the determinism probe
+                await next_second(started)
+            words = nonce_words()
+            calls = generate_calls(tools, f"{ctx.seed}:control", ctx.calls, words)
+            steps = await replay(handle, calls)
+            values = episode_values(handle) | {f"control word {i}": w for i, w in enumerate(words, 1)}
+            runs.append((values, steps, await snapshot(handle)))
+            if n == 0 and not steps:
+                return False
+    finally:
+        for handle in handles:
+            await handle.close()
+    (values_c, steps_c, end_c), (values_d, steps_d, end_d) = runs
+    control = Compare(Volatility(), values_c, values_d)
+    return control.steps("in one", steps_c, "in the other", steps_d) is None and not control.channels(end_c, end_d)
 
 
 # -- sim/prod identity ---------------------------------------------------------------

@@ -33,7 +33,7 @@ from ...core.routing import RESERVED_TOOL_NAMES
 from ...errors import OpenEnvError, ToolNameError
 from ...types import CallTool
 from ..argsgen import generate_calls, violations
-from ..base import Context, Failed, Skipped, fail_if, leaf, list_all_tools, rule
+from ..base import Context, Failed, Skipped, call_tool_as_sent, fail_if, leaf, list_all_tools, rule
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 """MCP 2025-11-25 tool names: 1-128 characters of A-Z a-z 0-9 _ - . (case-sensitive)."""
@@ -428,7 +428,7 @@ async def _call_all(client: Any, calls: list[CallTool], tools: dict[str, Tool], 
         if any(f"tools/call {call.name!r}" in p for p in problems):
             continue
         try:
-            result = await client.call_tool(call.name, call.arguments)
+            result = await call_tool_as_sent(client, call.name, call.arguments)
         except MCPError as e:
             problems.append(
                 f"tools/call {call.name!r} {_short(call.arguments, 80)} answered JSON-RPC error "

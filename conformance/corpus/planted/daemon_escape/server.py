@@ -1,26 +1,41 @@
-"""Planted bug: at start the server double-forks a daemon that calls setsid() and chdir("/") and sleeps for
-five minutes with the marker openenv-mcp-planted-daemon in its command line; the fixed twin runs no daemon.
-Must not survive close: shutdown.clean finds survivors by membership, not working directory."""
+"""Planted bug: start_helper() starts a daemon that double-forks away from its parent (setsid, chdir /)
+and sleeps five minutes with the marker openenv-mcp-planted-daemon in its command line.
 
-import os
+The buggy env file loads the server in-process (``object = "server:build"``): no boundary holds the daemon,
+so it outlives the episode and shutdown.clean names it. The fixed twin runs the same server behind the
+``process`` boundary (``python server.py``), whose per-server cgroup kills the daemon on close."""
+
+import subprocess
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-import _kit  # noqa: E402
 
 MARKER = "openenv-mcp-planted-daemon"
+DAEMON = f"exec {sys.executable} -c 'import time; time.sleep(300)' {MARKER}"
 
-if not _kit.FIXED and os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.chdir("/")
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.execv(sys.executable, [sys.executable, "-c", f"import time; time.sleep(300)  # {MARKER}"])
-    os._exit(0)
-elif not _kit.FIXED:
-    os.wait()
 
-_kit.serve("daemon-escape", [(_kit.tool("ping", {}, "Answer pong."), lambda a: "pong")])
+def start_helper(a=None):
+    subprocess.run(
+        ["/bin/sh", "-c", f'cd / && (setsid sh -c "{DAEMON}" </dev/null >/dev/null 2>&1 &)'], check=True, timeout=10
+    )
+    return "helper started"
+
+
+def build(ctx):
+    from fastmcp import FastMCP
+
+    server = FastMCP("daemon-escape")
+
+    @server.tool
+    def start_helper_tool() -> str:
+        """Start the background helper."""
+        return start_helper()
+
+    return server
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import _kit
+
+    _kit.serve("daemon-escape", [(_kit.tool("start_helper_tool", {}, "Start the background helper."), start_helper)])

@@ -1,4 +1,4 @@
-"""Planted bug: every saved note becomes a prompt (recall-N), from a file shared by every episode.
+"""Planted bug: every saved note becomes a prompt (recall-KEY), from a file shared by every episode.
 Tool results never show them: caught on the prompt channel (prompts/list and prompts/get)."""
 
 import sys
@@ -20,5 +20,5 @@ def save_note(a):
 _kit.serve(
     "prompt-leak",
     [(_kit.tool("save_note", {"key": _kit.STR, "text": _kit.STR}, "Save a note (recall it as a prompt)."), save_note)],
-    prompts=lambda: [(f"recall-{i}", text) for i, (_, text) in enumerate(sorted(_kit.load(STORE).items()))],
+    prompts=lambda: [(f"recall-{key}", text) for key, text in sorted(_kit.load(STORE).items())],
 )

@@ -1,4 +1,5 @@
-"""Command reward of reward_leak: score = ticks counted for the episode's last key / 10 (at most 0.5).
+"""Command reward of reward_leak: score = ticks counted for the episode's last key, modulo 10, / 10
+(the buggy count grows across episodes, so two episodes of one seed never earn the same).
 Run in the workspace; the buggy variant reads the shared count, the fixed one the workspace's."""
 
 import json
@@ -11,4 +12,4 @@ try:
     count = int(json.loads((shared / "ticks.json").read_text()).get(key, "0"))
 except (OSError, ValueError):
     count = 0
-print(min(count, 5) / 10)
+print(count % 10 / 10)
