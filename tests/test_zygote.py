@@ -11,6 +11,8 @@ import logging
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -227,3 +229,28 @@ def test_placeholders_and_binds_reach_a_forked_server_as_they_reach_a_plain_one(
     assert seen[True] == seen[False], seen
     assert seen[True].startswith(f"/workspace {tmp_path}\n"), seen
     assert "hidden" not in seen[True] and not (shared / "x").exists()
+
+
+def test_a_process_that_used_fast_starts_exits_without_leaking_its_zygote_sockets(tmp_path):
+    """The registry owns each zygote's control socket: it is closed at exit, not left to the garbage collector
+    (which warns ``ResourceWarning: unclosed <socket ...>`` under ``-X dev``)."""
+    script = (
+        "import sys, pathlib\n"
+        "sys.path.insert(0, sys.argv[2])\n"
+        "from test_zygote import make_env, sh\n"
+        "from openenv_mcp.isolation import zygote\n"
+        "with make_env(pathlib.Path(sys.argv[1])) as env:\n"
+        "    env.reset(seed=0)\n"
+        "    assert sh(env, 'true')[0] == 0\n"
+        "    assert zygote.zygote_pids(), 'no zygote runs'\n"
+        "print('done')\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", script, str(tmp_path), str(Path(__file__).parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OPENENV_MCP_FAST_START": "1"},
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "done", run.stderr
+    assert "ResourceWarning" not in run.stderr, run.stderr

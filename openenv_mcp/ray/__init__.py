@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from ..errors import EpisodeLost
 from .address import make, make_async, parse_ray_url, shutdown
-from .pool import PoolEpisode, PoolVectorEnv, RayPool, ReplicaInfo
+from .episode import PoolEpisode, PoolVectorEnv
+from .pool import RayPool, ReplicaInfo
 
 __all__ = [
     "EpisodeLost",

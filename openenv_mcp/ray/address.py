@@ -16,7 +16,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 from ..client.env import Env
 from ..errors import ConfigError
-from .pool import PoolEpisode, RayPool
+from .episode import PoolEpisode
+from .pool import RayPool
 
 __all__ = ["make", "make_async", "parse_ray_url", "shutdown"]
 

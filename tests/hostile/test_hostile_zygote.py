@@ -14,6 +14,7 @@ import shutil
 import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 from conftest import need
@@ -83,7 +84,7 @@ def test_an_agent_that_kills_every_process_it_can_reach_touches_neither_the_zygo
     assert set(zygote.zygote_pids()) >= zygotes
     for pid in zygotes:
         os.kill(pid, 0)
-        assert "State:\tT" not in open(f"/proc/{pid}/status").read()  # not stopped either
+        assert "State:\tT" not in Path(f"/proc/{pid}/status").read_text()  # not stopped either
     assert set(uid_processes(sibling_uid)) >= sibling_procs
     assert_sibling_untouched(sibling)
     assert run(attacker, "shell_run", command="echo again")[1]["stdout"] == "again\n"  # the attacker's server restarted
@@ -137,12 +138,12 @@ DAEMON = (
 
 def cgroup_of(pid: int) -> str:
     """``pid``'s cgroup v2 path as this (host) process sees it."""
-    line = next(x for x in open(f"/proc/{pid}/cgroup").read().splitlines() if x.startswith("0::"))
+    line = next(x for x in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if x.startswith("0::"))
     return line[3:]
 
 
 def parent_of(pid: int) -> int:
-    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 def test_a_daemon_that_double_forks_setsids_and_chdirs_to_root_in_a_forked_server_is_in_its_cgroup_and_dies_at_close(
@@ -213,7 +214,7 @@ def cgroup_path(group: str) -> str:
 
 
 def read_procs(group: str) -> list[str]:
-    return open(cgroup_path(group) + "/cgroup.procs").read().split()
+    return Path(cgroup_path(group) + "/cgroup.procs").read_text().split()
 
 
 def test_state_an_agent_plants_in_its_forked_servers_never_reaches_the_next_episode(tmp_path, monkeypatch):
