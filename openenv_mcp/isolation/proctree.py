@@ -10,29 +10,48 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 from .launch import SYSTEM_PATH
 
 __all__ = ["descendants", "kill_uid", "uid_processes"]
 
+KILL_ROUNDS = 100
+
 
 def kill_uid(uid: int) -> None:
-    """SIGKILL every process running as ``uid`` (atomically, by ``kill(-1)`` as that uid)."""
-    kill = shutil.which("kill", path=SYSTEM_PATH) or "/bin/kill"
-    with contextlib.suppress(OSError):
-        subprocess.run(
-            [kill, "-KILL", "-1"],
-            user=uid,
-            group=uid,
-            extra_groups=[],
-            env={},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=5,
-            check=False,
-        )
+    """SIGKILL every process running as ``uid``: atomically, by ``kill(-1)`` as that uid, then (a minimal
+    system may have no ``kill(1)``: procps is not installed) one by one through pidfds until none is left."""
+    kill = shutil.which("kill", path=SYSTEM_PATH)
+    if kill is not None:
+        with contextlib.suppress(OSError):
+            subprocess.run(
+                [kill, "-KILL", "-1"],
+                user=uid,
+                group=uid,
+                extra_groups=[],
+                env={},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=5,
+                check=False,
+            )
+    for _ in range(KILL_ROUNDS):  # each round also catches what the last one's processes forked meanwhile
+        pids = uid_processes(uid)
+        if not pids:
+            return
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                fd = os.pidfd_open(pid)  # the pid cannot be reused for another process while this is open
+                try:
+                    if pid in uid_processes(uid, [str(pid)]):
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
+                finally:
+                    os.close(fd)
+        time.sleep(0.01)
 
 
 def descendants(pid: int) -> list[int]:
@@ -54,10 +73,10 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def uid_processes(uid: int) -> list[int]:
-    """Live (non-zombie) processes whose real uid is ``uid``."""
+def uid_processes(uid: int, entries: list[str] | None = None) -> list[int]:
+    """Live (non-zombie) processes whose real uid is ``uid`` (among the pids ``entries``; default: all)."""
     found = []
-    for entry in os.listdir("/proc"):
+    for entry in os.listdir("/proc") if entries is None else entries:
         if not entry.isdigit():
             continue
         try:
