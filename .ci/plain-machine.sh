@@ -12,6 +12,9 @@
 #                                             # LOG: where the output goes (default /tmp/plain-make-test.log)
 #   PLAIN_IMAGE=debian:bookworm-slim PYTEST_ARGS='-x tests/test_x.py' bash .ci/plain-machine.sh
 #
+# The tests run as an unprivileged user, as on a developer's laptop (PLAIN_USER=root runs them as root:
+# then the process boundary refuses tool servers under private folders such as pytest's
+# /tmp/pytest-of-root unless bubblewrap is there to expose them, by design).
 # The host only needs git and a Docker engine. Not called from .ci/run (it takes minutes): run it by hand.
 # If the host has local wheel mirrors (/opt/wheels, /opt/pypi*, /etc/xdg/pip, as on the dev machines),
 # they are mounted read-only and used as pip uses them on the host; otherwise pip uses PyPI, and torch
@@ -26,8 +29,10 @@ trap 'rm -rf "$SRC"' EXIT
 git clone -q --no-local . "$SRC/repo"
 git -C "$SRC/repo" checkout -q --detach "$(git rev-parse "$REF")"
 
-mounts=(-v "$SRC/repo:/src:ro" -v /var/cache/openenv-plain-pip:/root/.cache/pip)
-envs=(-e "PYTEST_ARGS=${PYTEST_ARGS:--rs}" -e DEBIAN_FRONTEND=noninteractive)
+USER_NAME=${PLAIN_USER:-dev}
+mounts=(-v "$SRC/repo:/src:ro" -v /var/cache/openenv-plain-pip:/var/cache/pip)
+envs=(-e "PYTEST_ARGS=${PYTEST_ARGS:--rs}" -e DEBIAN_FRONTEND=noninteractive -e PIP_CACHE_DIR=/var/cache/pip
+  -e "PLAIN_USER=$USER_NAME")
 if [ -d /opt/wheels ]; then
   for d in /opt/wheels /opt/pypi /opt/pypi-more /etc/xdg/pip; do
     [ -e "$d" ] && mounts+=(-v "$d:$d:ro")
@@ -47,6 +52,9 @@ docker run --rm --cpus=1 --memory=6g "${mounts[@]}" "${envs[@]}" "$IMAGE" bash -
   for engine in bwrap docker dockerd postgres initdb node npm chromium; do
     if command -v "$engine" >/dev/null; then echo "not a plain machine: $engine is installed" >&2; exit 1; fi
   done
-  cp -a /src /work && cd /work
-  make test PYTEST_ARGS="$PYTEST_ARGS"
+  if [ "$PLAIN_USER" = root ]; then home=/root; else useradd -m "$PLAIN_USER"; home=/home/$PLAIN_USER; fi
+  cp -a /src "$home/work" && chown -R "$PLAIN_USER:" "$home/work" && chmod -R a+rwX /var/cache/pip
+  cd "$home/work"
+  setpriv --reuid="$PLAIN_USER" --regid="$PLAIN_USER" --init-groups env HOME="$home" \
+    make test PYTEST_ARGS="$PYTEST_ARGS"
 ' 2>&1 | tee "$LOG"

@@ -19,7 +19,7 @@ SERVER = EXAMPLE / "node_modules" / "@modelcontextprotocol" / "server-filesystem
 
 @pytest.fixture
 def example():
-    need(shutil.which("node") is not None, "node is not installed")
+    need(shutil.which("node") is not None, "node is not installed: install Node.js (e.g. apt-get install nodejs)")
     need(shutil.which("bwrap") is not None, "bubblewrap is not installed (apt-get install bubblewrap)")
     need(SERVER.is_file(), "the example's server is not installed: run `npm ci` in examples/wrapped-fs")
     return EXAMPLE / "env.toml"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import openenv_mcp
 from openenv_mcp import CallTool, ConfigError
 from openenv_mcp.client.registry import list_envs, load_environment
 from openenv_mcp.core.tasks import TaskSet
+from openenv_mcp.testing import need
 from openenv_mcp.types import Task
 
 datasets = pytest.importorskip("datasets")
@@ -259,8 +261,8 @@ def test_repeat_needs_all_tasks_or_a_pinned_task():
 
 @pytest.mark.parametrize("name", [s.name for s in list_envs()])
 def test_cli_run_all_tasks_plays_every_task_exactly_once(name):
-    if name == "coding" and not os.path.exists("/usr/bin/bwrap") and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"):
-        pytest.skip("coding runs in the sandbox boundary: bubblewrap is not installed")
+    if name == "coding":
+        need(shutil.which("bwrap") is not None, "coding runs in the sandbox boundary: apt-get install bubblewrap")
     import anyio
 
     from openenv_mcp.cli.main import run_reference
