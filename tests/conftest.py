@@ -5,6 +5,7 @@ OPENENV_MCP_REQUIRE_ALL=1 (CI). General helpers (ports, servers, waiting, ``need
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -55,6 +56,22 @@ def need_docker(*images: str, cli: str = "docker") -> None:
     need(problem is None, problem or "")
     if images:
         subprocess.run([str(ROOT / "docker" / "build.sh"), *images], check=True, timeout=900)
+
+
+@pytest.fixture(autouse=True)
+def _tmp_path_reachable_by_episode_uids(request: pytest.FixtureRequest) -> None:
+    """As root without bubblewrap, a tool server under a test's ``tmp_path`` must be reachable by the
+    unprivileged episode uid it runs as (the process boundary refuses otherwise, by design), and pytest
+    makes its temp folders private (0700): open the test's folder (o+rx) and its parents (o+x). With
+    bubblewrap the boundary exposes private folders itself; not as root, no uid is dropped to."""
+    if os.geteuid() != 0 or shutil.which("bwrap") or "tmp_path" not in request.fixturenames:
+        return
+    path: Path = request.getfixturevalue("tmp_path")
+    path.chmod(path.stat().st_mode | 0o005)
+    for folder in path.parents:
+        if folder == Path(folder.anchor):
+            break
+        folder.chmod(folder.stat().st_mode | 0o001)
 
 
 @pytest.fixture

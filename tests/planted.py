@@ -12,13 +12,15 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from containment import marked_processes
+
 from openenv_mcp.conformance import check_env
 from openenv_mcp.conformance.report import Report
+from openenv_mcp.testing import need
 
 PLANTED = Path(__file__).resolve().parent.parent / "conformance" / "corpus" / "planted"
 SHARED = Path("/tmp/openenv-mcp-planted")
@@ -38,8 +40,7 @@ def run(target: Path, rules: list[str]) -> Report:
 
 def kill_marked(marker: str) -> list[int]:
     """Kill (and return) the processes whose command line holds ``marker``: a fixture's survivors."""
-    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
-    pids = [int(p) for p in found.stdout.split() if int(p) != os.getpid()]
+    pids = marked_processes(marker)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -56,6 +57,10 @@ def check_planted(name: str) -> None:
     rules = [fixture["rule"], *also]
     marker = fixture.get("survivor_marker")
     if marker:
+        need(
+            os.geteuid() == 0,
+            "the process boundary kills detached processes through the episode uid's guard and cgroup, which need root: run the tests as root (as CI does)",
+        )
         kill_marked(marker)
     shutil.rmtree(SHARED / name, ignore_errors=True)  # what earlier runs left in the buggy store
     report = run(PLANTED / name, rules)

@@ -251,6 +251,10 @@ def test_a_missing_command_says_so():
 
 
 def test_detached_grandchildren_are_killed_on_close():
+    need(
+        os.geteuid() == 0,
+        "the process boundary kills detached processes through the episode uid's guard and cgroup, which need root: run the tests as root (as CI does)",
+    )
     env, marker = hostile_env("process")
     with env:
         env.reset(seed=0)
@@ -285,6 +289,10 @@ def test_loopback_is_reachable_from_the_process_boundary():
 
 
 def test_nothing_outlives_a_killed_environment_server():
+    need(
+        os.geteuid() == 0,
+        "the process boundary kills detached processes through the episode uid's guard and cgroup, which need root: run the tests as root (as CI does)",
+    )
     assert survivors_of_killed_server("process") == []
 
 
