@@ -23,11 +23,11 @@ KILL_ROUNDS = 100
 
 
 def kill_uid(uid: int) -> None:
-    """SIGKILL every process running as ``uid``: atomically, by ``kill(-1)`` as that uid, then (a minimal
+    """SIGKILL every process running as ``uid``: atomically, by ``kill(-1)`` as that uid, or (a minimal
     system may have no ``kill(1)``: procps is not installed) one by one through pidfds until none is left."""
     kill = shutil.which("kill", path=SYSTEM_PATH)
     if kill is not None:
-        with contextlib.suppress(OSError):
+        try:
             subprocess.run(
                 [kill, "-KILL", "-1"],
                 user=uid,
@@ -39,6 +39,9 @@ def kill_uid(uid: int) -> None:
                 timeout=5,
                 check=False,
             )
+            return  # kill(-1) reached every process of the uid: no /proc scans on the closing path
+        except (OSError, subprocess.SubprocessError):
+            pass  # could not run it: kill them one by one below
     for _ in range(KILL_ROUNDS):  # each round also catches what the last one's processes forked meanwhile
         pids = uid_processes(uid)
         if not pids:
