@@ -9,14 +9,14 @@ VENV=${LOWEST_VENV:-.venv-lowest}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip uv
 "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --resolution lowest-direct --reinstall-package openenv-mcp \
-  -e . 'pytest>=9.2' 'pytest-timeout>=2.3' 'pytest-xdist>=3.6'
+  -e '.[postgres]' 'pytest>=9.2' 'pytest-timeout>=2.3' 'pytest-xdist>=3.6'
 echo "lowest-direct versions of the core dependencies:"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m, re
 core = [re.split(r"[<>=!;\[ ]", r, maxsplit=1)[0] for r in m.requires("openenv-mcp") if "extra ==" not in r]
 print("  " + ", ".join(f"{n}=={m.version(n)}" for n in core if n))
 PY
-# Tests that need only the core dependencies (no docker SDK, psycopg, TRL, gymnasium, datasets, openai, ...):
+# Tests that need only the core dependencies and psycopg (the sql environment's production variant; no docker SDK, TRL, gymnasium, datasets, openai, ...):
 # anything needing an optional package skips with its reason, so OPENENV_MCP_REQUIRE_ALL is unset here.
 env -u OPENENV_MCP_REQUIRE_ALL "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n 3 --dist loadfile \
   --basetemp="${TMPDIR:-/tmp}/openenv-mcp-lowest" \
