@@ -80,7 +80,7 @@ async def test_a_clock_and_random_temp_names_are_one_determinism_finding_with_th
     ), message
     assert message.endswith(
         "env.parity, env.reset_restores and env.episode_isolation ignore these values on tool now, tool scratch "
-        "(each tool's first call ran one wall-clock second apart)"
+        "(each tool's first call ran one wall-clock second apart; from the calls reset and isolation generate, only clock-, counter- and random-name-shaped values)"
     ), message
     for rule in ("env.parity", "env.reset_restores", "env.episode_isolation"):
         assert "ignored the values env.determinism found nondeterministic on tool now, tool scratch" in (

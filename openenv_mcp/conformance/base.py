@@ -76,6 +76,8 @@ class Rule:
     fn: Callable[[Context], Awaitable[str | None]]
     needs: frozenset[str]
     timeout: float
+    runs_after: tuple[str, ...] = ()
+    """Rules that run before this one when both are selected (the report keeps registration order)."""
 
 
 RULES: dict[str, Rule] = {}
@@ -83,15 +85,24 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(
-    id: str, severity: Severity, title: str, *, needs: tuple[str, ...] = ("mcp",), timeout: float = 60.0
+    id: str,
+    severity: Severity,
+    title: str,
+    *,
+    needs: tuple[str, ...] = ("mcp",),
+    timeout: float = 60.0,
+    runs_after: tuple[str, ...] = (),
 ) -> Callable[[Callable[[Context], Awaitable[str | None]]], Callable[[Context], Awaitable[str | None]]]:
     """Register ``check_*`` as rule ``id``. ``needs``: subject capabilities it requires
-    (``mcp``, ``episodes``, ``local``, ``http``)."""
+    (``mcp``, ``episodes``, ``local``, ``http``). ``runs_after``: rules to run first when selected
+    (the report still lists rules in registration order)."""
 
     def register(fn: Callable[[Context], Awaitable[str | None]]) -> Callable[[Context], Awaitable[str | None]]:
         if id in RULES:
             raise ValueError(f"rule id {id!r} registered twice")
-        RULES[id] = Rule(id=id, severity=severity, title=title, fn=fn, needs=frozenset(needs), timeout=timeout)
+        RULES[id] = Rule(
+            id=id, severity=severity, title=title, fn=fn, needs=frozenset(needs), timeout=timeout, runs_after=runs_after
+        )
         return fn
 
     return register
@@ -143,12 +154,12 @@ class Context:
                 self.cache["tools"] = await list_all_tools(client)
         return self.cache["tools"]
 
-    def conclude(self, what: str = "tool calls") -> None:
+    def conclude(self, what: str = "tool calls", tally: Any = None) -> None:
         """End of a rule that made tool calls through episodes (``ctx.subject.tally``, reset by the
-        runner before each rule): raise :class:`Inconclusive` when no call was made, or when at
+        runner before each rule; or ``tally``): raise :class:`Inconclusive` when no call was made, or when at
         least half of the tools it called never answered without an error (their calls were
         rejected, so the rule compared errors with errors)."""
-        tally = self.subject.tally
+        tally = tally if tally is not None else self.subject.tally
         if tally.calls == 0:
             raise Inconclusive(f"no {what} were made (no tools, or the episode ended at once): nothing was compared")
         untested, called = tally.untested(), tally.called()

@@ -18,13 +18,15 @@ import anyio
 from mcp.types import Tool
 
 from ..types import CallTool, canonical_json
-from .argsgen import generate_calls
+from .argsgen import generate_calls, nonce_words
 from .base import Context
 from .channels import shown_pair, snapshot
 from .normalize import Normalizer, episode_values
+from .subject import CallTally
 from .volatility import Volatility
 
 __all__ = [
+    "DEPENDENTS",
     "Probe",
     "Step",
     "actions_for",
@@ -34,6 +36,8 @@ __all__ = [
     "next_second",
     "observation_difference",
     "replay",
+    "rule_calls",
+    "rule_noise",
     "short",
     "state_json",
     "volatility",
@@ -73,6 +77,19 @@ async def actions_for(ctx: Context, handle: Any, kind: str = "reference") -> lis
     return generate_calls(tools, ctx.seed, ctx.calls, samples=ctx.sample_calls(handle.task))
 
 
+DEPENDENTS = ("env.reset_restores", "env.episode_isolation")
+"""Rules that replay generated calls of their own and ignore what the probe learned."""
+
+
+def rule_calls(ctx: Context, handle: Any, rule_id: str) -> list[CallTool]:
+    """The generated calls ``rule_id`` replays: seeded per rule (values drawn from a schema's small
+    pool, ``pattern`` or ``enum``, differ from what an earlier rule wrote), over a vocabulary unique
+    to this experiment (reads and writes hit the same keys; nothing an earlier rule wrote can look
+    like it)."""
+    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
+    return generate_calls(tools, f"{ctx.seed}:{rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
+
+
 def channel_of(label: str) -> str:
     """The masking channel of a snapshot label (a tool's read calls share the tool's channel)."""
     return " ".join(label.split(" ")[:2]) if label.startswith("tool ") else label
@@ -96,6 +113,9 @@ class Probe:
     """Differences between the two episodes: the first per channel, naming the call and both values."""
     fatal: str | None = None
     """A difference no mask can express (another task, another first observation)."""
+    tally: CallTally = field(default_factory=CallTally)
+    """The probe's calls (one episode's side): whether they tested anything (``env.determinism``
+    concludes on them, whichever rule ran the probe)."""
     _seen: dict[str, int] = field(default_factory=dict)
 
     def add(self, channel: str, problem: str) -> None:
@@ -142,38 +162,79 @@ async def _probe(ctx: Context) -> Probe:
         if diff:
             probe.fatal = f"reset(seed={ctx.seed}) twice: {diff}"
             return probe
-        actions = await actions_for(ctx, a)
-        timed: set[str] = set()
-        for i, action in enumerate(actions, 1):  # lockstep: neither episode runs ahead of the other
-            if a.ended or b.ended:
-                break
-            started = time.time()
-            [sa] = await replay(a, [action])
-            if action.name not in timed:  # each tool's first call: a second boundary in between
-                timed.add(action.name)
-                await next_second(started)
-            [sb] = await replay(b, [action])
-            where = f"step {i} {call_text(action)}"
-            ra, rb = norm(sa.result), norm(sb.result)
-            if probe.volatile.learn(f"tool {action.name}", where, ra, rb):
-                probe.add(
-                    f"tool {action.name}", f"{where} returned {brief(ra)} in one episode and {brief(rb)} in the other"
-                )
-            if sa.reward != sb.reward:
-                probe.volatile.learn("reward", where, str(sa.reward), str(sb.reward))
-                probe.add("reward", f"{where} earned reward {sa.reward} in one episode and {sb.reward} in the other")
-        started = time.time()
-        snap_a = await snapshot(a)
-        await next_second(started)
-        snap_b = await snapshot(b)
-        for label in sorted(set(snap_a) | set(snap_b)):
-            va, vb = norm(snap_a.get(label, "(absent)")), norm(snap_b.get(label, "(absent)"))
-            if probe.volatile.learn(channel_of(label), label, va, vb):
-                one, other = shown_pair(va, vb)
-                probe.add(channel_of(label), f"{label} shows {one} in one episode and {other} in the other")
+        await _lockstep(a, b, await actions_for(ctx, a), probe, norm)
         state_a, state_b = state_json(await a.state()), state_json(await b.state())
         if state_a != state_b and not probe.problems:
             probe.problems.append(f"end states differ: {state_a} != {state_b}")
+    finally:
+        await a.close()
+        await b.close()
+    return probe
+
+
+async def _lockstep(
+    a: Any, b: Any, actions: list[CallTool], probe: Probe, norm: Normalizer, noise_only: bool = False, label: str = ""
+) -> None:
+    """Replay ``actions`` in ``a`` and ``b`` in lockstep (neither runs ahead of the other, so a store
+    they share looks the same to both), each tool's first call and the closing channel snapshots a
+    wall-clock second apart; learn what differs into ``probe`` (``noise_only``: see
+    :meth:`Volatility.learn`)."""
+    timed: set[str] = set()
+    for i, action in enumerate(actions, 1):
+        if a.ended or b.ended:
+            break
+        started = time.time()
+        [sa] = await replay(a, [action])
+        if action.name not in timed:  # each tool's first call: a second boundary in between
+            timed.add(action.name)
+            await next_second(started)
+        [sb] = await replay(b, [action])
+        outcome = json.loads(sa.result) if sa.result.startswith("{") else {}
+        texts = [c.get("text", "") for c in outcome.get("content", []) if isinstance(c, dict)]
+        probe.tally.record_outcome(action, bool(outcome.get("isError")), " ".join(texts))
+        where = f"{label}step {i} {call_text(action)}"
+        ra, rb = norm(sa.result), norm(sb.result)
+        if probe.volatile.learn(f"tool {action.name}", where, ra, rb, noise_only):
+            probe.add(
+                f"tool {action.name}", f"{where} returned {brief(ra)} in one episode and {brief(rb)} in the other"
+            )
+        if sa.reward != sb.reward and probe.volatile.learn("reward", where, str(sa.reward), str(sb.reward), noise_only):
+            probe.add("reward", f"{where} earned reward {sa.reward} in one episode and {sb.reward} in the other")
+    started = time.time()
+    snap_a = await snapshot(a)
+    await next_second(started)
+    snap_b = await snapshot(b)
+    for key in sorted(set(snap_a) | set(snap_b)):
+        va, vb = norm(snap_a.get(key, "(absent)")), norm(snap_b.get(key, "(absent)"))
+        if probe.volatile.learn(channel_of(key), label + key, va, vb, noise_only):
+            one, other = shown_pair(va, vb)
+            probe.add(channel_of(key), f"{label}{key} shows {one} in one episode and {other} in the other")
+
+
+async def rule_noise(ctx: Context, rule_id: str, actions: list[CallTool] | None = None) -> Probe:
+    """Add to the determinism probe what varies on its own in ``rule_id``'s generated calls
+    (``actions``, else :func:`rule_calls`), once per run: two fresh episodes replay them in lockstep.
+
+    Reset and isolation replay calls of their own that the trajectory may never make (a clock or
+    a random file name only they reach). Those calls write, and on a store episodes share they
+    would see each other's writes: only clock-, counter- and random-name-shaped differences are
+    learned (``noise_only``). And this runs *after* the rule's own episodes (``env.determinism``
+    runs after those rules), so writing the rule's values first cannot hide the rule's leak."""
+    probe = await volatility(ctx)
+    key = f"noise {rule_id}"
+    if key in ctx.cache:
+        return probe
+    ctx.cache[key] = True
+    a = await ctx.subject.new_episode(seed=ctx.seed)
+    try:
+        b = await ctx.subject.new_episode(seed=ctx.seed)
+    except BaseException:
+        await a.close()
+        raise
+    try:
+        calls = actions if actions is not None else rule_calls(ctx, a, rule_id)
+        norm = Normalizer(episode_values(a), episode_values(b))
+        await _lockstep(a, b, calls, probe, norm, noise_only=True, label=f"{rule_id}'s generated calls, ")
     finally:
         await a.close()
         await b.close()

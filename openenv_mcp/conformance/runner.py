@@ -50,6 +50,19 @@ def select_rules(only: Any = None, skip: Any = None) -> list[Rule]:
     return [r for r in chosen if not any(_matches(r.id, s) for s in skip_l)]
 
 
+def run_order(rules: list[Rule]) -> list[Rule]:
+    """``rules`` in registration order, except that a rule waits for the selected rules it
+    ``runs_after``."""
+    selected = {r.id for r in rules}
+    out: list[Rule] = []
+    waiting = list(rules)
+    while waiting:
+        ready = next(r for r in waiting if all(d in {o.id for o in out} or d not in selected for d in r.runs_after))
+        waiting.remove(ready)
+        out.append(ready)
+    return out
+
+
 async def _run_rule(rule: Any, ctx: Context) -> Result:
     started = time.perf_counter()
     missing = sorted(rule.needs - ctx.subject.capabilities)
@@ -128,12 +141,12 @@ async def check_env_async(
     started = time.perf_counter()
     try:
         await subject.prepare()
-        for r in rules:
+        for r in run_order(rules):
             if progress is not None:
                 progress(r.id)
             result = await _run_rule(r, ctx)
             ctx.results[r.id] = result
-            report.results.append(result)
+        report.results.extend(ctx.results[r.id] for r in rules)
         if want_official:
             from .official import official_results
 

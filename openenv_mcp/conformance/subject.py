@@ -73,12 +73,16 @@ class CallTally:
     def record(self, action: CallTool | ListTools, obs: Observation) -> None:
         if not isinstance(action, CallTool) or obs.result is None:
             return
-        if not obs.result.is_error:
+        text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
+        self.record_outcome(action, bool(obs.result.is_error), text)
+
+    def record_outcome(self, action: CallTool, is_error: bool, text: str) -> None:
+        """Count one call of ``action.name``: its outcome, and its error ``text`` if it is the first."""
+        if not is_error:
             self.ok[action.name] = self.ok.get(action.name, 0) + 1
             return
         self.failed[action.name] = self.failed.get(action.name, 0) + 1
         if action.name not in self.first_failure:
-            text = " ".join(getattr(c, "text", f"<{c.type}>") for c in obs.result.content)
             args = json.dumps(action.arguments, ensure_ascii=False)
             self.first_failure[action.name] = (
                 f"tools/call {action.name!r} {args[:80] + ('…' if len(args) > 80 else '')} "

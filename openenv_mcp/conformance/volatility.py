@@ -58,6 +58,20 @@ def _shape(a: str, b: str) -> str:
     return "".join(parts)
 
 
+def _noise_like(a: str, b: str) -> bool:
+    """Two values of one shape whose every changing part carries a digit (``4:45:36 PM`` and
+    ``4:45:37 PM``, ``notes.8f3a….tmp`` and ``notes.1b2c….tmp``)."""
+    runs_a, runs_b = _RUNS.findall(a.strip()), _RUNS.findall(b.strip())
+    if not runs_a or len(runs_a) != len(runs_b):
+        return False
+    for x, y in zip(runs_a, runs_b, strict=True):
+        if x == y:
+            continue
+        if not (_word(x) and _word(y) and any(c.isdigit() for c in x) and any(c.isdigit() for c in y)):
+            return False
+    return True
+
+
 @dataclass
 class Finding:
     """One value that changed: where, and the two values."""
@@ -75,8 +89,13 @@ class Volatility:
     shapes: dict[str, list[re.Pattern[str]]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
 
-    def learn(self, channel: str, where: str, a: str, b: str) -> bool:
-        """Learn what differs between ``a`` and ``b`` on ``channel``; False when nothing does."""
+    def learn(self, channel: str, where: str, a: str, b: str, noise_only: bool = False) -> bool:
+        """Learn what differs between ``a`` and ``b`` on ``channel``; False when nothing was learned.
+
+        ``noise_only``: learn only differences shaped like a clock, a counter or a random name
+        (the same shape on both sides, every changing part carrying a digit), for comparisons
+        whose episodes might have seen each other's writes: a word, an entry or an error
+        present in one only is then left to the rules that look for leaked state."""
         if a == b:
             return False
         ta, tb = _tokens(a), _tokens(b)
@@ -89,6 +108,10 @@ class Volatility:
                 pairs += [(p, q) for p, q in zip(ta[i1:i2], tb[j1:j2], strict=True) if p != q]
             else:
                 pairs.append((x, y))
+        if noise_only:
+            pairs = [(x, y) for x, y in pairs if _noise_like(x, y)]
+            if not pairs:
+                return False
         known = self.shapes.setdefault(channel, [])
         for x, y in pairs:
             if x.strip() and y.strip():

@@ -27,6 +27,8 @@ from ..base import Context, Failed, Inconclusive, Skipped, call_tool_as_sent, fa
 from ..channels import read_only_calls, read_only_tools, shown_pair, snapshot
 from ..normalize import Normalizer, episode_values
 from ..replay import (
+    DEPENDENTS,
+    Probe,
     Step,
     actions_for,
     brief,
@@ -35,6 +37,8 @@ from ..replay import (
     next_second,
     observation_difference,
     replay,
+    rule_calls,
+    rule_noise,
     short,
     state_json,
     volatility,
@@ -77,12 +81,9 @@ def _tools_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str |
 
 
 def _probe_actions(handle: Any, ctx: Context) -> list[CallTool]:
-    """Generated calls over a vocabulary unique to this experiment: reads and writes hit the
-    same keys, and nothing an earlier rule wrote can look like it."""
-    tools = [Tool.model_validate(t) for t in handle.first_observation().get("tools", [])]
-    # seeded per rule: values drawn from a schema's small pool (pattern, enum) differ from what an
-    # earlier rule wrote, so a leak of its writes is visible here too
-    return generate_calls(tools, f"{ctx.seed}:{ctx.rule_id}", ctx.calls, nonce_words(), ctx.sample_calls(handle.task))
+    """This rule's generated calls; the determinism probe replays calls like these, so what varies
+    in them on its own is known (:func:`..replay.rule_calls`)."""
+    return rule_calls(ctx, handle, ctx.rule_id)
 
 
 class Compare:
@@ -134,9 +135,9 @@ class Compare:
         return "; ".join(p for p in parts if p) or None
 
 
-def _caveat(ctx: Context, claim: str = "leaked state") -> str:
-    if ctx.failed("env.determinism"):
-        return f" (env.determinism failed too: this may be nondeterminism rather than {claim})"
+def _caveat(probe: Probe, claim: str = "leaked state") -> str:
+    if probe.problems or probe.fatal:
+        return f" (env.determinism fails too: this may be nondeterminism rather than {claim})"
     return ""
 
 
@@ -159,10 +160,14 @@ def _writes_failed(steps: list[Step], read_only: set[str], what: str) -> None:
     "error",
     "the same seed gives the same task, first observation and results, whatever time it is",
     needs=("episodes",),
-    timeout=180,
+    timeout=300,
+    runs_after=DEPENDENTS,
 )
 async def check_determinism(ctx: Context) -> str | None:
     probe = await volatility(ctx)
+    if not probe.fatal:
+        for rule_id in DEPENDENTS:  # what varies in their calls (already there when they ran first)
+            await rule_noise(ctx, rule_id)
     if probe.fatal:
         raise Failed(probe.fatal)
     if probe.problems:
@@ -171,9 +176,10 @@ async def check_determinism(ctx: Context) -> str | None:
         raise Failed(
             f"two episodes reset with seed {ctx.seed}, same trajectory: {shown_problems}{more}; env.parity, "
             f"env.reset_restores and env.episode_isolation ignore these values on "
-            f"{', '.join(probe.volatile.channels())} (each tool's first call ran one wall-clock second apart)"
+            f"{', '.join(probe.volatile.channels())} (each tool's first call ran one wall-clock second apart; "
+            "from the calls reset and isolation generate, only clock-, counter- and random-name-shaped values)"
         )
-    ctx.conclude()
+    ctx.conclude(tally=probe.tally)
     return None
 
 
@@ -236,7 +242,7 @@ async def check_parity(ctx: Context) -> str | None:
                 )
             diff = compare.steps("via step()", steps_a, "via MCP tools/call", steps_b)
             if diff:
-                raise Failed(f"{where}: {diff}{_caveat(ctx, 'a difference between the faces')}")
+                raise Failed(f"{where}: {diff}{_caveat(probe, 'a difference between the faces')}")
             ignored = {"cumulative_reward"} if "reward" in probe.volatile.channels() else set()
             keys = [k for k in state_a if k not in ignored and state_a[k] != state_b.get(k)]
             if keys:
@@ -299,6 +305,9 @@ async def check_reset_restores(ctx: Context) -> str | None:
             diff = f"after the calls, {seen[0]} shows {seen[2]} after reset and {seen[1]} in the first episode"
         return diff
 
+    diff = difference(Compare(probe.volatile, values_a, values_b))
+    if diff:  # what varies on its own in these calls? (learned after this rule's episodes, not before)
+        await rule_noise(ctx, ctx.rule_id, actions)
     compare = Compare(probe.volatile, values_a, values_b)
     diff = difference(compare)
     unmasked = None if diff else difference(Compare(Volatility(), values_a, values_b))
@@ -307,7 +316,7 @@ async def check_reset_restores(ctx: Context) -> str | None:
     if diff:
         raise Failed(
             f"replaying generated calls after reset(seed={ctx.seed}): {diff}: changes made in the "
-            f"previous episode are still visible{'' if unmasked else _caveat(ctx)}"
+            f"previous episode are still visible{'' if unmasked else _caveat(probe)}"
         )
     ctx.conclude()
     return compare.note()
@@ -351,6 +360,9 @@ async def check_episode_isolation(ctx: Context) -> str | None:
             diff = f"after the same calls, {seen[0]} shows {seen[2]} in episode B and {seen[1]} in episode A"
         return diff
 
+    diff = difference(Compare(probe.volatile, *values))
+    if diff:  # what varies on its own in these calls? (learned after this rule's episodes, not before)
+        await rule_noise(ctx, ctx.rule_id, actions)
     compare = Compare(probe.volatile, *values)
     diff = difference(compare)
     unmasked = None if diff else difference(Compare(Volatility(), *values))
@@ -359,7 +371,7 @@ async def check_episode_isolation(ctx: Context) -> str | None:
     if diff:
         raise Failed(
             f"two live episodes (seed {ctx.seed}), A replayed generated calls, then B the same ones: "
-            f"{diff}: A's writes are visible in B{'' if unmasked else _caveat(ctx)}"
+            f"{diff}: A's writes are visible in B{'' if unmasked else _caveat(probe)}"
         )
     ctx.conclude()
     return compare.note()
@@ -374,14 +386,15 @@ _UNMASKED = (
 async def _writes_explain(ctx: Context, volatile: Volatility) -> bool:
     """A difference only the determinism masks hid: state one episode wrote and the other read
     (a shared counter differs between lockstep episodes too, so the probe took it for noise), or
-    the server's own nondeterminism? Control: two fresh episodes replay the same calls, each on
+    the server's own nondeterminism? Control: two fresh episodes replay the rule's calls, each on
     a vocabulary of its own (neither can read what the other wrote), compared with each one's
     words replaced by one placeholder: if they agree, the masked difference was the writes'."""
     if not volatile.channels():
         return False
-    if "control" not in ctx.cache:  # one control per run: it says something of the server, not of a rule
-        ctx.cache["control"] = await _control_agrees(ctx)
-    return ctx.cache["control"]
+    key = f"control {ctx.rule_id}"  # one control per rule: its calls are the ones whose values it judges
+    if key not in ctx.cache:
+        ctx.cache[key] = await _control_agrees(ctx)
+    return ctx.cache[key]
 
 
 async def _control_agrees(ctx: Context) -> bool:
@@ -395,7 +408,9 @@ async def _control_agrees(ctx: Context) -> bool:
             if n:  # a clock printed to the second differs between the two, as in the determinism probe
                 await next_second(started)
             words = nonce_words()
-            calls = generate_calls(tools, f"{ctx.seed}:control", ctx.calls, words)
+            calls = generate_calls(
+                tools, f"{ctx.seed}:{ctx.rule_id}", ctx.calls, words, ctx.sample_calls(handles[0].task)
+            )
             steps = await replay(handle, calls)
             values = episode_values(handle) | {f"control word {i}": w for i, w in enumerate(words, 1)}
             runs.append((values, steps, await snapshot(handle)))
