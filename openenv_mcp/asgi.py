@@ -5,6 +5,8 @@ import this module."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -14,7 +16,9 @@ __all__ = ["serving"]
 
 
 @asynccontextmanager
-async def serving(app: Any, startup_timeout: float = 20.0, **config: Any) -> AsyncIterator[str]:
+async def serving(
+    app: Any, startup_timeout: float = 20.0, shutdown_timeout: float = 10.0, **config: Any
+) -> AsyncIterator[str]:
     """Serve an ASGI app with uvicorn in this event loop on a free loopback port; yields
     ``http://127.0.0.1:PORT``. The app's lifespan runs; the server stops when the block ends.
 
@@ -30,15 +34,33 @@ async def serving(app: Any, startup_timeout: float = 20.0, **config: Any) -> Asy
     config.setdefault("log_level", "warning")
     config.setdefault("ws_per_message_deflate", False)
     server = uvicorn.Server(uvicorn.Config(app, **config))
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))  # not a task group: the block's errors stay its own
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: server.serve(sockets=[sock]))
-            with anyio.fail_after(startup_timeout):
-                while not server.started:
-                    await anyio.sleep(0.01)
-            try:
-                yield f"http://127.0.0.1:{port}"
-            finally:
-                server.should_exit = True
+        with anyio.fail_after(startup_timeout):
+            while not server.started:
+                if task.done():
+                    task.result()  # it failed to start: say why
+                    raise RuntimeError("uvicorn stopped before it started serving")
+                await anyio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
     finally:
+        # a clean shutdown, also when the block raised or was cancelled: a server cancelled midway would
+        # leave its listening socket, closed below, watched by the event loop under a number the next
+        # socket is given (which then never accepts)
+        server.should_exit = True
+        with anyio.CancelScope(shield=True):
+            await asyncio.wait({task}, timeout=shutdown_timeout)
+            if not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: uvicorn logged any serving error; the block's own outcome stands
+        _forget(sock)
         sock.close()
+
+
+def _forget(sock: socket.socket) -> None:
+    """Take ``sock`` off the running asyncio loop's watch list, if it is still there (a server that
+    could not shut down cleanly in time)."""
+    with contextlib.suppress(Exception):
+        asyncio.get_running_loop().remove_reader(sock.fileno())

@@ -20,7 +20,7 @@ from openenv_mcp.cli import main
 from openenv_mcp.client.registry import list_envs, load_environment
 from openenv_mcp.conformance import RULES, ConformanceError, assert_conformant_async, check_env_async
 from openenv_mcp.conformance.report import load_known_failures
-from openenv_mcp.conformance.runner import select_rules
+from openenv_mcp.conformance.runner import run_order, select_rules
 from openenv_mcp.core.spec import load_module
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.testing import free_port
@@ -437,6 +437,22 @@ def test_rule_selection_by_id_and_prefix():
     assert "env.parity" not in {r.id for r in select_rules(skip=["env", "wire"])}
     with pytest.raises(ConfigError, match="unknown rule 'nope'"):
         select_rules(only="nope")
+
+
+def test_determinism_runs_after_reset_and_isolation_but_is_reported_first():
+    """It learns what varies in their calls only after their episodes ran (learning it first would write
+    their values into a shared store and hide its leak); the report keeps registration order."""
+    rules = select_rules(only="env")
+    ran = [r.id for r in run_order(rules)]
+    assert ran.index("env.determinism") > max(ran.index("env.reset_restores"), ran.index("env.episode_isolation"))
+    assert [r.id for r in rules][0] == "env.determinism"
+    assert [r.id for r in run_order(select_rules(only="env.determinism"))] == ["env.determinism"]
+
+
+@pytest.mark.anyio
+async def test_the_report_lists_rules_in_registration_order_whatever_order_they_ran_in():
+    report = await check_env_async("echo", only="env.determinism,env.reset_restores", official=False)
+    assert [r.rule for r in report.results] == ["env.determinism", "env.reset_restores"]
 
 
 def test_cli_prints_the_report_writes_json_and_exits_by_verdict(tmp_path, capsys):

@@ -58,16 +58,25 @@ def _shape(a: str, b: str) -> str:
     return "".join(parts)
 
 
+RANDOM_NAME = 8
+"""Changing word parts of this many characters or more, the same length on both sides, are taken
+for random names even without a digit (``tmpqhzkwbad`` and ``tmpjzubq_d1``)."""
+
+
 def _noise_like(a: str, b: str) -> bool:
-    """Two values of one shape whose every changing part carries a digit (``4:45:36 PM`` and
-    ``4:45:37 PM``, ``notes.8f3a….tmp`` and ``notes.1b2c….tmp``)."""
+    """Two values of one shape whose every changing part is a number, or carries a digit, or is a
+    random-looking name (``4:45:36 PM`` and ``4:45:37 PM``, ``notes.8f3a….tmp`` and
+    ``notes.1b2c….tmp``); not two words (``unset`` and ``UTC``), nor an entry or an error in one only."""
     runs_a, runs_b = _RUNS.findall(a.strip()), _RUNS.findall(b.strip())
     if not runs_a or len(runs_a) != len(runs_b):
         return False
     for x, y in zip(runs_a, runs_b, strict=True):
         if x == y:
             continue
-        if not (_word(x) and _word(y) and any(c.isdigit() for c in x) and any(c.isdigit() for c in y)):
+        if not (_word(x) and _word(y)):
+            return False
+        digits = any(c.isdigit() for c in x) and any(c.isdigit() for c in y)
+        if not (digits or len(x) == len(y) >= RANDOM_NAME):
             return False
     return True
 

@@ -264,7 +264,7 @@ async def check_parity(ctx: Context) -> str | None:
     "error",
     "changes made in an episode are gone after reset, on every channel (tools, resources, prompts, reward)",
     needs=("episodes",),
-    timeout=120,
+    timeout=300,
 )
 async def check_reset_restores(ctx: Context) -> str | None:
     probe = await volatility(ctx)
@@ -327,7 +327,7 @@ async def check_reset_restores(ctx: Context) -> str | None:
     "error",
     "two concurrent episodes never see each other's writes, on any channel (tools, resources, prompts, reward)",
     needs=("episodes",),
-    timeout=120,
+    timeout=300,
 )
 async def check_episode_isolation(ctx: Context) -> str | None:
     probe = await volatility(ctx)
