@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test test-corpus test-lowest lint bench conformance install clean
+.PHONY: demo test test-corpus corpus test-lowest lint bench conformance install clean
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
@@ -34,16 +34,20 @@ demo: $(STAMP)
 # Test files run in parallel (3 workers, one file per worker: a file's fixtures stay together); the suite is
 # mostly waiting on subprocesses, sandboxes and containers, so 3 workers help on 2 cores. PYTEST_WORKERS=0: serial.
 PYTEST_WORKERS ?= 3
-# The third-party conformance corpus (each pinned server x boundary, conformance run twice, and the fidelity
-# test of each) runs in its own target, `make test-corpus`: it is not yet part of `make test` / CI (issue 12:
-# one false alarm left on server-filesystem, and its run time on a 2-core CI machine is not settled).
+# The third-party conformance corpus (conformance/corpus/: pinned npm and PyPI servers, their Docker images) is
+# installed by `corpus` (idempotent: quick once cached in .cache/) and tested in `make test` with the rest: each
+# server x boundary against conformance/corpus/expected.toml, run twice behind process, and each server's
+# fidelity through /mcp and step(). Offline, the install fails with a message and those tests skip (CI sets
+# OPENENV_MCP_REQUIRE_ALL=1, where a skip fails). `make test-corpus` runs only them.
 CORPUS_TESTS := $(wildcard tests/test_corpus_*_*.py) tests/test_corpus_fidelity.py
-test: $(STAMP) lint
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(CORPUS_TESTS)) $(PYTEST_ARGS)
+corpus: $(STAMP)
+	@bash conformance/corpus/install.sh .cache/corpus .cache/node-tools || \
+	  echo "make: the conformance corpus could not be installed (no registry or Docker?): its tests will skip" >&2
 
-test-corpus: $(STAMP)
-	CORPUS_PART=host bash conformance/corpus/install.sh .cache/corpus .cache/node-tools
-	CORPUS_PART=images bash conformance/corpus/install.sh .cache/corpus .cache/node-tools
+test: $(STAMP) lint corpus
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+test-corpus: corpus
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(CORPUS_TESTS) $(PYTEST_ARGS)
 
 # Lint, format, types (basedpyright: pyright without Node) and layering (import-linter contracts in pyproject).

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,7 @@ __all__ = [
     "rule_noise",
     "short",
     "state_json",
+    "two_episodes",
     "volatility",
 ]
 
@@ -225,20 +228,27 @@ async def rule_noise(ctx: Context, rule_id: str, actions: list[CallTool] | None 
     if key in ctx.cache:
         return probe
     ctx.cache[key] = True
-    a = await ctx.subject.new_episode(seed=ctx.seed)
+    async with two_episodes(ctx, ctx.seed) as (a, b):
+        calls = actions if actions is not None else rule_calls(ctx, a, rule_id)
+        norm = Normalizer(episode_values(a), episode_values(b))
+        await _lockstep(a, b, calls, probe, norm, noise_only=True, label=f"{rule_id}'s generated calls, ")
+    return probe
+
+
+@asynccontextmanager
+async def two_episodes(ctx: Context, seed: int, task_id: str | None = None) -> AsyncIterator[tuple[Any, Any]]:
+    """Two live episodes of ``seed``, both closed at the end (the first also when the second cannot start)."""
+    a = await ctx.subject.new_episode(seed=seed, task_id=task_id)
     try:
-        b = await ctx.subject.new_episode(seed=ctx.seed)
+        b = await ctx.subject.new_episode(seed=seed, task_id=task_id)
     except BaseException:
         await a.close()
         raise
     try:
-        calls = actions if actions is not None else rule_calls(ctx, a, rule_id)
-        norm = Normalizer(episode_values(a), episode_values(b))
-        await _lockstep(a, b, calls, probe, norm, noise_only=True, label=f"{rule_id}'s generated calls, ")
+        yield a, b
     finally:
         await a.close()
         await b.close()
-    return probe
 
 
 def observation_difference(label_a: str, a: dict[str, Any], label_b: str, b: dict[str, Any]) -> str | None:

@@ -41,6 +41,7 @@ from ..replay import (
     rule_noise,
     short,
     state_json,
+    two_episodes,
     volatility,
 )
 from ..volatility import Volatility
@@ -204,13 +205,7 @@ async def check_parity(ctx: Context) -> str | None:
         seed = ctx.seed + n
         task_id = task.id if task is not None else None
         for kind in ("reference", "wrong"):
-            a = await ctx.subject.new_episode(seed=seed, task_id=task_id)
-            try:
-                b = await ctx.subject.new_episode(seed=seed, task_id=task_id)
-            except BaseException:
-                await a.close()
-                raise
-            try:
+            async with two_episodes(ctx, seed, task_id) as (a, b):
                 compare = Compare(probe.volatile, episode_values(a), episode_values(b))
                 actions = await actions_for(ctx, a, kind)
                 tools_a = a.first_observation().get("tools") or []
@@ -229,9 +224,6 @@ async def check_parity(ctx: Context) -> str | None:
                         if state.done or state.truncated:
                             break
                 state_a, state_b = state_json(await a.state()), state_json(await b.state())
-            finally:
-                await a.close()
-                await b.close()
             scripted = ctx.subject.trajectory(b.task, kind) is not None
             where = f"task {b.task.id!r} ({kind + ' trajectory' if scripted else 'generated calls'}, seed {seed})"
             diff = _tools_difference(_for_version(tools_a, version), _for_version(listed, version))
@@ -331,13 +323,7 @@ async def check_reset_restores(ctx: Context) -> str | None:
 )
 async def check_episode_isolation(ctx: Context) -> str | None:
     probe = await volatility(ctx)
-    a = await ctx.subject.new_episode(seed=ctx.seed)
-    try:
-        b = await ctx.subject.new_episode(seed=ctx.seed)
-    except BaseException:
-        await a.close()
-        raise
-    try:
+    async with two_episodes(ctx, ctx.seed) as (a, b):
         values = episode_values(a), episode_values(b)
         actions = _probe_actions(a, ctx)
         read_only = read_only_tools(a.first_observation().get("tools") or [])
@@ -348,9 +334,6 @@ async def check_episode_isolation(ctx: Context) -> str | None:
         fresh_b = await snapshot(b, reads)  # ... B looks before any call ...
         steps_b = await replay(b, actions)  # ... then B replays the same calls
         end_a, end_b = await snapshot(a), await snapshot(b)
-    finally:
-        await a.close()
-        await b.close()
 
     def difference(compare: Compare) -> str | None:
         if seen := compare.channels(fresh_a, fresh_b):
