@@ -1,15 +1,12 @@
-"""Helpers of the corpus tests (tests/test_corpus_*.py, tests/test_planted_*.py).
+"""Helpers of the corpus tests (tests/test_corpus_*.py; the planted fixtures' are in tests/planted.py).
 
 The corpus (conformance/corpus/) is third-party MCP servers installed by conformance/corpus/install.sh,
-wrapped with one env file per boundary, and planted-bug fixtures with fixed twins. The verdicts each must
-give are written, with their reasons, in conformance/corpus/expected.toml and
-conformance/corpus/planted/expected.toml; these helpers run ``check_env`` and compare.
+wrapped with one env file per boundary. The verdicts each must give are written, with their reasons, in
+conformance/corpus/expected.toml; these helpers run ``check_env`` and compare.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import tomllib
 from pathlib import Path
@@ -22,7 +19,6 @@ from openenv_mcp.conformance.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "conformance" / "corpus"
-PLANTED = CORPUS / "planted"
 BOUNDARIES = ("process", "sandbox", "docker")
 CALLS = 4
 """Generated calls per trajectory in the corpus runs (the default is 12; every tool is called at least once
@@ -37,10 +33,6 @@ INSTALL = "run `bash conformance/corpus/install.sh` (npm and PyPI servers, Docke
 
 def expected() -> dict[str, Any]:
     return tomllib.loads((CORPUS / "expected.toml").read_text())
-
-
-def planted_expected() -> dict[str, Any]:
-    return tomllib.loads((PLANTED / "expected.toml").read_text())
 
 
 def need_corpus(server: str, boundary: str) -> None:
@@ -98,44 +90,6 @@ def check_corpus(server: str, boundary: str) -> None:
     second = statuses(run(target, calls=CALLS, only=REPEATED))
     changed = [f"{rule}: {got[rule]} then {second.get(rule)}" for rule in second if second[rule] != got.get(rule)]
     assert not changed, f"corpus {server} behind {boundary}: two runs disagree: " + "; ".join(changed)
-
-
-def kill_marked(marker: str) -> list[int]:
-    """Kill (and return) the processes whose command line holds ``marker``: a planted fixture's leftovers."""
-    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
-    pids = [int(p) for p in found.stdout.split() if int(p) != os.getpid()]
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    return pids
-
-
-def check_planted(name: str) -> None:
-    """The planted bug is caught by its rule with a message naming the channel and value; the twin passes."""
-    fixture = planted_expected()[name]
-    rules = [fixture["rule"], *fixture.get("also", [])]
-    marker = fixture.get("survivor_marker")
-    if marker:
-        kill_marked(marker)
-    report = run(PLANTED / name, only=",".join(rules))
-    if marker:
-        survivors = kill_marked(marker)
-        assert not survivors, f"planted {name}: processes {survivors} ({marker}) survived close"
-    result = report.result(fixture["rule"])
-    assert result.status == fixture["status"], (
-        f"planted {name}: {fixture['rule']} is {result.status}, expected {fixture['status']}: {result.message}"
-    )
-    for word in fixture.get("names", []):
-        assert word.lower() in result.message.lower(), (
-            f"planted {name}: the {fixture['rule']} message does not name {word!r}: {result.message}"
-        )
-    twin = run(PLANTED / name / "fixed", only=",".join(rules))
-    if marker:
-        kill_marked(marker)
-    bad = [f"{r.rule} {r.status}: {r.message[:200]}" for r in twin.results if r.status not in ("passed", "skipped")]
-    assert not bad, f"fixed twin of {name} does not pass: " + "; ".join(bad)
 
 
 def corpus_table() -> str:
