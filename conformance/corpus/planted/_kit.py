@@ -61,7 +61,14 @@ def load(path: Path) -> dict[str, str]:
         return {}
 
 
-def save(path: Path, data: dict[str, str]) -> None:
+def put(path: Path, key: str, value: str) -> None:
+    """Set ``key`` to ``value`` in the JSON store at ``path`` (written whole, then renamed in)."""
+    data = load(path)
+    data[key] = value
+    _save(path, data)
+
+
+def _save(path: Path, data: dict[str, str]) -> None:
     old = os.umask(0)
     try:
         tmp = path.with_name(f".{path.name}.{os.getpid()}")

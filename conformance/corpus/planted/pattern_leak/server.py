@@ -21,9 +21,7 @@ def _code(a):
 
 
 def put_item(a):
-    items = _kit.load(STORE)
-    items[_code(a)] = str(a.get("label", ""))
-    _kit.save(STORE, items)
+    _kit.put(STORE, _code(a), str(a.get("label", "")))
     return "stored"
 
 

@@ -11,9 +11,7 @@ STORE = _kit.shared_dir("prompt_leak") / "notes.json"
 
 
 def save_note(a):
-    notes = _kit.load(STORE)
-    notes[a["key"]] = a["text"]
-    _kit.save(STORE, notes)
+    _kit.put(STORE, a["key"], a["text"])
     return "saved"
 
 

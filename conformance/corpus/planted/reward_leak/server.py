@@ -11,9 +11,7 @@ COUNTS = _kit.shared_dir("reward_leak") / "ticks.json"
 
 
 def tick(a):
-    counts = _kit.load(COUNTS)
-    counts[a["key"]] = str(int(counts.get(a["key"], "0")) + 1)
-    _kit.save(COUNTS, counts)
+    _kit.put(COUNTS, a["key"], str(int(_kit.load(COUNTS).get(a["key"], "0")) + 1))
     (Path.cwd() / "last_key").write_text(a["key"])  # the reward scores the last key ticked in this episode
     return "ok"
 
