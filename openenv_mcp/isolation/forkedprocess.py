@@ -92,6 +92,10 @@ class ForkedChild:
             transport.close()
         if self.returncode is None:
             self._watcher.cancel()
+            # off the event loop before it closes (the watcher's own cleanup would run later, when the
+            # number may belong to a new socket or pipe, and unwatch that one instead)
+            with contextlib.suppress(RuntimeError, ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self._report.fileno())
             self._report.close()
 
 

@@ -40,6 +40,20 @@ log = logging.getLogger("openenv_mcp.isolation.zygote")
 START_TIMEOUT = 30.0
 
 
+async def _receive(sock: socket.socket, size: int) -> dict[str, Any]:
+    """The zygote's next JSON message on ``sock`` (``{}`` when none came within START_TIMEOUT or the
+    socket closed; ``{"error": ...}`` when it is not JSON)."""
+    try:
+        async with asyncio.timeout(START_TIMEOUT):
+            data = await asyncio.get_running_loop().sock_recv(sock, size)
+    except (TimeoutError, OSError):
+        data = b""
+    try:
+        return json.loads(data) if data else {}
+    except ValueError:
+        return {"error": f"it wrote {data[:100]!r}"}
+
+
 class Zygote:
     """One running fork server and the socket to it. Usable from any event loop of the process (the socket
     is not bound to one). It is detached (not a descendant of this process: it is shared by episodes, none
@@ -106,15 +120,7 @@ class Zygote:
         ours.setblocking(False)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)  # the detaching parent exits at once
-        try:
-            async with asyncio.timeout(START_TIMEOUT):
-                first = await asyncio.get_running_loop().sock_recv(ours, 65536)
-        except (TimeoutError, OSError):
-            first = b""
-        try:
-            message = json.loads(first) if first else {}
-        except ValueError:
-            message = {"error": f"it wrote {first[:100]!r}"}
+        message = await _receive(ours, 65536)
         if "ready" not in message:
             self.kill()
             ours.close()
@@ -166,17 +172,10 @@ class Zygote:
         finally:
             theirs.close()
         try:
-            async with asyncio.timeout(START_TIMEOUT):
-                reply = await asyncio.get_running_loop().sock_recv(mine, 4096)
-        except (TimeoutError, OSError):
-            reply = b""
+            answer = await _receive(mine, 4096)
         except BaseException:  # cancelled (the episode is closing): closing our end makes the zygote kill it
             mine.close()
             raise
-        try:
-            answer = json.loads(reply) if reply else {}
-        except ValueError:
-            answer = {"error": f"it wrote {reply[:100]!r}"}
         if "pid" not in answer:
             mine.close()
             why = answer.get("error") or "it died"
