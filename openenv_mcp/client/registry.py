@@ -44,6 +44,35 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "openenv_mcp.envs"
 """The entry-point group environments are registered in (built-in and third-party)."""
+SCHEME_GROUP = "openenv_mcp.schemes"
+"""Entry-point group of target schemes: ``harbor = "module:function"`` makes ``make("harbor:PATH")``
+load ``function("PATH")`` (an :class:`EnvSpec`)."""
+
+
+def schemes() -> dict[str, EntryPoint]:
+    """Name -> entry point of every registered target scheme (``NAME:REST`` targets)."""
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=SCHEME_GROUP):
+        found.setdefault(ep.name, ep)
+    return found
+
+
+def _scheme_target(target: str) -> EnvSpec | None:
+    """The spec of a ``NAME:REST`` target whose NAME is a registered scheme (``None``: it is not one)."""
+    name, sep, rest = target.partition(":")
+    if not sep or rest.startswith("//") or len(name) < 2:
+        return None  # a URL (``http://``) or a Windows drive letter
+    found = schemes().get(name)
+    if found is None:
+        return None
+    try:
+        resolve = found.load()
+    except Exception as e:  # a broken plugin package: say which one
+        raise ConfigError(f"scheme {name!r} ({found.value}) cannot be loaded: {type(e).__name__}: {e}") from e
+    spec = resolve(rest)
+    if not isinstance(spec, EnvSpec):
+        raise ConfigError(f"scheme {name!r} ({found.value}) returned {type(spec).__name__}, expected an EnvSpec")
+    return spec
 
 
 def env_dirs() -> list[Path]:
@@ -97,6 +126,10 @@ def find_env(target: str | Path | EnvSpec) -> EnvSpec:
     """An :class:`EnvSpec` from a spec, a name, an env file or a folder holding one."""
     if isinstance(target, EnvSpec):
         return target
+    if isinstance(target, str) and not Path(target).exists():
+        spec = _scheme_target(target)
+        if spec is not None:
+            return spec
     path = Path(target)
     is_path = path.suffix == ".toml" or os.sep in str(target) or (path / "env.toml").is_file()
     if not is_path and path.is_dir():
