@@ -473,8 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_validate(sub)
 
     from . import build, discover, init, publish  # one module per command: init, build, publish, discover
+    from . import export as export_command  # openenv-mcp export harbor|... (its formats are subcommands)
+    from . import harbor as harbor_command  # openenv-mcp harbor build|images
 
-    for command in (init, build, publish, discover):
+    for command in (init, build, publish, discover, export_command, harbor_command):
         command.add_parser(sub)
     return parser
 

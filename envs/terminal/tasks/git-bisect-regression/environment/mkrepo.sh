@@ -10,7 +10,9 @@ i=0
 while [ $i -lt 40 ]; do
   i=$((i + 1))
   day=$(( (i - 1) % 28 + 1 )); month=$(( (i - 1) / 28 + 3 ))
-  export GIT_AUTHOR_DATE="2026-0${month}-$(printf %02d $day)T12:00:00+00:00" GIT_COMMITTER_DATE="$GIT_AUTHOR_DATE"
+  GIT_AUTHOR_DATE="2026-0${month}-$(printf %02d $day)T12:00:00+00:00"
+  GIT_COMMITTER_DATE="$GIT_AUTHOR_DATE"
+  export GIT_AUTHOR_DATE GIT_COMMITTER_DATE
   echo "$i" >> data.txt
   if [ $i -lt 27 ]; then
     printf '#!/bin/sh\n# The sum of the numbers in data.txt (version %s).\nawk '"'"'{ s += $1 } END { print s }'"'"' data.txt\n' "$i" > total.sh

@@ -6,7 +6,17 @@ import tempfile
 
 from harness import NOBODY, run_as_nobody
 
-GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1", "GIT_TERMINAL_PROMPT": "0", "HOME": "/tmp"}
+_CONFIG = tempfile.NamedTemporaryFile("w", prefix="check-gitconfig-", delete=False)
+_CONFIG.write("[safe]\n\tdirectory = *\n")  # the repositories are root's; git runs as nobody
+_CONFIG.close()
+os.chmod(_CONFIG.name, 0o644)
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": _CONFIG.name,
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "HOME": "/tmp",
+}
 
 
 def clone(source):
@@ -15,7 +25,7 @@ def clone(source):
     os.chown(dest, NOBODY, NOBODY)
     target = os.path.join(dest, "repo.git")
     code, _, _ = run_as_nobody(
-        ["git", "-c", "safe.directory=*", "clone", "--quiet", "--bare", "--no-local", "--no-hardlinks", source, target],
+        ["git", "clone", "--quiet", "--bare", "--no-local", "--no-hardlinks", source, target],
         cwd=dest, timeout=120, env=GIT_ENV,
     )
     return target if code == 0 else None
@@ -23,7 +33,7 @@ def clone(source):
 
 def git(repo, *args):
     """`git ARGS` in `repo` as nobody; its stdout ('' on failure)."""
-    code, out, _ = run_as_nobody(["git", "-c", "safe.directory=*", *args], cwd=repo, timeout=60, env=GIT_ENV)
+    code, out, _ = run_as_nobody(["git", *args], cwd=repo, timeout=60, env=GIT_ENV)
     return out if code == 0 else ""
 
 
