@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import need_boundaries
+from conftest import need_boundaries, representative_tasks
 from mcp.client.client import Client
 from websockets.asyncio.client import connect
 
@@ -85,7 +85,8 @@ def _covering_tasks(environment):
 
 @pytest.mark.parametrize("name", ENVS)
 async def test_scripted_trajectories_agree_over_mcp_and_the_control_plane(name):
-    environment = load_environment(name)
+    spec = next(s for s in list_envs() if s.name == name)
+    environment = load_environment(name, tasks=representative_tasks(spec))
     need_boundaries(environment.spec)
     app = create_app(environment)
     async with serving(app) as url, connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:

@@ -152,10 +152,11 @@ class Environment:
         if module is None or not hasattr(module, "probes"):
             return {}
         task = self.tasks.full(task)
-        return {
-            str(name): [action_from_json({"type": "call_tool", **a}) if isinstance(a, dict) else a for a in actions]
-            for name, actions in module.probes(task).items()
-        }
+        out: dict[str, list[CallTool]] = {}
+        for name, items in module.probes(task).items():
+            actions: list[Any] = [action_from_json({"type": "call_tool", **a}) if isinstance(a, dict) else a for a in items]
+            out[str(name)] = actions
+        return out
 
     def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool]:
         """The scripted ``reference`` (solves) or ``wrong`` (does not) trajectory for ``task``."""

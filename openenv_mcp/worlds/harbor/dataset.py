@@ -1,7 +1,8 @@
 """A folder of task folders (a dataset) as an environment's tasks, and ``harbor:PATH`` as an environment.
 
 * :func:`load_tasks` is the ``harbor`` task source of env files (``[tasks] harbor = "tasks"``, or a
-  table with options, see :class:`~.taskformat.LoadOptions`), registered in the entry-point group
+  table: ``path``, ``tasks`` (the ids to keep, in that order) and the options of
+  :class:`~.taskformat.LoadOptions`), registered in the entry-point group
   ``openenv_mcp.task_sources``. Every task folder under the path (the path itself when it is one;
   else its sub-folders, up to three levels down, hidden ones skipped) becomes one task: id = its
   path below the dataset folder, prompt = its instruction and a line naming the ``submit`` tool,
@@ -59,9 +60,9 @@ def find_task_folders(root: Path) -> list[Path]:
     return found
 
 
-def parse_source(value: Any, base_dir: Path) -> tuple[Path, LoadOptions]:
-    """``harbor = "PATH"`` or ``harbor = {path = "PATH", network = ..., tamper = ..., processes = ...,
-    pass_env = [...]}`` as (folder, options)."""
+def parse_source(value: Any, base_dir: Path) -> tuple[Path, LoadOptions, list[str] | None]:
+    """``harbor = "PATH"`` or ``harbor = {path = "PATH", tasks = [...], network = ..., tamper = ...,
+    processes = ..., pass_env = [...]}`` as (folder, options, the task ids to keep or ``None``)."""
     if isinstance(value, (str, Path)):
         table: dict[str, Any] = {"path": str(value)}
     elif isinstance(value, dict):
@@ -71,13 +72,16 @@ def parse_source(value: Any, base_dir: Path) -> tuple[Path, LoadOptions]:
     path = table.pop("path", None)
     if not isinstance(path, str):
         raise ConfigError("[tasks] harbor: give the dataset folder as `path`")
+    keep = table.pop("tasks", None)
+    if keep is not None and (not isinstance(keep, list) or not all(isinstance(t, str) for t in keep)):
+        raise ConfigError("[tasks] harbor: `tasks` is a list of task ids (folder paths below the dataset folder)")
     if "pass_env" in table:
         table["pass_env"] = tuple(table["pass_env"])
     try:
         options = LoadOptions(**table)
     except TypeError as e:
         known = ", ".join(LoadOptions.__dataclass_fields__)
-        raise ConfigError(f"[tasks] harbor: {e}; known options: path, {known}") from None
+        raise ConfigError(f"[tasks] harbor: {e}; known options: path, tasks, {known}") from None
     for key, allowed in (
         ("network", ("none", "harbor")),
         ("tamper", ("enforce", "report")),
@@ -88,13 +92,19 @@ def parse_source(value: Any, base_dir: Path) -> tuple[Path, LoadOptions]:
     folder = (base_dir / path).resolve()
     if not folder.is_dir():
         raise ConfigError(f"[tasks] harbor: no folder at {str(folder)!r}")
-    return folder, options
+    return folder, options, keep
 
 
 def load_tasks(value: Any, base_dir: Path) -> list[Task]:
     """The ``harbor`` task source (see the module doc)."""
-    root, options = parse_source(value, base_dir)
+    root, options, keep = parse_source(value, base_dir)
     folders = find_task_folders(root)
+    if keep is not None:
+        by_id = {(f.name if f == root else f.relative_to(root).as_posix()): f for f in folders}
+        missing = [t for t in keep if t not in by_id]
+        if missing:
+            raise ConfigError(f"[tasks] harbor: no task folder {missing[0]!r} in {root}")
+        folders = [by_id[t] for t in keep]
     if not folders:
         raise ConfigError(f"{root}: no task folders (folders holding task.toml or task.yaml) found")
     tasks: list[Task] = []

@@ -141,11 +141,6 @@ def _reward_files(base_dir: Path, module: str, seen: set[str] | None = None) -> 
         raise _Unmappable(f"the reward module {module!r} is not a file of the environment's folder")
     seen.add(module)
     source = path.read_text()
-    for marker in HISTORY_READS:
-        if marker in source:
-            raise _Unmappable(
-                f"the reward reads the episode's tool calls ({marker.rstrip('(')}), which a task folder's verifier cannot see"
-            )
     files = [path]
     for name in _imports(source):
         top = name.split(".")[0]
@@ -156,6 +151,11 @@ def _reward_files(base_dir: Path, module: str, seen: set[str] | None = None) -> 
                 files += _reward_files(base_dir, top, seen)
             continue
         raise _Unmappable(f"the reward imports {name!r}, which a task container does not have")
+    for marker in HISTORY_READS:
+        if marker in source:
+            raise _Unmappable(
+                f"the reward reads the episode ({marker.rstrip('(')}), which a task folder's verifier cannot see"
+            )
     return files
 
 

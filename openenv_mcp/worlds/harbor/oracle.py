@@ -6,7 +6,8 @@ The environment's ``solutions`` module (``validate``, ``run``, conformance repla
   ``solution/`` written to ``/solution`` (multi-file solutions included), ``bash /solution/solve.sh``
   run with the task's ``[solution] env``, then ``submit``. Terminal-Bench 1: ``solution.sh``, or
   the commands of ``solution.yaml`` one by one.
-* :func:`wrong`: ``submit`` at once: the untouched task must score 0.
+* :func:`wrong`: an agent that looks around, writes a scratch note outside the task's files and
+  submits: the untouched task must score 0 (this and the reference call every tool).
 * :func:`probes`: what a policy trained on the reward would try instead of the task. Each ends
   with ``submit`` and must score 0 (``openenv-mcp validate`` plays them on every task):
   ``reward-file`` (writes ``/logs/verifier/reward.txt`` and ``reward.json`` in advance),
@@ -68,8 +69,18 @@ def _files(folder: Path) -> list[Path]:
     return [p for p in walk(folder, set()) if p.is_file() and not p.is_symlink()]
 
 
+SCRATCH = "/tmp/openenv-scratch.txt"
+
+
 def wrong(task: Task) -> list[dict[str, Any]]:
-    return [_call(SUBMIT)]
+    return [
+        _call("fs_list", path=".", depth=1),
+        _call("fs_read", path="/etc/hostname"),
+        _call("fs_write", path=SCRATCH, content="notes: look at the task later\n"),
+        _call("fs_edit", path=SCRATCH, old_text="later", new_text="tomorrow"),
+        _call("shell_run", command=f"cat {SCRATCH}"),
+        _call(SUBMIT),
+    ]
 
 
 _FAKE = """#!/bin/sh

@@ -1,4 +1,5 @@
 """archive-config-backup: the archive holds exactly the right .conf files, relative to /etc."""
+
 import os
 import subprocess
 import sys
@@ -19,7 +20,9 @@ for folder, _, files in os.walk(os.path.join(expected_root, "myapp")):
         data = open(path, "rb").read()
         if name.endswith(".conf") and not rel.startswith("myapp/cache/"):
             expected[rel] = data
-        checks.guard(f"/etc/{rel} is unchanged", os.path.isfile(f"/etc/{rel}") and open(f"/etc/{rel}", "rb").read() == data)
+        checks.guard(
+            f"/etc/{rel} is unchanged", os.path.isfile(f"/etc/{rel}") and open(f"/etc/{rel}", "rb").read() == data
+        )
 
 path = "/app/backup/myapp-conf.tar.gz"
 members = {}

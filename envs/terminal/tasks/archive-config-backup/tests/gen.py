@@ -1,4 +1,5 @@
 """A seeded configuration tree under the folder given as the first argument."""
+
 import os
 import random
 import sys

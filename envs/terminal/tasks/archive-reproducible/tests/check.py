@@ -1,4 +1,5 @@
 """archive-reproducible: order, owners, times, gzip header, exclusions, and modes/contents kept."""
+
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ checks = Checks()
 ref = os.path.join(tempfile.mkdtemp(), "site")
 subprocess.run([sys.executable, "-I", "-S", "/tests/gen.py", ref], check=True)
 expected = {}
-for folder, dirs, files in os.walk(ref):
+for folder, _dirs, files in os.walk(ref):
     rel_folder = os.path.relpath(folder, os.path.dirname(ref))
     expected[rel_folder] = None
     for name in files:
@@ -34,11 +35,23 @@ except (tarfile.TarError, OSError, EOFError):
 names = [m.name.rstrip("/") for m, _ in members]
 checks.goal("the archive holds exactly site/ without the .tmp files", members and sorted(names) == sorted(expected))
 checks.goal("members are in sorted path order", members and names == sorted(names, key=lambda n: n.encode()))
-checks.goal("owner and group 0, names empty or root", members and all(m.uid == 0 and m.gid == 0 and m.uname in ("", "root") and m.gname in ("", "root") for m, _ in members))
+checks.goal(
+    "owner and group 0, names empty or root",
+    members
+    and all(m.uid == 0 and m.gid == 0 and m.uname in ("", "root") and m.gname in ("", "root") for m, _ in members),
+)
 checks.goal("every mtime is 1704067200", members and all(m.mtime == 1704067200 for m, _ in members))
-checks.goal("the gzip header has no name and mtime 0", len(header) == 10 and header[:3] == b"\x1f\x8b\x08" and header[3] & 0x08 == 0 and header[4:8] == b"\0\0\0\0")
+checks.goal(
+    "the gzip header has no name and mtime 0",
+    len(header) == 10 and header[:3] == b"\x1f\x8b\x08" and header[3] & 0x08 == 0 and header[4:8] == b"\0\0\0\0",
+)
 checks.goal(
     "contents and modes are kept",
-    members and all(m.isdir() if expected.get(m.name.rstrip("/")) is None else (data, m.mode & 0o7777) == expected[m.name] for m, data in members if m.name.rstrip("/") in expected),
+    members
+    and all(
+        m.isdir() if expected.get(m.name.rstrip("/")) is None else (data, m.mode & 0o7777) == expected[m.name]
+        for m, data in members
+        if m.name.rstrip("/") in expected
+    ),
 )
 checks.finish()

@@ -1,4 +1,5 @@
 """build-header-deps: incremental rebuilds follow header dependencies, in a clean copy, as nobody."""
+
 import os
 import sys
 import time
@@ -18,7 +19,11 @@ checks.guard("make builds ./units from a clean tree", built)
 
 
 def mtimes():
-    return {n: os.stat(os.path.join(work, "build", n)).st_mtime_ns for n in ("main.o", "convert.o", "banner.o") if os.path.exists(os.path.join(work, "build", n))}
+    return {
+        n: os.stat(os.path.join(work, "build", n)).st_mtime_ns
+        for n in ("main.o", "convert.o", "banner.o")
+        if os.path.exists(os.path.join(work, "build", n))
+    }
 
 
 def touch_edit(rel, old, new):
@@ -41,8 +46,14 @@ ok, changed = rebuilt_after("src/config.h", "SCALE 1000", "SCALE 60") if built e
 checks.goal("after config.h changes, exactly convert.o is rebuilt", ok and changed == {"convert.o"})
 out = run_as_nobody([binary, "3"], cwd=work, timeout=10)[1].strip() if built else ""
 checks.goal("and ./units 3 prints 180", out == "180")
-ok, changed = rebuilt_after("src/convert.h", "long to_milli(long units);", "long to_milli(long units); /* v2 */") if built else (False, set())
-checks.goal("after convert.h changes, exactly convert.o and main.o are rebuilt", ok and changed == {"convert.o", "main.o"})
+ok, changed = (
+    rebuilt_after("src/convert.h", "long to_milli(long units);", "long to_milli(long units); /* v2 */")
+    if built
+    else (False, set())
+)
+checks.goal(
+    "after convert.h changes, exactly convert.o and main.o are rebuilt", ok and changed == {"convert.o", "main.o"}
+)
 ok, changed = (True, set())
 if built:
     before = mtimes()
@@ -50,5 +61,10 @@ if built:
     changed = {n for n, t in mtimes().items() if before.get(n) != t}
 checks.guard("a make with nothing changed rebuilds nothing", built and changed == set())
 run_as_nobody(["make", "clean"], cwd=work, timeout=60)
-checks.guard("make clean removes every build product", built and not os.path.exists(binary) and not any(os.scandir(os.path.join(work, "build"))) if os.path.isdir(os.path.join(work, "build")) else built and not os.path.exists(binary))
+checks.guard(
+    "make clean removes every build product",
+    built and not os.path.exists(binary) and not any(os.scandir(os.path.join(work, "build")))
+    if os.path.isdir(os.path.join(work, "build"))
+    else built and not os.path.exists(binary),
+)
 checks.finish()

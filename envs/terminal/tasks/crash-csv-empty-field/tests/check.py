@@ -1,4 +1,5 @@
 """crash-csv-empty-field: csvsum, rebuilt from the agent's source as nobody, sums correctly."""
+
 import os
 import sys
 
@@ -13,7 +14,11 @@ for name in ("csvsum",):
 code, _, err = run_as_nobody(["gcc", "-O1", "-Wall", "-o", "csvsum", "csvsum.c"], cwd=work, timeout=120)
 checks.guard("csvsum.c compiles", code == 0)
 cases = {
-    "sample": ("id,name,amount,note\n1,apple,2.50,fresh\n2,pear,,\n3,,4.25,bruised\n4,plum,1.25,\n", "amount", "rows=4 sum=8.00"),
+    "sample": (
+        "id,name,amount,note\n1,apple,2.50,fresh\n2,pear,,\n3,,4.25,bruised\n4,plum,1.25,\n",
+        "amount",
+        "rows=4 sum=8.00",
+    ),
     "leading-empty": ("a,b,c\n,1,2\n,,3\n4,,\n", "c", "rows=3 sum=5.00"),
     "short-rows": ("x,y,z\n1\n2,3\n4,5,6\n", "z", "rows=3 sum=6.00"),
     "crlf": ("x,total\r\n1,10.5\r\n2,\r\n3,0.25\r\n", "total", "rows=3 sum=10.75"),
@@ -32,6 +37,10 @@ for name, (text, column, want) in cases.items():
         code, out, _ = run_as_nobody([binary, path, column], cwd=work, timeout=10)
         ok = code == 0 and out.strip() == want
     checks.goal(f"{name}: prints {want}", ok)
-code, _, _ = run_as_nobody([binary, os.path.join(work, "case-sample.csv"), "nope"], cwd=work, timeout=10) if os.path.isfile(binary) else (None, "", "")
+code, _, _ = (
+    run_as_nobody([binary, os.path.join(work, "case-sample.csv"), "nope"], cwd=work, timeout=10)
+    if os.path.isfile(binary)
+    else (None, "", "")
+)
 checks.guard("an unknown column still fails cleanly (exit 1)", code == 1)
 checks.finish()

@@ -1,5 +1,6 @@
 """crash-double-free: topwords, rebuilt as nobody, exits 0 with the same output, under glibc's
 strict heap checks (MALLOC_CHECK_=3, MALLOC_PERTURB_) so a use after free cannot hide."""
+
 import collections
 import os
 import random
@@ -20,7 +21,9 @@ vocab = ["alpha", "beta", "gamma", "delta", "Echo", "fox", "golf", "hotel", "ind
 
 
 def expected(text, top):
-    words = collections.Counter(w.lower() for w in "".join(c if c.isascii() and c.isalpha() else " " for c in text).split())
+    words = collections.Counter(
+        w.lower() for w in "".join(c if c.isascii() and c.isalpha() else " " for c in text).split()
+    )
     ranked = sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
     return "".join(f"{n} {w}\n" for w, n in ranked)
 
@@ -38,6 +41,8 @@ for name, (text, top) in texts.items():
         code, out, _ = run_as_nobody([binary, str(top)], cwd=work, timeout=20, stdin=text, env=env)
         ok = code == 0 and out == expected(text, top)
     checks.goal(f"{name}: right output and exit status 0", ok)
-code, out, _ = run_as_nobody([binary, "3"], cwd=work, timeout=10, stdin="", env=env) if os.path.isfile(binary) else (None, "", "")
+code, out, _ = (
+    run_as_nobody([binary, "3"], cwd=work, timeout=10, stdin="", env=env) if os.path.isfile(binary) else (None, "", "")
+)
 checks.guard("empty input: no output, exit status 0", code == 0 and out == "")
 checks.finish()

@@ -1,4 +1,5 @@
 """crash-name-overflow: greeter, rebuilt as nobody with its Makefile, greets long names in full."""
+
 import os
 import sys
 

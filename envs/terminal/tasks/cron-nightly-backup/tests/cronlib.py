@@ -1,11 +1,22 @@
 """A strict reader of cron schedules (the five time fields of crontab(5), Debian's cron)."""
 
 RANGES = [(0, 59), (0, 23), (1, 31), (1, 12), (0, 7)]
-NAMES = [None, None, None,
-         {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())},
-         {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}]
-MACROS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@weekly": "0 0 * * 0",
-          "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *"}
+NAMES = [
+    None,
+    None,
+    None,
+    {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())},
+    {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())},
+]
+MACROS = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+}
 
 
 def field_values(text, index):

@@ -1,4 +1,5 @@
 """Two CSV exports (seeded): customers.csv (quoted names with commas) and orders.csv."""
+
 import csv
 import os
 import random
@@ -12,7 +13,7 @@ with open(os.path.join(root, "customers.csv"), "w", newline="") as out:
     w = csv.writer(out)
     w.writerow(["customer_id", "name", "country"])
     for cid in range(1, 61):
-        name = rng.choice(["Acme, Inc.", "Bolt \"Fast\" Ltd", "Cargo GmbH", "Delta & Sons", "Echo SA"]) + f" #{cid}"
+        name = rng.choice(["Acme, Inc.", 'Bolt "Fast" Ltd', "Cargo GmbH", "Delta & Sons", "Echo SA"]) + f" #{cid}"
         w.writerow([f"C{cid:03d}", name, rng.choice(countries)])
 with open(os.path.join(root, "orders.csv"), "w", newline="") as out:
     w = csv.writer(out)

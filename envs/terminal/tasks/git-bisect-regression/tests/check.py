@@ -1,4 +1,5 @@
 """git-bisect-regression: /app/first-bad.txt names the 27th commit of main."""
+
 import sys
 
 sys.path.insert(0, "/tests")

@@ -1,4 +1,5 @@
 """git-purge-secret: a fresh clone holds no trace of the secret, and nothing else changed."""
+
 import sys
 
 sys.path.insert(0, "/tests")
@@ -18,12 +19,15 @@ checks.guard("main has the same commits (messages, authors, author dates) in ord
 ref_commits = git(reference, "rev-list", "--reverse", "main").split()
 new_commits = git(repo, "rev-list", "--reverse", "main").split()
 same_trees = len(ref_commits) == len(new_commits) == 7
-for old, new in zip(ref_commits, new_commits):
+for old, new in zip(ref_commits, new_commits, strict=False):
     expected = [line for line in tree_listing(reference, old) if not line.startswith("config/secrets.env ")]
     same_trees &= tree_listing(repo, new) == expected
 checks.goal("every commit holds exactly its files, without config/secrets.env", same_trees)
 paths = git(repo, "log", "--all", "--format=", "--name-only")
-checks.goal("no commit of any branch or tag touches config/secrets.env", repo != "/nonexistent" and "config/secrets.env" not in paths)
+checks.goal(
+    "no commit of any branch or tag touches config/secrets.env",
+    repo != "/nonexistent" and "config/secrets.env" not in paths,
+)
 objects = git(repo, "rev-list", "--objects", "--all").split("\n")
 leaked = repo == "/nonexistent" or not objects
 for line in objects:

@@ -1,4 +1,5 @@
 """git-recover-reset: feature points at the original "Document the export command" commit again."""
+
 import sys
 
 sys.path.insert(0, "/tests")
@@ -23,7 +24,14 @@ checks.goal("feature points at the original 'Document the export command' commit
 messages = git(repo, "log", "--format=%s", "feature").splitlines()
 checks.goal(
     "feature's history is the original one",
-    messages == ["Document the export command", "Add the export command", "Store items in todo.txt", "Add a README", "Add the todo script"]
+    messages
+    == [
+        "Document the export command",
+        "Add the export command",
+        "Store items in todo.txt",
+        "Add a README",
+        "Add the todo script",
+    ]
     and tip == lost,
 )
 checks.finish()

@@ -1,7 +1,7 @@
 """Git helpers for the checks: every git command runs as nobody, on a fresh clone of the agent's
 repository (a clone carries no config, hooks or replace refs of the agent's)."""
+
 import os
-import subprocess
 import tempfile
 
 from harness import NOBODY, run_as_nobody
@@ -26,7 +26,9 @@ def clone(source):
     target = os.path.join(dest, "repo.git")
     code, _, _ = run_as_nobody(
         ["git", "clone", "--quiet", "--bare", "--no-local", "--no-hardlinks", source, target],
-        cwd=dest, timeout=120, env=GIT_ENV,
+        cwd=dest,
+        timeout=120,
+        env=GIT_ENV,
     )
     return target if code == 0 else None
 

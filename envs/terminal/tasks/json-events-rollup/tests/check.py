@@ -1,4 +1,5 @@
 """json-events-rollup: per-user statistics over distinct, well-formed events; malformed count."""
+
 import json
 import os
 import subprocess
@@ -30,7 +31,15 @@ for line in open(ref):
     if event["type"] == "purchase":
         s["purchases"] += 1
         s["revenue_cents"] += event["cents"]
-want = {u: {"events": s["events"], "purchases": s["purchases"], "revenue_cents": s["revenue_cents"], "avg_ms": round(s["ms"] / s["events"], 1)} for u, s in stats.items()}
+want = {
+    u: {
+        "events": s["events"],
+        "purchases": s["purchases"],
+        "revenue_cents": s["revenue_cents"],
+        "avg_ms": round(s["ms"] / s["events"], 1),
+    }
+    for u, s in stats.items()
+}
 try:
     got = json.loads(read("/app/summary.json") or "null")
 except ValueError:
@@ -38,6 +47,9 @@ except ValueError:
 got = got if isinstance(got, dict) else {}
 checks.goal("summary.json has one entry per user", set(got) == set(want))
 for key in ("events", "purchases", "revenue_cents", "avg_ms"):
-    checks.goal(f"every user's {key} is right", set(got) == set(want) and all(isinstance(got[u], dict) and got[u].get(key) == want[u][key] for u in want))
+    checks.goal(
+        f"every user's {key} is right",
+        set(got) == set(want) and all(isinstance(got[u], dict) and got[u].get(key) == want[u][key] for u in want),
+    )
 checks.goal("malformed.txt counts the malformed lines", (read("/app/malformed.txt") or "").strip() == str(malformed))
 checks.finish()

@@ -36,8 +36,13 @@ def run_as_nobody(argv, cwd="/tmp", timeout=60, env=None, stdin=None):
     base = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
     full = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", *argv]
     proc = subprocess.Popen(
-        full, cwd=cwd, env={**base, **(env or {})}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, start_new_session=True,
+        full,
+        cwd=cwd,
+        env={**base, **(env or {})},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         out, err = proc.communicate(stdin.encode() if isinstance(stdin, str) else stdin, timeout=timeout)

@@ -1,4 +1,5 @@
 """An application's logs over two days (seeded): app.log, app.log.1 and gzipped older ones."""
+
 import gzip
 import os
 import random
@@ -23,7 +24,7 @@ for minute in range(0, 48 * 60, 3):
         lines.append(f"2026-05-{11 + day:02d}T{hour:02d}:{mins:02d}:{rng.randrange(60):02d}Z [{level}] {text}")
 chunks = [lines[i : i + 400] for i in range(0, len(lines), 400)]
 names = ["app.log"] + [f"app.log.{i}" for i in range(1, len(chunks))]
-for name, chunk in zip(names, reversed(chunks)):
+for name, chunk in zip(names, reversed(chunks), strict=False):
     data = ("\n".join(chunk) + "\n").encode()
     if name not in ("app.log", "app.log.1", "app.log.2"):
         with gzip.GzipFile(os.path.join(root, name + ".gz"), "wb", mtime=0) as out:

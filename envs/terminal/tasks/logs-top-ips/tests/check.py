@@ -1,4 +1,5 @@
 """logs-top-ips: /app/report.txt holds the top 5 addresses by 404 count."""
+
 import collections
 import hashlib
 import io
@@ -23,7 +24,10 @@ for line in log.splitlines():
 expected = [f"{n} {ip}" for ip, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5]]
 
 current = read("/app/logs/access.log", 64 * 1024 * 1024)
-checks.guard("the log is unchanged", current is not None and hashlib.sha256(current.encode()).digest() == hashlib.sha256(log.encode()).digest())
+checks.guard(
+    "the log is unchanged",
+    current is not None and hashlib.sha256(current.encode()).digest() == hashlib.sha256(log.encode()).digest(),
+)
 report = read("/app/report.txt")
 lines = [line.strip() for line in (report or "").strip().splitlines()]
 checks.goal("report.txt has exactly 5 lines", len(lines) == 5)

@@ -1,4 +1,5 @@
 """perms-shared-dir: ownership, modes and what each user can really do."""
+
 import grp
 import os
 import pwd
@@ -18,7 +19,9 @@ def as_user(user, argv):
     """Run argv as `user` with its groups (from /etc/group); the exit code."""
     return subprocess.run(
         ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--", *argv],
-        capture_output=True, timeout=30, check=False,
+        capture_output=True,
+        timeout=30,
+        check=False,
     ).returncode
 
 
@@ -42,7 +45,9 @@ checks.goal("alice and bob are in devs", {"alice", "bob"} <= members)
 checks.goal("carol is not in devs", devs is not None and "carol" not in members)
 
 st = os.lstat(ROOT)
-checks.goal("/srv/project is root:devs 2770", st.st_uid == 0 and st.st_gid == gid and stat.S_IMODE(st.st_mode) == 0o2770)
+checks.goal(
+    "/srv/project is root:devs 2770", st.st_uid == 0 and st.st_gid == gid and stat.S_IMODE(st.st_mode) == 0o2770
+)
 dirs_ok = files_ok = True
 for folder, dirs, files in os.walk(ROOT):
     for name in dirs:
@@ -59,7 +64,13 @@ for folder, dirs, files in os.walk(ROOT):
 checks.goal("every folder below is devs, g+rwxs, nothing for others", dirs_ok)
 checks.goal("every file below is devs, g+rw, nothing for others", files_ok)
 k = os.lstat(KEY) if os.path.lexists(KEY) else None
-checks.goal("deploy.key is alice's, mode 600", k is not None and stat.S_ISREG(k.st_mode) and k.st_uid == pwd.getpwnam("alice").pw_uid and stat.S_IMODE(k.st_mode) == 0o600)
+checks.goal(
+    "deploy.key is alice's, mode 600",
+    k is not None
+    and stat.S_ISREG(k.st_mode)
+    and k.st_uid == pwd.getpwnam("alice").pw_uid
+    and stat.S_IMODE(k.st_mode) == 0o600,
+)
 
 # What the users can really do (setgid inheritance, the key, carol kept out).
 probe = "/srv/project/docs/.bob-was-here"

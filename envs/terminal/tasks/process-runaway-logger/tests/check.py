@@ -2,6 +2,7 @@
 
 The verifier runs right after the container restarted, i.e. after a boot: whatever autostart
 entry is still enabled is running now."""
+
 import os
 import subprocess
 import sys
@@ -13,8 +14,13 @@ from harness import Checks, read  # noqa: E402
 checks = Checks()
 for name in ("metricsd.conf", "syncer.conf"):
     checks.guard(f"{name} is kept", read(f"/etc/app/autostart.d/{name}") == read(f"/tests/autostart.d/{name}"))
-checks.guard("/etc/app/boot is unchanged", (read("/etc/app/boot") or "").startswith("#!/bin/sh\n# Boot: start every program"))
-checks.goal("culprit.txt names /opt/app/bin/report-cache", (read("/app/culprit.txt") or "").strip() == "/opt/app/bin/report-cache")
+checks.guard(
+    "/etc/app/boot is unchanged", (read("/etc/app/boot") or "").startswith("#!/bin/sh\n# Boot: start every program")
+)
+checks.goal(
+    "culprit.txt names /opt/app/bin/report-cache",
+    (read("/app/culprit.txt") or "").strip() == "/opt/app/bin/report-cache",
+)
 enabled = []
 for name in sorted(os.listdir("/etc/app/autostart.d")):
     if name.endswith(".conf"):
@@ -25,5 +31,7 @@ ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check
 checks.goal("report-cache is not running after a boot", "report-cache" not in ps)
 checks.guard("metricsd and syncer run after a boot", "/opt/app/bin/metricsd" in ps and "/opt/app/bin/syncer" in ps)
 st = os.lstat("/var/log/app/flood.log") if os.path.lexists("/var/log/app/flood.log") else None
-checks.goal("flood.log is an empty regular file", st is not None and st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000)
+checks.goal(
+    "flood.log is an empty regular file", st is not None and st.st_size == 0 and (st.st_mode & 0o170000) == 0o100000
+)
 checks.finish()

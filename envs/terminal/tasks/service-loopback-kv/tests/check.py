@@ -3,6 +3,7 @@
 The agent's processes were stopped before this runs, so the service is started here, from the
 pristine copy of its code, as the user kv (unprivileged): only the configuration is the agent's.
 """
+
 import configparser
 import http.client
 import os
@@ -44,9 +45,21 @@ def request(method, path, body=None):
 
 def start():
     proc = subprocess.Popen(
-        ["setpriv", f"--reuid={kv.pw_uid}", f"--regid={kv.pw_gid}", "--clear-groups", "--",
-         "python3", "-I", "/tests/server.py", "--config", "/etc/kv/kv.conf"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            "setpriv",
+            f"--reuid={kv.pw_uid}",
+            f"--regid={kv.pw_gid}",
+            "--clear-groups",
+            "--",
+            "python3",
+            "-I",
+            "/tests/server.py",
+            "--config",
+            "/etc/kv/kv.conf",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     for _ in range(50):
         try:
@@ -67,7 +80,10 @@ stored = serving is not None and request("GET", "/kv/color") == (200, "blue")
 checks.goal("the value 'blue' stored under 'color' survived the restart", stored)
 roundtrip = False
 if serving is not None:
-    roundtrip = request("PUT", "/kv/check-key", body=b"v-123")[0] == 200 and request("GET", "/kv/check-key") == (200, "v-123")
+    roundtrip = request("PUT", "/kv/check-key", body=b"v-123")[0] == 200 and request("GET", "/kv/check-key") == (
+        200,
+        "v-123",
+    )
     serving.kill()
     serving.wait()
 checks.goal("PUT then GET of a new name works", roundtrip)

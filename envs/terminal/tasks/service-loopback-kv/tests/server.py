@@ -5,6 +5,7 @@
 GET /health -> ok; PUT /kv/NAME stores the body; GET /kv/NAME returns it (404 when unknown).
 Values live in one JSON file in [storage] data_dir.
 """
+
 import argparse
 import configparser
 import json

@@ -1,5 +1,6 @@
 """service-static-site: webd, started here from its pristine code as www-data with the agent's
 configuration, serves /srv/docs on 127.0.0.1:8080 with home.html and the svg type."""
+
 import configparser
 import http.client
 import subprocess
@@ -35,8 +36,21 @@ def get(path):
 server = None
 if listen.strip() == "127.0.0.1:8080":
     server = subprocess.Popen(
-        ["setpriv", "--reuid=www-data", "--regid=www-data", "--init-groups", "--", "python3", "-I", "/tests/webd.py", "--config", "/etc/webd/webd.ini"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            "setpriv",
+            "--reuid=www-data",
+            "--regid=www-data",
+            "--init-groups",
+            "--",
+            "python3",
+            "-I",
+            "/tests/webd.py",
+            "--config",
+            "/etc/webd/webd.ini",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     for _ in range(50):
         try:
@@ -52,6 +66,10 @@ finally:
     if server:
         server.kill()
 checks.goal("/ serves /srv/docs/home.html", results["/"][0] == 200 and "Welcome to the docs" in results["/"][2])
-checks.goal("/docs/ serves /srv/docs/docs/home.html", results["/docs/"][0] == 200 and "The guide." in results["/docs/"][2])
-checks.goal("logo.svg is image/svg+xml", results["/logo.svg"][0] == 200 and results["/logo.svg"][1].startswith("image/svg+xml"))
+checks.goal(
+    "/docs/ serves /srv/docs/docs/home.html", results["/docs/"][0] == 200 and "The guide." in results["/docs/"][2]
+)
+checks.goal(
+    "logo.svg is image/svg+xml", results["/logo.svg"][0] == 200 and results["/logo.svg"][1].startswith("image/svg+xml")
+)
 checks.finish()

@@ -1,4 +1,5 @@
 """sqlite-dedupe-customers: duplicates merged into the lowest id, orders re-pointed, unique index."""
+
 import os
 import shutil
 import sqlite3
@@ -36,8 +37,14 @@ try:
     index_cols = [r[2] for r in db.execute("PRAGMA index_info('customers_email_unique')")]
 except sqlite3.Error:
     customers, orders, indexes, index_cols = [], [], {}, []
-checks.guard("no order is lost or altered (ids, totals, dates)", sorted((o[0], o[2], o[3]) for o in orders) == sorted((o[0], o[2], o[3]) for o in want_orders))
-checks.goal("exactly one row per customer, the lowest id, with the name kept", sorted((c[0], c[2]) for c in customers) == sorted((c[0], c[2]) for c in want_customers))
+checks.guard(
+    "no order is lost or altered (ids, totals, dates)",
+    sorted((o[0], o[2], o[3]) for o in orders) == sorted((o[0], o[2], o[3]) for o in want_orders),
+)
+checks.goal(
+    "exactly one row per customer, the lowest id, with the name kept",
+    sorted((c[0], c[2]) for c in customers) == sorted((c[0], c[2]) for c in want_customers),
+)
 checks.goal("the kept e-mails are trimmed and lowercased", customers == want_customers)
 checks.goal("every order points at the kept customer", orders == want_orders)
 unique = "customers_email_unique" in indexes and indexes["customers_email_unique"][2] == 1

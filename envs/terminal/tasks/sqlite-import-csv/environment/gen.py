@@ -1,4 +1,5 @@
 """inventory.csv (seeded): quoted fields with commas, quotes and newlines; empty cells."""
+
 import csv
 import random
 import sys

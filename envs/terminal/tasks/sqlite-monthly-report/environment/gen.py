@@ -1,4 +1,5 @@
 """The sales database (seeded): products, sales with quantities and prices, refunds."""
+
 import random
 import sqlite3
 import sys
@@ -22,6 +23,8 @@ for sid in range(1, 801):
     qty = rng.randrange(1, 6)
     db.execute("INSERT INTO sales VALUES (?, ?, ?, ?, ?)", (sid, rng.randrange(1, 31), qty, price, day))
     if rng.random() < 0.08:
-        db.execute("INSERT INTO refunds (sale_id, amount_cents, refunded_at) VALUES (?, ?, ?)",
-                   (sid, rng.randrange(100, price * qty), day))
+        db.execute(
+            "INSERT INTO refunds (sale_id, amount_cents, refunded_at) VALUES (?, ?, ?)",
+            (sid, rng.randrange(100, price * qty), day),
+        )
 db.commit()

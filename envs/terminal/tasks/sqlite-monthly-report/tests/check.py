@@ -1,5 +1,6 @@
 """sqlite-monthly-report: the agent's query, run read-only (as nobody) on a fresh database and on a
 second one with other rows, returns exactly the expected rows."""
+
 import os
 import random
 import sqlite3
@@ -8,7 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, "/tests")
-from harness import NOBODY, Checks, read, run_as_nobody  # noqa: E402
+from harness import Checks, read, run_as_nobody  # noqa: E402
 
 checks = Checks()
 query = read("/app/report.sql", 64 * 1024)
@@ -23,11 +24,22 @@ def make(name, extra):
         db = sqlite3.connect(path)
         rng = random.Random(9)
         for sid in range(2001, 2101):
-            db.execute("INSERT INTO sales VALUES (?, ?, ?, ?, ?)",
-                       (sid, rng.randrange(1, 31), rng.randrange(1, 9), rng.randrange(100, 500), f"2025-{rng.randrange(1, 13):02d}-15 08:00:00"))
+            db.execute(
+                "INSERT INTO sales VALUES (?, ?, ?, ?, ?)",
+                (
+                    sid,
+                    rng.randrange(1, 31),
+                    rng.randrange(1, 9),
+                    rng.randrange(100, 500),
+                    f"2025-{rng.randrange(1, 13):02d}-15 08:00:00",
+                ),
+            )
             if sid % 7 == 0:
                 for k in range(2):
-                    db.execute("INSERT INTO refunds (sale_id, amount_cents, refunded_at) VALUES (?, ?, ?)", (sid, 50 + k, "2025-12-31 00:00:00"))
+                    db.execute(
+                        "INSERT INTO refunds (sale_id, amount_cents, refunded_at) VALUES (?, ?, ?)",
+                        (sid, 50 + k, "2025-12-31 00:00:00"),
+                    )
         db.commit()
         db.close()
     os.chmod(path, 0o444)
@@ -74,5 +86,8 @@ for name, extra in (("as shipped", False), ("with other rows", True)):
         result = None
     rows = [tuple(r) for r in result["rows"]] if result else None
     checks.goal(f"{name}: the rows are right", rows == expected(db))
-    checks.goal(f"{name}: the columns are month, category, net_cents", result is not None and result["columns"] == ["month", "category", "net_cents"])
+    checks.goal(
+        f"{name}: the columns are month, category, net_cents",
+        result is not None and result["columns"] == ["month", "category", "net_cents"],
+    )
 checks.finish()

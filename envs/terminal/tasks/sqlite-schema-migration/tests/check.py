@@ -1,4 +1,5 @@
 """sqlite-schema-migration: version 2's schema and data, from a read-only copy of the agent's db."""
+
 import os
 import shutil
 import sqlite3
@@ -40,11 +41,30 @@ checks.guard("notes are unchanged", sorted(q("SELECT id, contact_id, body FROM n
 checks.guard("no contact is lost", sorted(r[0] for r in q("SELECT id FROM contacts", [])) == sorted(want))
 checks.goal("user_version is 2", q("PRAGMA user_version", [[None]])[0][0] == 2)
 checks.goal("full_name is gone", columns and "full_name" not in columns)
-checks.goal("first_name TEXT NOT NULL and last_name TEXT", "first_name" in columns and columns["first_name"][2].upper() == "TEXT" and columns["first_name"][3] == 1 and "last_name" in columns and columns["last_name"][2].upper() == "TEXT")
+checks.goal(
+    "first_name TEXT NOT NULL and last_name TEXT",
+    "first_name" in columns
+    and columns["first_name"][2].upper() == "TEXT"
+    and columns["first_name"][3] == 1
+    and "last_name" in columns
+    and columns["last_name"][2].upper() == "TEXT",
+)
 checks.goal("updated TEXT NOT NULL", "updated" in columns and columns["updated"][3] == 1)
-rows = {r[0]: tuple(r[1:]) for r in q("SELECT id, first_name, last_name, phone, created, updated FROM contacts", [])} if {"first_name", "last_name", "updated"} <= set(columns) else {}
+rows = (
+    {r[0]: tuple(r[1:]) for r in q("SELECT id, first_name, last_name, phone, created, updated FROM contacts", [])}
+    if {"first_name", "last_name", "updated"} <= set(columns)
+    else {}
+)
 checks.goal("names are split, empty phones are NULL, updated = created", rows == want)
 index = [r for r in q("PRAGMA index_list(contacts)", []) if r[1] == "contacts_last_name"]
-checks.goal("an index contacts_last_name on last_name", bool(index) and [r[2] for r in q("PRAGMA index_info(contacts_last_name)", [])] == ["last_name"])
-checks.goal("notes still reference existing contacts", db is not None and q("SELECT count(*) FROM notes WHERE contact_id NOT IN (SELECT id FROM contacts)", [[1]])[0][0] == 0 and "first_name" in columns)
+checks.goal(
+    "an index contacts_last_name on last_name",
+    bool(index) and [r[2] for r in q("PRAGMA index_info(contacts_last_name)", [])] == ["last_name"],
+)
+checks.goal(
+    "notes still reference existing contacts",
+    db is not None
+    and q("SELECT count(*) FROM notes WHERE contact_id NOT IN (SELECT id FROM contacts)", [[1]])[0][0] == 0
+    and "first_name" in columns,
+)
 checks.finish()

@@ -1,4 +1,5 @@
 """The contacts database at schema version 1 (seeded)."""
+
 import random
 import sqlite3
 import sys

@@ -4,6 +4,7 @@
 [site] root = FOLDER             the files served; index = NAME (served for a folder's URL)
 [types] EXT = MIME               extra content types (e.g. svg = image/svg+xml)
 """
+
 import argparse
 import configparser
 import mimetypes
@@ -17,7 +18,7 @@ config.read(parser.parse_args().config)
 host, _, port = config["http"]["listen"].rpartition(":")
 root = config["site"]["root"]
 index = config["site"].get("index", "index.html")
-for ext, mime in (config["types"].items() if config.has_section("types") else []):
+for ext, mime in config["types"].items() if config.has_section("types") else []:
     mimetypes.add_type(mime, "." + ext.lstrip("."))
 
 
