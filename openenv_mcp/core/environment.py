@@ -154,7 +154,9 @@ class Environment:
         task = self.tasks.full(task)
         out: dict[str, list[CallTool]] = {}
         for name, items in module.probes(task).items():
-            actions: list[Any] = [action_from_json({"type": "call_tool", **a}) if isinstance(a, dict) else a for a in items]
+            actions: list[Any] = [
+                action_from_json({"type": "call_tool", **a}) if isinstance(a, dict) else a for a in items
+            ]
             out[str(name)] = actions
         return out
 
