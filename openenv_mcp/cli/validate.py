@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import ConfigError
+from openenv_mcp.errors import ConfigError
 
 __all__ = ["add_parser", "run"]
 
@@ -52,7 +52,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _probes() -> tuple[str, ...]:
-    from ..validate.probes import PROBES
+    from openenv_mcp.validate.probes import PROBES
 
     return PROBES
 
@@ -60,8 +60,8 @@ def _probes() -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ..validate import validate
-    from ..validate.report import html_report, print_report
+    from openenv_mcp.validate import validate
+    from openenv_mcp.validate.report import html_report, print_report
 
     console, err = Console(), Console(stderr=True)
     if (args.base_url is None) != (args.model is None):
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> Any:
         policy = None
         if args.base_url:
-            from ..rollout import OpenAIPolicy
+            from openenv_mcp.rollout import OpenAIPolicy
 
             policy = OpenAIPolicy(
                 args.base_url,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from . import PROBES, ValidationReport
+from openenv_mcp.validate import PROBES, ValidationReport
 
 __all__ = ["html_report", "print_report"]
 
