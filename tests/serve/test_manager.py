@@ -80,7 +80,7 @@ async def wait() -> str:
 
 
 async def test_reap_skips_an_episode_in_the_middle_of_a_call():
-    spec = EnvSpec(name="slow", tool_servers=[ToolServerSpec(name="slow", namespace="", object="test_episodes:SLOW")])
+    spec = EnvSpec(name="slow", tool_servers=[ToolServerSpec(name="slow", namespace="", object=SLOW)])
     manager = EpisodeManager(Environment(spec), idle_timeout=0.05)
     episode = await manager.create(seed=1)
     started, release = anyio.Event(), anyio.Event()

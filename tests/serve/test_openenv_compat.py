@@ -28,7 +28,7 @@ from support import ROOT
 
 OPENENV_REQ = "openenv==0.10.0"
 OPENENV_VENV = ROOT / ".cache" / "openenv-venv"
-DRIVER = ROOT / "tests" / "openenv_driver.py"
+DRIVER = ROOT / "tests" / "support" / "openenv_driver.py"
 CRITERIA = {
     "openapi_version_available",
     "health_endpoint",

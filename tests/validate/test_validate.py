@@ -17,6 +17,7 @@ from openenv_mcp.validate import validate
 from openenv_mcp.validate.report import html_report
 
 from support import ROOT
+from support.browser import BROWSER, CHROMIUM, find_node
 from support.scripted_model import ScriptedModel, plans_from_solutions
 
 HACKABLE_REWARD = """
@@ -167,9 +168,7 @@ def test_rollouts_give_pass_at_k_variance_share_and_difficulty_flags(tmp_path):
 
 @pytest.mark.browser
 def test_the_html_report_renders_in_chromium_with_its_plots(tmp_path):
-    from test_playground import BROWSER, CHROMIUM, _node
-
-    node = _node()
+    node = find_node()
     need(node is not None, "node >= 20 is needed to drive Chromium (playwright-core)")
     need(CHROMIUM.exists(), f"Chromium not found at {CHROMIUM}: apt-get install chromium")
     need(

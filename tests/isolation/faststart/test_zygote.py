@@ -20,7 +20,7 @@ import pytest
 
 import openenv_mcp
 from openenv_mcp import EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.faststart import zygote
+from openenv_mcp.isolation.faststart import template, zygote
 from openenv_mcp.isolation.host.proctree import descendants, uid_processes
 from openenv_mcp.isolation.host.uids import UID_BASE
 from openenv_mcp.testing import need
@@ -159,7 +159,7 @@ def test_zygote_death_is_detected_and_a_new_zygote_serves_the_next_start(tmp_pat
 
 
 def test_a_zygote_that_cannot_start_falls_back_to_an_ordinary_sandbox_with_a_warning(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(zygote, "ZYGOTE_SCRIPT", str(tmp_path / "missing.py"))
+    monkeypatch.setattr(template, "ZYGOTE_SCRIPT", str(tmp_path / "missing.py"))
     with caplog.at_level(logging.WARNING, logger="openenv_mcp.isolation.faststart.template"), make_env(tmp_path) as env:
         env.reset(seed=0)
         assert sh(env, "echo plain")[1] == "plain\n"
