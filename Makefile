@@ -31,15 +31,16 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/openenv-mcp demo
 
-# Test files run in parallel (3 workers, one file per worker: a file's fixtures stay together); the suite is
-# mostly waiting on subprocesses, sandboxes and containers, so 3 workers help on 2 cores. PYTEST_WORKERS=0: serial.
+# Test files run in parallel (3 workers, one file per worker: a file's fixtures stay together; the corpus file's
+# tests go one by one, see SPREAD in tests/conftest.py); the suite is mostly waiting on subprocesses, sandboxes
+# and containers, so 3 workers help on 2 cores. PYTEST_WORKERS=0: serial.
 PYTEST_WORKERS ?= 3
 # The third-party conformance corpus (conformance/corpus/: pinned npm and PyPI servers, their Docker images) is
 # installed by `corpus` (idempotent: quick once cached in .cache/) and tested in `make test` with the rest: each
 # server x boundary against conformance/corpus/expected.toml, run twice behind process, and each server's
 # fidelity through /mcp and step(). Offline, the install fails with a message and those tests skip (CI sets
 # OPENENV_MCP_REQUIRE_ALL=1, where a skip fails). `make test-corpus` runs only them.
-CORPUS_TESTS := $(wildcard tests/test_corpus_*_*.py) tests/test_corpus_fidelity.py
+CORPUS_TESTS := tests/conformance/test_corpus.py
 corpus: $(STAMP)
 	@bash conformance/corpus/install.sh .cache/corpus .cache/node-tools || \
 	  echo "make: the conformance corpus could not be installed (no registry or Docker?): its tests will skip" >&2
@@ -79,7 +80,7 @@ validate-terminal: $(STAMP)
 CONFORMANCE_ENV ?= echo
 conformance: $(STAMP)
 	bash conformance/node-tools.sh .cache/node-tools
-	$(BIN)/python -m openenv_mcp.conformance.official_suite $(CONFORMANCE_ENV)
+	$(BIN)/python -m openenv_mcp.conformance.nodetools $(CONFORMANCE_ENV)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -20,10 +20,10 @@ PY
 # anything needing an optional package skips with its reason, so OPENENV_MCP_REQUIRE_ALL is unset here.
 env -u OPENENV_MCP_REQUIRE_ALL "$VENV/bin/python" -m pytest -q -p no:cacheprovider -n 3 --dist loadfile \
   --basetemp="${TMPDIR:-/tmp}/openenv-mcp-lowest" \
-  tests/test_env.py tests/test_episode.py tests/test_episodes.py tests/test_env_file.py tests/test_filesystem.py \
-  tests/test_server.py tests/test_control.py tests/test_mcphttp.py tests/test_remote.py \
-  tests/test_isolation_inprocess.py tests/test_isolation_process.py tests/test_isolation_sandbox.py \
-  tests/test_isolation_workspace.py tests/test_conformance.py tests/test_python_server.py \
-  tests/test_shell_server.py tests/test_parity.py tests/test_validation.py tests/test_sql_env.py \
-  tests/test_files_env.py tests/test_coding_env.py tests/test_metrics.py tests/test_lean.py \
-  tests/test_reward_command.py tests/test_warm.py
+  tests/client/test_env.py tests/core/test_routing.py tests/serve/test_manager.py tests/definitions/test_spec.py tests/tool_servers/test_filesystem_server.py \
+  tests/serve/test_app.py tests/serve/test_control.py tests/serve/test_mcp_http.py tests/client/test_remote.py \
+  tests/isolation/boundaries/test_inprocess.py tests/isolation/boundaries/test_process.py tests/isolation/boundaries/test_sandbox.py \
+  tests/isolation/host/test_workspace.py tests/conformance/test_rules.py tests/tool_servers/test_python_server.py \
+  tests/tool_servers/test_shell_server.py tests/serve/test_parity.py tests/core/test_arguments.py tests/envs/test_sql_env.py \
+  tests/envs/test_files_env.py tests/envs/test_coding_env.py tests/serve/test_metrics.py tests/tool_servers/test_lean.py \
+  tests/core/test_rewards.py tests/core/test_warm.py

@@ -68,7 +68,7 @@ def _stat(pid: int) -> list[str]:
 
 def zygotes_of(server: int) -> list[int]:
     """The zygotes started since ``server`` started (they are detached: not its descendants)."""
-    from openenv_mcp.isolation.zygote import ZYGOTE_SCRIPT
+    from openenv_mcp.isolation.faststart.template import ZYGOTE_SCRIPT
 
     since = int(_stat(server)[19])
     found = []
@@ -85,7 +85,7 @@ def zygotes_of(server: int) -> list[int]:
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds used by ``pid`` and its descendants, and by its zygotes and theirs (every forked server),
     live and reaped (utime+stime+cutime+cstime)."""
-    from openenv_mcp.isolation.proctree import descendants
+    from openenv_mcp.isolation.host.proctree import descendants
 
     ticks = 0
     roots = [pid, *zygotes_of(pid)]

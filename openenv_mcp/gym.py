@@ -4,6 +4,6 @@ Importing this module registers every environment with Gymnasium as
 ``openenv_mcp/<name>-v0``. The adapter lives in :mod:`openenv_mcp.integrations.gymnasium`.
 """
 
-from .integrations.gymnasium import GymEnv, GymVectorEnv, UnicodeText, register_envs
+from openenv_mcp.integrations.gymnasium import GymEnv, GymVectorEnv, UnicodeText, register_envs
 
 __all__ = ["GymEnv", "GymVectorEnv", "UnicodeText", "register_envs"]

@@ -9,7 +9,7 @@
 * :func:`http_tool_server` — a tool server (``python -m MODULE``) over streamable HTTP; yields its URL.
 * :func:`wait_for` — wait until a condition holds (async).
 * :func:`fidelity_diff` — compare a tool server's raw stdio answers with the same requests through
-  an environment's ``/mcp`` and ``step()``, field by field (see :mod:`openenv_mcp.fidelity`).
+  an environment's ``/mcp`` and ``step()``, field by field (see :mod:`openenv_mcp.conformance.fidelity`).
 * :func:`need` — skip a test whose engine is missing, with a reason that says what to install
   (fail instead when ``OPENENV_MCP_REQUIRE_ALL=1``, as in CI).
 
@@ -27,8 +27,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
-from .asgi import serving
-from .ports import free_port
+from openenv_mcp.asgi import serving
+from openenv_mcp.ports import free_port
 
 __all__ = [
     "REQUIRE_ALL",
@@ -174,8 +174,8 @@ async def http_tool_server(
 
 
 async def fidelity_diff(target: Any, **options: Any) -> Any:
-    """:func:`openenv_mcp.fidelity.fidelity_diff`: a :class:`~openenv_mcp.fidelity.FidelityReport`
+    """:func:`openenv_mcp.conformance.fidelity.fidelity_diff`: a :class:`~openenv_mcp.conformance.fidelity.FidelityReport`
     comparing a tool server's raw answers with the environment's ``/mcp`` and ``step()``."""
-    from .fidelity import fidelity_diff as diff
+    from openenv_mcp.conformance.fidelity import fidelity_diff as diff
 
     return await diff(target, **options)

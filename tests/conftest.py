@@ -1,72 +1,35 @@
 """Shared fixtures of this repository's tests. Optional engines skip with a reason, unless
-OPENENV_MCP_REQUIRE_ALL=1 (CI). General helpers (ports, servers, waiting, ``need``) are in
-:mod:`openenv_mcp.testing`: tests import them from there."""
+OPENENV_MCP_REQUIRE_ALL=1 (CI). Nothing imports this module: helpers are in the package ``tests/support``
+(``from support import ROOT``) and, for what environment authors use too, :mod:`openenv_mcp.testing`."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from openenv_mcp.testing import need
 
-__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker", "representative_tasks"]
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def docker_problem(cli: str = "docker") -> str | None:
-    """Why Docker cannot be used here (``cli``: the command the test runs), or None."""
-    if shutil.which(cli) is None:
-        return f"no {cli} CLI: run .ci/docker-setup.sh (installs docker.io and docker-compose, starts dockerd)"
-    try:
-        import docker
-
-        docker.from_env(timeout=10).ping()
-    except ImportError:
-        return "the Docker SDK is missing: pip install 'openenv-mcp[docker]'"
-    except Exception as e:
-        return f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
-    return None
+SPREAD = ("tests/conformance/test_corpus.py",)
+"""Files whose tests xdist hands out one by one (each is a slow conformance run of a third-party server):
+every other file's tests stay together on one worker (``--dist loadfile``: a file's fixtures are built once)."""
 
 
-def need_boundaries(spec) -> None:
-    """:func:`need` what an environment's tool servers run behind (bubblewrap, Docker), named in the reason."""
-    from openenv_mcp.errors import BoundaryError
-    from openenv_mcp.isolation.sandbox import bwrap_path
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """Under ``--dist loadfile``, the same scheduling with each test of a :data:`SPREAD` file as its own unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
-    kinds = {s.isolation for s in spec.tool_servers}
-    if any(str(s.object or "").startswith("openenv_mcp.worlds.harbor") for s in spec.tool_servers):
-        kinds.add("docker")  # a Harbor world's (in-process) tools drive the task's container
-    if "sandbox" in kinds:
-        try:
-            bwrap_path()
-        except BoundaryError as e:
-            need(False, f"environment {spec.name!r} runs tool servers in the sandbox: {e}")
-    if "docker" in kinds:
-        problem = docker_problem()
-        need(problem is None, f"environment {spec.name!r} runs tool servers in Docker: {problem}")
+    class _FileOrTestScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in SPREAD else path
 
-
-def representative_tasks(spec) -> str | None:
-    """The task set a test that plays every task of every built-in environment plays: the env's
-    ``[tasks.ci]`` set when it has one (a world whose whole set has a make target of its own, e.g.
-    ``terminal``: ``make validate-terminal``), else ``None`` (all of them)."""
-    from openenv_mcp.core.tasks import parse_tasks_value
-
-    return "ci" if "ci" in parse_tasks_value(spec.tasks)[0] else None
-
-
-def need_docker(*images: str, cli: str = "docker") -> None:
-    """:func:`need` a Docker engine, then build ``images`` (``docker/build.sh`` names; layers cached)."""
-    problem = docker_problem(cli)
-    need(problem is None, problem or "")
-    if images:
-        subprocess.run([str(ROOT / "docker" / "build.sh"), *images], check=True, timeout=900)
+    return _FileOrTestScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)
@@ -92,8 +55,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def postgres_server():
-    """A real PostgreSQL server for the session (tests/pgserver.py): ``.url``, ``.url_for(db)``."""
-    from pgserver import TempPostgres, find_bindir
+    """A real PostgreSQL server for the session (tests/support/pgserver.py): ``.url``, ``.url_for(db)``."""
+    from support.pgserver import TempPostgres, find_bindir
 
     need(find_bindir() is not None, "PostgreSQL server binaries not found (apt-get install postgresql)")
     need(importlib.util.find_spec("psycopg") is not None, "psycopg not installed (pip install 'openenv-mcp[postgres]')")

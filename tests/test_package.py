@@ -66,7 +66,7 @@ def test_import_openenv_mcp_loads_no_server_client_or_docker_library():
 
 def test_the_version_is_the_distributions_metadata():
     assert openenv_mcp.__version__ == importlib.metadata.version("openenv-mcp")
-    from openenv_mcp.isolation.mcpsession import CLIENT_INFO
+    from openenv_mcp.isolation.transport.mcpsession import CLIENT_INFO
 
     assert CLIENT_INFO.version == openenv_mcp.__version__
 
@@ -76,7 +76,7 @@ def test_layers_only_import_downward():
     isolation > spec/tasks/validation/workspace > types > errors) hold."""
     from pathlib import Path
 
-    from conftest import ROOT
+    from support import ROOT
 
     lint = Path(sys.executable).with_name("lint-imports")
     out = subprocess.run(

@@ -16,7 +16,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+
+from support import ROOT
 
 BUILTINS = ["coding", "echo", "files", "sql"]
 TOOL_SERVERS = ["filesystem", "python", "shell", "sql"]
@@ -200,7 +201,7 @@ def test_a_third_party_env_registered_by_entry_point_is_made_by_name(installed):
 def test_the_installed_sandbox_starts_the_installed_tool_servers(installed):
     """The coding env's shell and python servers run in bubblewrap from the wheel (found by the import system)."""
     from openenv_mcp.errors import BoundaryError
-    from openenv_mcp.isolation.sandbox import bwrap_path
+    from openenv_mcp.isolation.boundaries.sandbox import bwrap_path
     from openenv_mcp.testing import need
 
     try:

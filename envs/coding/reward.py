@@ -63,10 +63,10 @@ from typing import Any, NamedTuple
 
 import anyio
 
-from openenv_mcp.core.spec import Limits, ToolServerSpec
+from openenv_mcp.definitions.spec import Limits, ToolServerSpec
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.isolation import ServerContext
-from openenv_mcp.isolation.sandbox import SANDBOX_WORKSPACE, SandboxConnection
+from openenv_mcp.isolation.boundaries.sandbox import SANDBOX_WORKSPACE, SandboxConnection
 from openenv_mcp.types import Score
 
 ENV_DIR = Path(__file__).resolve().parent

@@ -8,7 +8,7 @@ running SQL on the seed (and on a copy where the reference solution was
 applied), through the tool server's own SQLite backend so values are in the
 tools' result format. The build refuses a task whose checks already hold on the
 seed, whose guards would fire on the reference, or whose wrong trajectory would
-score. ``tests/test_sql_env.py`` checks the committed files are up to date.
+score. ``tests/envs/test_sql_env.py`` checks the committed files are up to date.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from ..errors import ConfigError, OpenEnvError
+from openenv_mcp.errors import ConfigError, OpenEnvError
 
 __all__ = ["Project", "add_parser", "build_image", "build_wheel", "find_project", "local_source", "run"]
 
@@ -47,7 +47,7 @@ class Project:
 
 def find_project(target: str) -> Project:
     """The source folder of environment ``target`` (a name, or a path to the package or its env.toml)."""
-    from ..client.registry import find_env
+    from openenv_mcp.client.registry import find_env
 
     path = Path(target)
     if path.is_dir() and (path / "pyproject.toml").is_file():

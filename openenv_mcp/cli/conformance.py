@@ -59,8 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..conformance.base import RULES
-    from ..conformance.runner import check_env_async
+    from openenv_mcp.conformance.base import RULES
+    from openenv_mcp.conformance.runner import check_env_async
 
     console = Console()
     if args.list_rules:
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(table)
         return 0
     if not args.target:
-        from ..errors import ConfigError
+        from openenv_mcp.errors import ConfigError
 
         raise ConfigError("give a TARGET: an environment name, an env.toml path or folder, or a server URL")
     err = Console(stderr=True)
@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _cache_verdict(target: str, report: Any) -> None:
-    from ..client.catalog import save_report
-    from ..client.registry import find_env, is_url
+    from openenv_mcp.client.catalog import save_report
+    from openenv_mcp.client.registry import find_env, is_url
 
     if is_url(target):
         return  # a running server: no environment files to pin the verdict to

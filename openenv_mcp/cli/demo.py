@@ -22,9 +22,9 @@ import httpx
 from rich.console import Console
 from rich.panel import Panel
 
-from ..client.registry import load_environment
-from ..serve.app import create_app
-from ..serve.playground import PUBLIC_PATHS, playground_routes
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.serve.app import create_app
+from openenv_mcp.serve.playground import PUBLIC_PATHS, playground_routes
 
 __all__ = ["tour"]
 
@@ -75,7 +75,7 @@ async def _episode(base: str, target: str, seed: int) -> None:
             f"[dim]trainer: POST /episodes -> episode {episode_id[:12]}…; "
             f"agent: MCP client on {created['mcp_url']}[/dim]"
         )
-        from ..types import Task
+        from openenv_mcp.types import Task
 
         actions = environment.trajectory(Task.model_validate(task), "reference")  # full task looked up by id
         async with Client(created["mcp_url"]) as client:

@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..client.catalog import catalog
+    from openenv_mcp.client.catalog import catalog
 
     entries = anyio.run(lambda: catalog(args.query, tools=not args.no_tools, timeout=args.timeout))
     if args.json:

@@ -36,7 +36,7 @@ def _harbor(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..worlds.harbor.export import export_harbor
+    from openenv_mcp.worlds.harbor.export import export_harbor
 
     console = Console()
     report = export_harbor(args.env, Path(args.out), args.task, force=args.force)

@@ -29,10 +29,10 @@ def add_parser(sub: Any) -> None:
 
 def build_images(target: str, task_ids: list[str] | None = None, progress: Any = None) -> list[dict[str, Any]]:
     """Build the images of ``target``'s Harbor tasks; one row per task (id, tag, built, seconds)."""
-    from ..client.registry import load_environment
-    from ..isolation.dockerengine import docker_client
-    from ..worlds.harbor.dataset import definition_of
-    from ..worlds.harbor.images import ensure_image
+    from openenv_mcp.client.registry import load_environment
+    from openenv_mcp.isolation.containers.engine import docker_client
+    from openenv_mcp.worlds.harbor.dataset import definition_of
+    from openenv_mcp.worlds.harbor.images import ensure_image
 
     environment = load_environment(target)
     tasks = environment.tasks.tasks if task_ids is None else [environment.tasks.get(t) for t in task_ids]

@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from ..errors import ConfigError
-    from ..scaffold import Scaffold, create, read_tools
+    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.scaffold import Scaffold, create, read_tools
 
     if args.from_command is not None and not args.from_command:
         raise ConfigError("--from-command needs the server's command, e.g. --from-command npx -y my-mcp-server")

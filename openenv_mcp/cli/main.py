@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import OpenEnvError
+from openenv_mcp.errors import OpenEnvError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -26,7 +26,7 @@ err_console = Console(stderr=True)
 
 # -- list ----------------------------------------------------------------------
 def _cmd_list(args: argparse.Namespace) -> int:
-    from ..client.registry import list_envs
+    from openenv_mcp.client.registry import list_envs
 
     table = Table(title="openenv-mcp environments")
     table.add_column("name", style="bold")
@@ -55,7 +55,7 @@ async def run_reference(
 ) -> list[dict[str, Any]]:
     """Run the environment's scripted ``policy`` for ``episodes`` episodes (or every task,
     ``repeat`` times each, with ``all_tasks``); one row per episode."""
-    from ..client.registry import load_environment
+    from openenv_mcp.client.registry import load_environment
 
     environment = load_environment(target, tasks=tasks, split=split)
     rows: list[dict[str, Any]] = []
@@ -149,7 +149,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 # -- demo -----------------------------------------------------------------------
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import tour
+    from openenv_mcp.cli.demo import tour
 
     anyio.run(lambda: tour(args.env, host=args.host, port=args.port, seed=args.seed, once=args.once))
     return 0
@@ -157,15 +157,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 # -- rollout ---------------------------------------------------------------------
 def _cmd_rollout(args: argparse.Namespace) -> int:
-    from ..rollout import run_command
+    from openenv_mcp.rollout import run_command
 
     return run_command(args, console, err_console)
 
 
 # -- serve / stdio ----------------------------------------------------------------
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from ..serve.playground import PUBLIC_PATHS, playground_routes
-    from ..serve.run import serve
+    from openenv_mcp.serve.playground import PUBLIC_PATHS, playground_routes
+    from openenv_mcp.serve.run import serve
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(
@@ -179,7 +179,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     )
     if args.ray:
         return _serve_ray(args)
-    from ..serve.manager import default_max_episodes
+    from openenv_mcp.serve.manager import default_max_episodes
 
     max_episodes = default_max_episodes() if args.max_episodes is None else (args.max_episodes or None)
     serve(
@@ -205,7 +205,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 def _serve_ray(args: argparse.Namespace) -> int:
     """``serve ENV --ray ADDRESS``: a pool of replicas on the cluster behind one front door (docs/scale.md)."""
     try:
-        from ..ray.frontdoor import serve_front_door
+        from openenv_mcp.ray.app import serve_front_door
     except ImportError as e:
         err_console.print(f"[red]error:[/red] --ray needs Ray: pip install 'openenv-mcp[ray]' ({e})")
         return 2
@@ -246,7 +246,7 @@ def _serve_ray(args: argparse.Namespace) -> int:
 
 
 def _cmd_stdio(args: argparse.Namespace) -> int:
-    from ..serve.run import serve_stdio
+    from openenv_mcp.serve.run import serve_stdio
 
     options = _prod_options(args)
     anyio.run(lambda: serve_stdio(args.env, mode=args.mode, seed=args.seed, task_id=args.task, **options))
@@ -463,18 +463,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_prod_flags(p)
     p.set_defaults(func=_cmd_stdio)
 
-    from .conformance import add_parser as add_conformance  # openenv-mcp conformance TARGET ...
-    from .mcp_config import add_parser as add_mcp_config  # openenv-mcp mcp-config ENV ...
+    from openenv_mcp.cli.conformance import add_parser as add_conformance  # openenv-mcp conformance TARGET ...
+    from openenv_mcp.cli.mcp_config import add_parser as add_mcp_config  # openenv-mcp mcp-config ENV ...
 
     add_conformance(sub)
     add_mcp_config(sub)
-    from .validate import add_parser as add_validate  # openenv-mcp validate ENV ...
+    from openenv_mcp.cli.validate import add_parser as add_validate  # openenv-mcp validate ENV ...
 
     add_validate(sub)
 
-    from . import build, discover, init, publish  # one module per command: init, build, publish, discover
-    from . import export as export_command  # openenv-mcp export harbor|... (its formats are subcommands)
-    from . import harbor as harbor_command  # openenv-mcp harbor build|images
+    from openenv_mcp.cli import build, discover, init, publish  # one module per command: init, build, publish, discover
+    from openenv_mcp.cli import export as export_command  # openenv-mcp export harbor|... (its formats are subcommands)
+    from openenv_mcp.cli import harbor as harbor_command  # openenv-mcp harbor build
 
     for command in (init, build, publish, discover, export_command, harbor_command):
         command.add_parser(sub)

@@ -47,8 +47,8 @@ def entry(
 ) -> tuple[str, dict[str, Any]]:
     """(name, server entry) for ``openenv-mcp stdio env``; raises an OpenEnvError for an unknown env
     or a workspace the environment cannot run on (checked here, not in the MCP client)."""
-    from ..client.registry import find_env
-    from ..core.environment import check_user_workspace
+    from openenv_mcp.client.registry import find_env
+    from openenv_mcp.core.environment import check_user_workspace
 
     spec = find_env(env)  # fails here, not in the MCP client, when ENV is wrong
     path = Path(env)

@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 
-from ..errors import ConfigError, OpenEnvError
-from .build import build_wheel, find_project
+from openenv_mcp.cli.build import build_wheel, find_project
+from openenv_mcp.errors import ConfigError, OpenEnvError
 
 __all__ = ["NotConformant", "add_parser", "run", "upload"]
 
@@ -70,9 +70,9 @@ def upload(files: list[Path], repository: str, skip_existing: bool = False) -> N
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ..client.catalog import save_report
-    from ..client.registry import find_env
-    from ..conformance.runner import check_env_async
+    from openenv_mcp.client.catalog import save_report
+    from openenv_mcp.client.registry import find_env
+    from openenv_mcp.conformance.runner import check_env_async
 
     console = Console()
     project = find_project(args.env)

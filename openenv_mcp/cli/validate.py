@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import ConfigError
+from openenv_mcp.errors import ConfigError
 
 __all__ = ["add_parser", "run"]
 
@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _probes() -> tuple[str, ...]:
-    from ..validate import ALL_PROBES
+    from openenv_mcp.validate import ALL_PROBES
 
     return ALL_PROBES
 
@@ -61,8 +61,8 @@ def _probes() -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from ..validate import validate
-    from ..validate.report import html_report, print_report
+    from openenv_mcp.validate import validate
+    from openenv_mcp.validate.report import html_report, print_report
 
     console, err = Console(), Console(stderr=True)
     if (args.base_url is None) != (args.model is None):
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     async def main() -> Any:
         policy = None
         if args.base_url:
-            from ..rollout import OpenAIPolicy
+            from openenv_mcp.rollout import OpenAIPolicy
 
             policy = OpenAIPolicy(
                 args.base_url,

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core.spec import EnvSpec
+from openenv_mcp.definitions.spec import EnvSpec
 
 __all__ = ["cache_dir", "cached_status", "catalog", "describe", "env_digest", "save_report"]
 
@@ -94,7 +94,7 @@ async def describe(spec: EnvSpec, tools: bool = True, timeout: float = 30.0) -> 
     """One catalog entry. With ``tools``, an episode is started to list them (its failure is reported)."""
     import anyio
 
-    from ..core.environment import Environment
+    from openenv_mcp.core.environment import Environment
 
     entry: dict[str, Any] = {
         "name": spec.name,
@@ -137,7 +137,7 @@ def _matches(entry: dict[str, Any], query: str) -> bool:
 
 async def catalog(query: str | None = None, tools: bool = True, timeout: float = 30.0) -> list[dict[str, Any]]:
     """Entries for every environment found by name (see :func:`describe`), filtered by ``query``'s words."""
-    from .registry import list_envs
+    from openenv_mcp.client.registry import list_envs
 
     entries = [await describe(spec, tools=tools, timeout=timeout) for spec in list_envs()]
     return [e for e in entries if not query or _matches(e, query)]

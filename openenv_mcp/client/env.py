@@ -19,10 +19,10 @@ from typing import Any
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from ..core.environment import Environment
-from ..core.episode import Episode
-from ..errors import ResetNeeded
-from ..types import CallTool, ListTools, Observation, RunCode, State, action_from_json
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.core.episode import Episode
+from openenv_mcp.errors import ResetNeeded
+from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, State, action_from_json
 
 __all__ = ["AsyncEnv", "Env"]
 

@@ -22,13 +22,14 @@ from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
-from ..core.environment import Environment
-from ..core.spec import EnvSpec, load_env_file
-from ..errors import ConfigError, UnknownEnvironment
-from .env import AsyncEnv, Env
+from openenv_mcp.client.env import AsyncEnv, Env
+from openenv_mcp.client.schemes import scheme_for
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.definitions.spec import EnvSpec, load_env_file
+from openenv_mcp.errors import ConfigError, UnknownEnvironment
 
 if TYPE_CHECKING:
-    from .remote import RemoteAsyncEnv
+    from openenv_mcp.client.remote import RemoteAsyncEnv
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -44,35 +45,6 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "openenv_mcp.envs"
 """The entry-point group environments are registered in (built-in and third-party)."""
-SCHEME_GROUP = "openenv_mcp.schemes"
-"""Entry-point group of target schemes: ``harbor = "module:function"`` makes ``make("harbor:PATH")``
-load ``function("PATH")`` (an :class:`EnvSpec`)."""
-
-
-def schemes() -> dict[str, EntryPoint]:
-    """Name -> entry point of every registered target scheme (``NAME:REST`` targets)."""
-    found: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=SCHEME_GROUP):
-        found.setdefault(ep.name, ep)
-    return found
-
-
-def _scheme_target(target: str) -> EnvSpec | None:
-    """The spec of a ``NAME:REST`` target whose NAME is a registered scheme (``None``: it is not one)."""
-    name, sep, rest = target.partition(":")
-    if not sep or rest.startswith("//") or len(name) < 2:
-        return None  # a URL (``http://``) or a Windows drive letter
-    found = schemes().get(name)
-    if found is None:
-        return None
-    try:
-        resolve = found.load()
-    except Exception as e:  # a broken plugin package: say which one
-        raise ConfigError(f"scheme {name!r} ({found.value}) cannot be loaded: {type(e).__name__}: {e}") from e
-    spec = resolve(rest)
-    if not isinstance(spec, EnvSpec):
-        raise ConfigError(f"scheme {name!r} ({found.value}) returned {type(spec).__name__}, expected an EnvSpec")
-    return spec
 
 
 def env_dirs() -> list[Path]:
@@ -123,13 +95,13 @@ def list_envs() -> list[EnvSpec]:
 
 
 def find_env(target: str | Path | EnvSpec) -> EnvSpec:
-    """An :class:`EnvSpec` from a spec, a name, an env file or a folder holding one."""
+    """An :class:`EnvSpec` from a spec, a name, an env file, a folder holding one, or a target of a scheme that
+    loads environment definitions (:mod:`openenv_mcp.client.schemes`)."""
     if isinstance(target, EnvSpec):
         return target
-    if isinstance(target, str) and not Path(target).exists():
-        spec = _scheme_target(target)
-        if spec is not None:
-            return spec
+    scheme = scheme_for(target)
+    if scheme is not None and scheme.load is not None:
+        return scheme.load(cast(str, target))
     path = Path(target)
     is_path = path.suffix == ".toml" or os.sep in str(target) or (path / "env.toml").is_file()
     if not is_path and path.is_dir():
@@ -167,20 +139,16 @@ def is_url(target: Any) -> TypeGuard[str]:
 
 
 def make_async(target: str | Path | EnvSpec, **options: Any) -> AsyncEnv | RemoteAsyncEnv:
-    """An :class:`AsyncEnv` for a built-in name, an env file/folder, or a server URL.
+    """An :class:`AsyncEnv` for a built-in name, an env file/folder, or a target with a scheme.
 
     Options: ``mode`` (``sim``/``prod``), ``call_timeout``, ``max_steps``, ``workdir``.
-    ``ray://HOST:PORT/ENV`` gives an episode from a pool of ``ENV`` servers on that Ray cluster
-    (:mod:`openenv_mcp.ray`, the ``ray`` extra; loaded by name, it sits above this layer).
+    A target with a scheme is resolved by the scheme registered for it (:mod:`openenv_mcp.client.schemes`):
+    ``http(s)://HOST:PORT`` or ``ws(s)://`` connects to a served environment, ``ray://HOST:PORT/ENV`` gives an
+    episode from a pool of ``ENV`` servers on that Ray cluster (the ``ray`` extra).
     """
-    if isinstance(target, str) and target.startswith("ray://"):
-        import importlib
-
-        return cast(Any, importlib.import_module("openenv_mcp.ray").make_async(target, **options))
-    if is_url(target):
-        from .remote import RemoteAsyncEnv
-
-        return RemoteAsyncEnv(target, **options)
+    scheme = scheme_for(target)
+    if scheme is not None and scheme.connect is not None:
+        return cast(Any, scheme.connect(target, **options))
     return AsyncEnv(load_environment(target, **options))
 
 

@@ -23,12 +23,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal, overload
 from urllib.parse import urlsplit, urlunsplit
 
-from .. import errors as _errors
-from ..errors import ConfigError, OpenEnvError, ResetNeeded
-from ..types import CallTool, ListTools, Observation, RunCode, State
-from .env import Env, _coerce, _Portal
+from openenv_mcp import errors as _errors
+from openenv_mcp.client.env import Env, _coerce, _Portal
+from openenv_mcp.client.schemes import Scheme
+from openenv_mcp.errors import ConfigError, OpenEnvError, ResetNeeded
+from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, State
 
-__all__ = ["AsyncVectorEnv", "ControlConnection", "RemoteAsyncEnv", "VectorEnv", "ws_url"]
+__all__ = ["SCHEME", "AsyncVectorEnv", "ControlConnection", "RemoteAsyncEnv", "VectorEnv", "ws_url"]
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
@@ -498,3 +499,7 @@ class VectorEnv:
 def make_remote(url: str, **options: Any) -> Env:
     """``make("http://...")``: the sync :class:`Env` over a :class:`RemoteAsyncEnv`."""
     return Env(RemoteAsyncEnv(url, **options))
+
+
+SCHEME = Scheme(connect=RemoteAsyncEnv)
+"""``make("http(s)://HOST:PORT")`` / ``ws(s)://``: a served environment (registered in ``openenv_mcp.schemes``)."""

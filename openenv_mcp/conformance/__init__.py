@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import RULES, Context, Failed, Rule, Skipped, rule
-from .report import KnownFailures, Report, Result, load_known_failures
-from .runner import check_env, check_env_async, select_rules
+from openenv_mcp.conformance.base import RULES, Context, Failed, Rule, Skipped, rule
+from openenv_mcp.conformance.report import KnownFailures, Report, Result, load_known_failures
+from openenv_mcp.conformance.runner import check_env, check_env_async, select_rules
 
 __all__ = [
     "RULES",

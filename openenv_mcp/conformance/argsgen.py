@@ -27,7 +27,7 @@ import jsonschema
 import jsonschema.validators
 from mcp.types import Tool
 
-from ..types import CallTool
+from openenv_mcp.types import CallTool
 
 __all__ = ["generate_arguments", "generate_calls", "generate_value", "nonce_words", "schema_pool", "violations"]
 

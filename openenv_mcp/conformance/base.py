@@ -20,9 +20,9 @@ from typing import Any
 
 from mcp.types import Tool
 
-from ..types import CallTool
-from .report import Result, Severity
-from .subject import Subject
+from openenv_mcp.conformance.report import Result, Severity
+from openenv_mcp.conformance.subject import Subject
+from openenv_mcp.types import CallTool
 
 __all__ = ["RULES", "Context", "Failed", "Inconclusive", "Rule", "Skipped", "fail_if", "leaf", "rule"]
 

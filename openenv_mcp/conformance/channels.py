@@ -5,7 +5,7 @@ state could show: the resource list and each resource's contents, the prompt lis
 trajectory's read-only tool calls (tools annotated ``readOnlyHint``). Rewards come with the
 steps (see :func:`rewards`). Each channel has a label that the findings name
 (``resource file:///notes``, ``tool read_note {"key": "k"}``, ``prompts/list``), and the
-same label keys the values :mod:`.volatility` learned to ignore.
+same label keys the values :mod:`openenv_mcp.conformance.volatility` learned to ignore.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from mcp.types import Tool
 
-from ..types import CallTool, canonical_json
+from openenv_mcp.types import CallTool, canonical_json
 
 __all__ = ["read_only_calls", "read_only_tools", "shown", "shown_pair", "snapshot", "tool_label"]
 

@@ -1,6 +1,6 @@
 """The official MCP conformance suite as one section of the report.
 
-Uses :mod:`openenv_mcp.conformance.official_suite` (Node 22 tooling). Scenarios listed in a
+Uses :mod:`openenv_mcp.conformance.nodetools` (Node 22 tooling). Scenarios listed in a
 not-applicable file (by default ``conformance/official-not-applicable.toml``:
 the ones that need the suite's own fixture tools) are reported as skipped with
 their reason; every other server scenario runs against the subject's MCP face
@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio
 
-from ..errors import ConfigError
-from .report import Result
-from .subject import Subject
+from openenv_mcp.conformance.report import Result
+from openenv_mcp.conformance.subject import Subject
+from openenv_mcp.errors import ConfigError
 
 __all__ = ["load_scenario_reasons", "official_results"]
 
@@ -51,16 +51,16 @@ async def official_results(
     scenarios: list[str] | None = None,
 ) -> list[Result]:
     """One :class:`Result` per official server scenario (``official.<scenario>``)."""
-    from . import official_suite
+    from openenv_mcp.conformance import nodetools
 
-    if not official_suite.available():
+    if not nodetools.available():
         return [
             Result(
                 rule="official",
                 severity="warning",
                 status="skipped",
                 section="official",
-                message=f"Node 22 MCP tooling not installed: {official_suite.INSTALL_HINT}",
+                message=f"Node 22 MCP tooling not installed: {nodetools.INSTALL_HINT}",
             )
         ]
     if "http" not in subject.capabilities:
@@ -84,18 +84,18 @@ async def official_results(
             )
         ]
     if not_applicable is None:
-        skip = official_suite.not_applicable()
+        skip = nodetools.not_applicable()
     elif isinstance(not_applicable, dict):
         skip = not_applicable
     else:
         skip = load_scenario_reasons(not_applicable)
-    names = scenarios or [s.name for s in await anyio.to_thread.run_sync(official_suite.list_scenarios, "server")]
+    names = scenarios or [s.name for s in await anyio.to_thread.run_sync(nodetools.list_scenarios, "server")]
     rows: dict[str, Result] = {}
     limiter = anyio.CapacityLimiter(CONCURRENCY)
 
     def timed(url: str, name: str) -> tuple[Any, float]:
         started = time.perf_counter()
-        return official_suite.run_server_scenario(url, name), time.perf_counter() - started
+        return nodetools.run_server_scenario(url, name), time.perf_counter() - started
 
     async def run(url: str, name: str) -> None:
         row, took = await anyio.to_thread.run_sync(timed, url, name, limiter=limiter)

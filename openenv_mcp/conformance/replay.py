@@ -19,13 +19,13 @@ from typing import Any
 import anyio
 from mcp.types import Tool
 
-from ..types import CallTool, canonical_json
-from .argsgen import generate_calls, nonce_words
-from .base import Context
-from .channels import shown_pair, snapshot
-from .normalize import Normalizer, episode_values
-from .subject import CallTally
-from .volatility import Volatility
+from openenv_mcp.conformance.argsgen import generate_calls, nonce_words
+from openenv_mcp.conformance.base import Context
+from openenv_mcp.conformance.channels import shown_pair, snapshot
+from openenv_mcp.conformance.normalize import Normalizer, episode_values
+from openenv_mcp.conformance.subject import CallTally
+from openenv_mcp.conformance.volatility import Volatility
+from openenv_mcp.types import CallTool, canonical_json
 
 __all__ = [
     "DEPENDENTS",

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError
+from openenv_mcp.errors import ConfigError
 
 __all__ = ["KnownFailure", "KnownFailures", "Report", "Result", "load_known_failures"]
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import anyio
 
-from ..errors import ConfigError
-from . import rules as _rules  # noqa: F401  (registers the rules, in run order)
-from .base import RULES, Context, Failed, Inconclusive, Rule, Skipped, leaf
-from .report import Report, Result, load_known_failures
-from .subject import Subject, make_subject
+from openenv_mcp.conformance import rules as _rules  # noqa: F401  (registers the rules, in run order)
+from openenv_mcp.conformance.base import RULES, Context, Failed, Inconclusive, Rule, Skipped, leaf
+from openenv_mcp.conformance.report import Report, Result, load_known_failures
+from openenv_mcp.conformance.subject import Subject, make_subject
+from openenv_mcp.errors import ConfigError
 
 __all__ = ["check_env", "check_env_async", "select_rules"]
 
@@ -129,11 +129,9 @@ async def check_env_async(
     )
     rules = select_rules(only, skip)
     if official is None:  # default: when Node 22 tooling is there and the selection allows it
-        from . import official_suite
+        from openenv_mcp.conformance import nodetools
 
-        official = official_suite.available() and (
-            not _split(only) or any(_matches("official", s) for s in _split(only))
-        )
+        official = nodetools.available() and (not _split(only) or any(_matches("official", s) for s in _split(only)))
     want_official = official and not any(_matches("official", s) for s in _split(skip))
     subject: Subject = make_subject(target, **options)
     report = Report(target=subject.label)
@@ -148,7 +146,7 @@ async def check_env_async(
             ctx.results[r.id] = result
         report.results.extend(ctx.results[r.id] for r in rules)
         if want_official:
-            from .official import official_results
+            from openenv_mcp.conformance.official import official_results
 
             report.results.extend(
                 await official_results(

@@ -29,12 +29,12 @@ from typing import Any
 from mcp.client.client import Client
 from mcp.server import Server
 
-from ..asgi import serving
-from ..core.environment import Environment
-from ..errors import ConfigError
-from ..sdkcompat import lowlevel_server, mcp_http_client
-from ..serve.mcp_server import episode_server
-from ..types import CallTool, ListTools, Observation, State, Task
+from openenv_mcp.asgi import serving
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.sdkcompat import lowlevel_server, mcp_http_client
+from openenv_mcp.serve.mcp_server import episode_server
+from openenv_mcp.types import CallTool, ListTools, Observation, State, Task
 
 __all__ = [
     "CallTally",
@@ -250,7 +250,7 @@ class LocalSubject(Subject):
 def _serving() -> Any:
     """The serving module's app factory ``f(environment) -> ASGI app``, when it exists."""
     try:
-        from ..serve import app as server  # type: ignore[attr-defined]
+        from openenv_mcp.serve import app as server  # type: ignore[attr-defined]
     except ImportError:
         return None
     for name in ("create_app", "build_app", "make_app"):
@@ -433,8 +433,8 @@ class UrlSubject(Subject):
 def make_subject(target: Any, **options: Any) -> Subject:
     """A subject for a name, env file/folder, URL, EnvSpec, Environment, an ``Env``/``AsyncEnv`` from
     ``make()``, or an MCP server object."""
-    from ..client.registry import find_env, is_url
-    from ..core.spec import EnvSpec
+    from openenv_mcp.client.registry import find_env, is_url
+    from openenv_mcp.definitions.spec import EnvSpec
 
     token = options.pop("token", None)
     if isinstance(target, Subject):

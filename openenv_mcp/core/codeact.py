@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent, Tool
 
-from ..types import CallTool, error_result
+from openenv_mcp.types import CallTool, error_result
 
 if TYPE_CHECKING:
-    from ..isolation.interpreter import CodeInterpreter
-    from .spec import EnvSpec
+    from openenv_mcp.definitions.spec import EnvSpec
+    from openenv_mcp.isolation.codeact.interpreter import CodeInterpreter
 
 __all__ = [
     "ENDED",
@@ -150,7 +150,7 @@ async def run_code(
 
 def grader_files(spec: EnvSpec) -> list[Path]:
     """The env's files a grader reads (tasks, solutions, reward module): masked from code when the
-    whole env folder cannot be (see :mod:`openenv_mcp.isolation.interpreter`)."""
+    whole env folder cannot be (see :mod:`openenv_mcp.isolation.codeact.interpreter`)."""
     out = []
     if isinstance(spec.tasks, str):
         out.append(spec.path(spec.tasks))

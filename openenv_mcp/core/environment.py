@@ -7,14 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..types import CallTool, Task, action_from_json
-from .episode import Episode
-from .spec import EnvSpec, ToolServerSpec, load_module, load_object
-from .surface import Surface
-from .tasks import TaskSet, parse_tasks_value, resolve_tasks
-from .warm import WarmPool, World
-from .workspace import UserWorkspace
+from openenv_mcp.core.episode import Episode
+from openenv_mcp.core.warm import WarmPool, World
+from openenv_mcp.definitions.spec import EnvSpec, ToolServerSpec, load_module, load_object
+from openenv_mcp.definitions.surface import Surface
+from openenv_mcp.definitions.tasks import TaskSet, parse_tasks_value, resolve_tasks
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.isolation.host.workspace import UserWorkspace
+from openenv_mcp.types import CallTool, Task, action_from_json
 
 __all__ = ["Environment"]
 
@@ -75,11 +75,11 @@ class Environment:
         if isinstance(reward, str):
             reward = load_object(reward, spec.base_dir)
         elif isinstance(reward, dict) and "criteria" in reward:  # [reward] + [[reward.criteria]]: a rubric
-            from .rubric import Rubric
+            from openenv_mcp.core.rubric import Rubric
 
             reward = Rubric(reward, [s.name for s in spec.tool_servers], spec.name, spec.base_dir)
         elif isinstance(reward, dict):  # reward = { command = [...] }: run inside a boundary
-            from .rewards import CommandReward
+            from openenv_mcp.core.rewards import CommandReward
 
             reward = CommandReward(reward, [s.name for s in spec.tool_servers], spec.name)
         if reward is not None and not callable(reward):
@@ -91,7 +91,7 @@ class Environment:
         self._pool: WarmPool | None = None
         self.surface: Surface | None = None
         """What the MCP face declares (instructions, capabilities), learnt when the first episode
-        started (see :mod:`openenv_mcp.core.surface`); ``None`` until then."""
+        started (see :mod:`openenv_mcp.definitions.surface`); ``None`` until then."""
 
     @property
     def name(self) -> str:

@@ -29,19 +29,19 @@ from mcp.types import (
     Tool,
 )
 
-from ..errors import BoundaryError, EpisodeEnded, ToolNameError
-from ..isolation import Connection
-from ..isolation.interpreter import CodeInterpreter
-from ..types import CallTool, ListTools, Observation, RunCode, State, Task, error_result
-from .codeact import RUN_CODE, RUN_CODE_TOOL, grader_files, run_code
-from .routing import RESERVED_TOOL_NAMES, Routes, task_required_message
-from .scoring import RewardContext, evaluate, reward_failed
-from .surface import Surface, server_surface
-from .warm import prepare
-from .workspace import Workspace
+from openenv_mcp.core.codeact import RUN_CODE, RUN_CODE_TOOL, grader_files, run_code
+from openenv_mcp.core.routing import RESERVED_TOOL_NAMES, Routes, task_required_message
+from openenv_mcp.core.scoring import RewardContext, evaluate, reward_failed
+from openenv_mcp.core.warm import prepare
+from openenv_mcp.definitions.surface import Surface, server_surface
+from openenv_mcp.errors import BoundaryError, EpisodeEnded, ToolNameError
+from openenv_mcp.isolation import Connection
+from openenv_mcp.isolation.codeact.interpreter import CodeInterpreter
+from openenv_mcp.isolation.host.workspace import Workspace
+from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, State, Task, error_result
 
 if TYPE_CHECKING:
-    from .environment import Environment
+    from openenv_mcp.core.environment import Environment
 
 __all__ = ["RESERVED_TOOL_NAMES", "Episode", "RewardContext"]
 

@@ -43,8 +43,8 @@ import anyio
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..types import Score
-from .rubric import CriterionError, result_text, trajectory_text, truncate
+from openenv_mcp.core.rubric import CriterionError, result_text, trajectory_text, truncate
+from openenv_mcp.types import Score
 
 __all__ = ["DEFAULT_JUDGE_PROMPT", "JudgeConfig", "LLMJudge", "RewardService", "ServiceConfig", "parse_verdict"]
 

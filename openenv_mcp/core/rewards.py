@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import ConfigError, OpenEnvError
-from ..types import Score
+from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.types import Score
 
 __all__ = ["CommandReward", "RewardCommand"]
 

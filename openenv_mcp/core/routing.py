@@ -22,9 +22,9 @@ from mcp.types import (
     Tool,
 )
 
-from ..errors import ToolNameError, ToolServerError
-from ..isolation import Connection
-from .validation import ArgumentValidator, validator_for
+from openenv_mcp.core.arguments import ArgumentValidator, validator_for
+from openenv_mcp.errors import ToolNameError, ToolServerError
+from openenv_mcp.isolation import Connection
 
 __all__ = ["RESERVED_TOOL_NAMES", "Routes", "task_required_message"]
 

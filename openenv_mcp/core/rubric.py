@@ -5,12 +5,12 @@ weighted mean of criteria, each one of:
 
 * ``python = "module:function"``: a callable ``f(ctx) -> float | Score``;
 * ``command = [...]``: a command run inside a tool server's boundary (exactly
-  the command reward of :mod:`.rewards`);
+  the command reward of :mod:`openenv_mcp.core.rewards`);
 * ``verifier = "math" | "exact"``: a library verifier comparing the task's
   ``answer`` with the agent's candidate answer (``math`` uses ``math-verify``);
 * ``judge = {...}``: an LLM judge on any OpenAI-compatible endpoint (see
-  :mod:`.judge`);
-* ``service = {...}``: an external reward service over HTTP (see :mod:`.judge`
+  :mod:`openenv_mcp.core.judge`);
+* ``service = {...}``: an external reward service over HTTP (see :mod:`openenv_mcp.core.judge`
   for the JSON contract).
 
 Every step's observation carries ``info["criteria"] = {name: score}``. A
@@ -30,9 +30,9 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import ConfigError, OpenEnvError
-from ..types import Score
-from .spec import load_object
+from openenv_mcp.definitions.spec import load_object
+from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.types import Score
 
 __all__ = ["Criterion", "CriterionError", "Rubric", "RubricSpec", "candidate_answer", "trajectory_text"]
 
@@ -210,7 +210,7 @@ class Rubric:
                 raise ConfigError(f"{self.env_name}: criterion {c.name!r}: {c.python!r} is not callable")
             return fn
         if c.kind == "command":
-            from .rewards import CommandReward
+            from openenv_mcp.core.rewards import CommandReward
 
             return CommandReward(
                 {"command": c.command, "server": c.server, "timeout": c.timeout},
@@ -240,7 +240,7 @@ class Rubric:
                 return await verify_answer(kind, ctx.task.answer, got)
 
             return verifier
-        from .judge import LLMJudge, RewardService
+        from openenv_mcp.core.judge import LLMJudge, RewardService
 
         try:
             if c.kind == "judge":

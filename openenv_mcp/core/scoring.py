@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult
 
-from ..errors import OpenEnvError
-from ..types import CallTool, Score, Task
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.types import CallTool, Score, Task
 
 if TYPE_CHECKING:
-    from .episode import Episode
+    from openenv_mcp.core.episode import Episode
 
 __all__ = ["RewardContext", "evaluate", "reward_failed"]
 

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.to_thread
 
-from ..isolation import Connection, ServerContext, connect
-from ..types import Task
-from .workspace import Workspace
+from openenv_mcp.isolation import Connection, ServerContext, connect
+from openenv_mcp.isolation.host.workspace import Workspace
+from openenv_mcp.types import Task
 
 if TYPE_CHECKING:
-    from .environment import Environment
+    from openenv_mcp.core.environment import Environment
 
 __all__ = ["WarmPool", "World", "prepare"]
 

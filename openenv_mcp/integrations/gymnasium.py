@@ -48,13 +48,13 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import shared_memory as _shm
 
-from ..client.registry import list_envs, make
-from ..errors import ConfigError, ResetNeeded
-from ..types import CallTool, ListTools, Observation, RunCode, action_from_json
-from .text import result_text, tools_text
+from openenv_mcp.client.registry import list_envs, make
+from openenv_mcp.errors import ConfigError, ResetNeeded
+from openenv_mcp.integrations.text import result_text, tools_text
+from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, action_from_json
 
 if TYPE_CHECKING:
-    from .gymnasium_vector import GymVectorEnv
+    from openenv_mcp.integrations.gymnasium_vector import GymVectorEnv
 
 __all__ = ["GymEnv", "GymVectorEnv", "UnicodeText", "parse_action", "register_envs", "text_spaces"]
 
@@ -307,7 +307,7 @@ def __getattr__(name: str) -> Any:
     # GymVectorEnv lives in gymnasium_vector, which imports this module: loaded on first use, so either
     # module can be imported first.
     if name == "GymVectorEnv":
-        from .gymnasium_vector import GymVectorEnv
+        from openenv_mcp.integrations.gymnasium_vector import GymVectorEnv
 
         return GymVectorEnv
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,11 +24,11 @@ from anyio.from_thread import start_blocking_portal
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ..client.remote import AsyncVectorEnv
-from ..errors import ConfigError
-from ..types import ListTools, Observation
-from .gymnasium import cut, parse_action, text_spaces
-from .text import result_text, tools_text
+from openenv_mcp.client.remote import AsyncVectorEnv
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.integrations.gymnasium import cut, parse_action, text_spaces
+from openenv_mcp.integrations.text import result_text, tools_text
+from openenv_mcp.types import ListTools, Observation
 
 __all__ = ["GymVectorEnv"]
 
@@ -135,7 +135,7 @@ class GymVectorEnv(VectorEnv):
             raise ConfigError(f"give one action per episode ({n}), got {len(actions)}")
         ids = self._vec.episode_ids
         if ids is None:
-            from ..errors import ResetNeeded
+            from openenv_mcp.errors import ResetNeeded
 
             raise ResetNeeded("call reset() before step(): no episode is running")
         results, rewards = [""] * n, np.zeros(n, dtype=np.float64)

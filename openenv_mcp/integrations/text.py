@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..text import result_text
+from openenv_mcp.text import result_text
 
 __all__ = ["result_text", "tools_text"]
 

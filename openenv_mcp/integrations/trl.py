@@ -54,12 +54,19 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..client.registry import make
-from ..core.codeact import RUN_CODE, RUN_CODE_TOOL
-from ..errors import ConfigError, EpisodeEnded, ResetNeeded
-from ..types import CallTool, RunCode, State
-from .text import result_text
-from .toolschema import NO_DEFAULT, Unsupported, check_parameter_name, collapse, normal_form, python_type
+from openenv_mcp.client.registry import make
+from openenv_mcp.core.codeact import RUN_CODE, RUN_CODE_TOOL
+from openenv_mcp.errors import ConfigError, EpisodeEnded, ResetNeeded
+from openenv_mcp.integrations.text import result_text
+from openenv_mcp.integrations.toolschema import (
+    NO_DEFAULT,
+    Unsupported,
+    check_parameter_name,
+    collapse,
+    normal_form,
+    python_type,
+)
+from openenv_mcp.types import CallTool, RunCode, State
 
 __all__ = ["EnvironmentFactory", "ToolSchemaError", "environment_factory", "tool_function"]
 
@@ -375,7 +382,7 @@ def environment_factory(
 
 def codeact_tool(tools: list[Any]) -> Any:
     """The ``run_code`` tool offered to TRL: its description names every tool's Python signature."""
-    from ..isolation.coderunner import make_function
+    from openenv_mcp.isolation.codeact.coderunner import make_function
 
     lines = []
     for tool in tools:

@@ -1,23 +1,29 @@
-"""Isolation boundaries, one backend per module.
+"""Isolation: where a tool server runs and how it is reached, one folder per concept (lowest last).
 
-``connect(spec, ctx, base_dir)`` returns an unstarted :class:`Connection` for
-the spec's ``isolation``.
+``connect(spec, ctx, base_dir)`` returns an unstarted :class:`Connection` for the spec's ``isolation``.
 
-The boundaries: :mod:`.inprocess`, :mod:`.process`, :mod:`.sandbox` (and the CodeAct
-:mod:`.interpreter` in it), :mod:`.docker`, :mod:`.remote`; all but ``inprocess`` speak MCP through
-:mod:`.mcpsession`. What they share, one concept a module: :mod:`.base` (the interface),
-:mod:`.launch`, :mod:`.uids`, :mod:`.stdio` and :mod:`.jsonlines` (a child's stdio transport and its
-framing), :mod:`.proctree`, :mod:`.exposure`, :mod:`.runtime`, :mod:`.cgroup`, :mod:`.commands`;
-the docker boundary's :mod:`.dockerengine` and :mod:`.dockercontainer`.
+* :mod:`openenv_mcp.isolation.codeact` — the CodeAct interpreter (it runs inside the sandbox boundary);
+* :mod:`openenv_mcp.isolation.boundaries` — the boundaries, one a module: ``inprocess``, ``process``,
+  ``sandbox`` (bubblewrap), ``docker``, ``remote``;
+* :mod:`openenv_mcp.isolation.faststart` — fast sandboxed starts (zygotes forking each episode's server);
+* :mod:`openenv_mcp.isolation.containers` — the Docker engine and one tool server's container;
+* :mod:`openenv_mcp.isolation.transport` — a child's stdio and its JSON-lines framing, the MCP client
+  session every MCP-speaking boundary shares, one-shot commands;
+* :mod:`openenv_mcp.isolation.host` — host plumbing: launch, uids, process trees, cgroups, runtimes,
+  folder exposure, workspaces;
+* :mod:`openenv_mcp.isolation.base` — the interface every boundary implements (:class:`ServerContext`,
+  :class:`Connection`).
+
+A folder imports only the ones below it (the import contract in ``pyproject.toml`` checks it).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.spec import ToolServerSpec
-from ..errors import ConfigError
-from .base import Connection, ServerContext
+from openenv_mcp.definitions.spec import ToolServerSpec
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.isolation.base import Connection, ServerContext
 
 __all__ = ["Connection", "ServerContext", "connect", "finish_removals"]
 
@@ -27,10 +33,10 @@ def finish_removals(timeout: float = 60.0) -> None:
     shutdown: a server stopped by a signal may never run ``atexit``)."""
     import sys
 
-    from ..core.workspace import drain_removals
+    from openenv_mcp.isolation.host.workspace import drain_removals
 
     drain_removals()
-    engine = sys.modules.get(f"{__name__}.dockerengine")
+    engine = sys.modules.get("openenv_mcp.isolation.containers.engine")
     if engine is not None:  # only when this process started containers
         engine.wait_removed(timeout)
 
@@ -39,23 +45,23 @@ def connect(spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = No
     """An unstarted connection to ``spec`` behind its boundary."""
     kind = spec.isolation
     if kind == "inprocess":
-        from .inprocess import InProcessConnection
+        from openenv_mcp.isolation.boundaries.inprocess import InProcessConnection
 
         return InProcessConnection(spec, ctx, base_dir)
     if kind == "process":
-        from .process import ProcessConnection
+        from openenv_mcp.isolation.boundaries.process import ProcessConnection
 
         return ProcessConnection(spec, ctx, base_dir)
     if kind == "sandbox":
-        from .sandbox import SandboxConnection
+        from openenv_mcp.isolation.boundaries.sandbox import SandboxConnection
 
         return SandboxConnection(spec, ctx, base_dir)
     if kind == "remote":
-        from .remote import RemoteConnection
+        from openenv_mcp.isolation.boundaries.remote import RemoteConnection
 
         return RemoteConnection(spec, ctx, base_dir)
     if kind == "docker":
-        from .docker import DockerConnection
+        from openenv_mcp.isolation.boundaries.docker import DockerConnection
 
         return DockerConnection(spec, ctx, base_dir)
     raise ConfigError(f"tool server {spec.name!r}: isolation {kind!r} is not available in this build")

@@ -25,9 +25,9 @@ from mcp.types import (
     Tool,
 )
 
-from ..core.spec import ToolServerSpec
-from ..core.workspace import Workspace
-from ..types import Task
+from openenv_mcp.definitions.spec import ToolServerSpec
+from openenv_mcp.isolation.host.workspace import Workspace
+from openenv_mcp.types import Task
 
 __all__ = ["Connection", "ServerContext"]
 
@@ -38,7 +38,7 @@ class ServerContext:
     Attributes:
         episode_id: the episode the server belongs to.
         workspace: the episode's private workspace on the host. Given as a
-            :class:`~openenv_mcp.core.workspace.Workspace`, the folder is only created
+            :class:`~openenv_mcp.isolation.host.workspace.Workspace`, the folder is only created
             when a server first asks for it (servers that need none cost nothing).
         mode: ``sim`` (training/evaluation) or ``prod`` (deployment).
         env: variables for the server: the spec's ``env`` plus declared ``pass_env``.

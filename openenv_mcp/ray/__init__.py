@@ -14,10 +14,10 @@ Ray is an optional extra: ``pip install 'openenv-mcp[ray]'``. See ``docs/scale.m
 
 from __future__ import annotations
 
-from ..errors import EpisodeLost
-from .address import make, make_async, parse_ray_url, shutdown
-from .episode import PoolEpisode, PoolVectorEnv
-from .pool import RayPool, ReplicaInfo
+from openenv_mcp.errors import EpisodeLost
+from openenv_mcp.ray.address import make, make_async, parse_ray_url, shutdown
+from openenv_mcp.ray.episode import PoolEpisode, PoolVectorEnv
+from openenv_mcp.ray.pool import RayPool, ReplicaInfo
 
 __all__ = [
     "EpisodeLost",

@@ -14,10 +14,11 @@ import threading
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ..client.env import Env
-from ..errors import ConfigError
-from .episode import PoolEpisode
-from .pool import RayPool
+from openenv_mcp.client.env import Env
+from openenv_mcp.client.schemes import Scheme
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.ray.episode import PoolEpisode
+from openenv_mcp.ray.pool import RayPool
 
 __all__ = ["make", "make_async", "parse_ray_url", "shutdown"]
 
@@ -99,3 +100,7 @@ def shutdown(timeout: float = 30.0) -> None:
             asyncio.run_coroutine_threadsafe(pool.aclose(), loop).result(timeout)
         else:
             pool.kill()
+
+
+SCHEME = Scheme(connect=make_async)
+"""``make("ray://HOST:PORT/ENV")``: an episode from a pool on that cluster (registered in ``openenv_mcp.schemes``)."""

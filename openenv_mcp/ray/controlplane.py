@@ -2,7 +2,7 @@
 
 Each client WebSocket gets its own upstream connection per replica (a :class:`Connection`), so a
 trainer still sees only the episodes of its own connection, as on a single server, and its episodes
-close when it disconnects. Operations are routed by :class:`~.routing.FrontDoor`'s pins; a batch is
+close when it disconnects. Operations are routed by :class:`~openenv_mcp.ray.door.FrontDoor`'s pins; a batch is
 split per replica, and new episodes whose replica turns out dead are retried on a live one.
 """
 
@@ -15,10 +15,10 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
-from ..client.remote import ControlConnection
-from ..errors import EpisodeLost, OpenEnvError, RequestTooLarge, UnknownEpisode
-from .pool import ReplicaInfo
-from .routing import FrontDoor, error_body, lost_message
+from openenv_mcp.client.remote import ControlConnection
+from openenv_mcp.errors import EpisodeLost, OpenEnvError, RequestTooLarge, UnknownEpisode
+from openenv_mcp.ray.door import FrontDoor, error_body, lost_message
+from openenv_mcp.ray.pool import ReplicaInfo
 
 __all__ = ["Connection", "serve_websocket"]
 

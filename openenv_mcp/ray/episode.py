@@ -12,12 +12,12 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..client.remote import RemoteAsyncEnv
-from ..errors import BoundaryError, ConfigError, EpisodeLost, OpenEnvError
-from ..types import CallTool, ListTools, Observation, RunCode, State
+from openenv_mcp.client.remote import RemoteAsyncEnv
+from openenv_mcp.errors import BoundaryError, ConfigError, EpisodeLost, OpenEnvError
+from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, State
 
 if TYPE_CHECKING:
-    from .pool import RayPool, ReplicaInfo
+    from openenv_mcp.ray.pool import RayPool, ReplicaInfo
 
 __all__ = ["PoolEpisode", "PoolVectorEnv"]
 
@@ -45,7 +45,7 @@ class PoolEpisode:
     @property
     def episode_id(self) -> str:
         if self.remote is None:
-            from ..errors import ResetNeeded
+            from openenv_mcp.errors import ResetNeeded
 
             raise ResetNeeded("call reset() before step() or state(): no episode is running")
         return self.remote.episode_id

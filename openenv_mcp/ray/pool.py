@@ -23,9 +23,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BoundaryError, ConfigError, OpenEnvError
-from .episode import PoolEpisode, PoolVectorEnv
-from .replica import Replica
+from openenv_mcp.errors import BoundaryError, ConfigError, OpenEnvError
+from openenv_mcp.ray.episode import PoolEpisode, PoolVectorEnv
+from openenv_mcp.ray.replica import Replica
 
 __all__ = ["RayPool", "ReplicaInfo"]
 

@@ -36,8 +36,8 @@ class Replica:
         import ray
         import uvicorn
 
-        from ..client.registry import load_environment
-        from ..serve.app import create_app
+        from openenv_mcp.client.registry import load_environment
+        from openenv_mcp.serve.app import create_app
 
         self.host = host or ray.util.get_node_ip_address()
         environment = load_environment(target, mode="sim")

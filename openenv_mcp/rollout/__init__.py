@@ -20,12 +20,12 @@ Malformed tool calls (arguments that are not a JSON object, unknown tool
 names) become tool-error observations the model sees, never crashes.
 """
 
-from .command import run_command as run_command
-from .messages import result_text, tools_to_functions
-from .policy import OpenAIPolicy, Policy, PolicyError, Turn
-from .runner import DEFAULT_SYSTEM_PROMPT, rollout
-from .runner import play_episode as play_episode
-from .trajectory import TRAJECTORY_FORMAT, Trajectory, summarize
+from openenv_mcp.rollout.command import run_command as run_command
+from openenv_mcp.rollout.messages import result_text, tools_to_functions
+from openenv_mcp.rollout.policy import OpenAIPolicy, Policy, PolicyError, Turn
+from openenv_mcp.rollout.runner import DEFAULT_SYSTEM_PROMPT, rollout
+from openenv_mcp.rollout.runner import play_episode as play_episode
+from openenv_mcp.rollout.trajectory import TRAJECTORY_FORMAT, Trajectory, summarize
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",

@@ -16,9 +16,9 @@ from typing import Any
 
 from mcp.types import Tool
 
-from ..isolation.coderunner import make_function
-from ..types import Observation, RunCode
-from .messages import normalize_message, result_text
+from openenv_mcp.isolation.codeact.coderunner import make_function
+from openenv_mcp.rollout.messages import normalize_message, result_text
+from openenv_mcp.types import Observation, RunCode
 
 __all__ = ["CODEACT_SYSTEM_PROMPT", "code_blocks", "stubs", "play_codeact_turns"]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import anyio
 
-from .outfile import TrajectoryFile
-from .policy import OpenAIPolicy
-from .runner import DEFAULT_SYSTEM_PROMPT, rollout
-from .trajectory import Trajectory, summarize
+from openenv_mcp.rollout.outfile import TrajectoryFile
+from openenv_mcp.rollout.policy import OpenAIPolicy
+from openenv_mcp.rollout.runner import DEFAULT_SYSTEM_PROMPT, rollout
+from openenv_mcp.rollout.trajectory import Trajectory, summarize
 
 __all__ = ["run_command"]
 
@@ -19,7 +19,9 @@ __all__ = ["run_command"]
 def run_command(args: Any, console: Any, err_console: Any) -> int:
     """``openenv-mcp rollout``: progress bar, JSONL written as episodes finish, summary table."""
     if getattr(args, "harness", None) or getattr(args, "harness_cmd", None):
-        from .harness import run_harness_command  # a real agent harness plays instead of the built-in loop
+        from openenv_mcp.rollout.harness_runner import (
+            run_harness_command,  # a real agent harness plays instead of the built-in loop
+        )
 
         return run_harness_command(args, console, err_console)
     import os
@@ -29,7 +31,7 @@ def run_command(args: Any, console: Any, err_console: Any) -> int:
 
     api_key = args.api_key or os.environ.get("OPENAI_API_KEY") or None
     out = Path(args.out)
-    from ..client.registry import find_env, is_url
+    from openenv_mcp.client.registry import find_env, is_url
 
     env_name = str(args.env) if is_url(args.env) else find_env(args.env).name
     options = {k: v for k, v in (("tasks", args.tasks), ("split", args.split)) if v is not None}

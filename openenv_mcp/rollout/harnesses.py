@@ -6,7 +6,7 @@ episode over its MCP address (``Harness``), and the recording HTTP transport tha
 * :class:`CommandHarness` — any program, with ``{mcp_url}``, ``{prompt_file}``, ``{mcp_config}``,
   ``{base_url}``, ``{model}`` replaced in its arguments.
 
-:func:`make_harness` picks one by name; :mod:`.harness` plays the episodes.
+:func:`make_harness` picks one by name; :mod:`openenv_mcp.rollout.harness_runner` plays the episodes.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import httpx
 
-from ..errors import ConfigError
+from openenv_mcp.errors import ConfigError
 
 __all__ = [
     "HARNESSES",

@@ -9,8 +9,8 @@ from typing import Any
 
 from mcp.types import Tool
 
-from ..text import result_text
-from ..types import error_result
+from openenv_mcp.text import result_text
+from openenv_mcp.types import error_result
 
 __all__ = ["error_result", "normalize_message", "parse_arguments", "result_text", "tools_to_functions"]
 

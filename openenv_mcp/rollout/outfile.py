@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from openenv_mcp.errors import ConfigError
 
 __all__ = ["TrajectoryFile", "episode_key"]
 

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import httpx
 
-from ..errors import ConfigError, OpenEnvError
+from openenv_mcp.errors import ConfigError, OpenEnvError
 
 __all__ = ["RETRY_STATUS", "OpenAIPolicy", "Policy", "PolicyError", "Turn"]
 

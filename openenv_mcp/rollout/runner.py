@@ -11,12 +11,18 @@ from typing import Any
 
 import anyio
 
-from ..errors import ConfigError, OpenEnvError
-from ..types import CallTool, Observation
-from .messages import error_result, normalize_message, parse_arguments, result_text, tools_to_functions
-from .outfile import episode_key
-from .policy import Policy, PolicyError, Turn
-from .trajectory import Trajectory
+from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.rollout.messages import (
+    error_result,
+    normalize_message,
+    parse_arguments,
+    result_text,
+    tools_to_functions,
+)
+from openenv_mcp.rollout.outfile import episode_key
+from openenv_mcp.rollout.policy import Policy, PolicyError, Turn
+from openenv_mcp.rollout.trajectory import Trajectory
+from openenv_mcp.types import CallTool, Observation
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "ask_policy", "env_factory", "play_episode", "rollout"]
 
@@ -30,9 +36,9 @@ DEFAULT_SYSTEM_PROMPT = (
 # -- the loop -----------------------------------------------------------------------
 def env_factory(env: Any, mode_options: dict[str, Any]) -> tuple[Callable[[], Any], str, bool]:
     """(a function making one async env, the env's name, whether it may be called many times)."""
-    from ..client.env import AsyncEnv, Env
-    from ..client.registry import is_url, load_environment, make_async
-    from ..core.spec import EnvSpec
+    from openenv_mcp.client.env import AsyncEnv, Env
+    from openenv_mcp.client.registry import is_url, load_environment, make_async
+    from openenv_mcp.definitions.spec import EnvSpec
 
     if isinstance(env, Env):
         env = env.unwrapped
@@ -85,7 +91,7 @@ async def play_episode(
     action_style: str = "tools",
 ) -> Trajectory:
     """Play one episode: reset, then ask the policy and run its tool calls (or, with
-    ``action_style="codeact"``, its code blocks: see :mod:`.codeact`) until the end."""
+    ``action_style="codeact"``, its code blocks: see :mod:`openenv_mcp.rollout.codeact`) until the end."""
     env = make_env()
     if inspect.isawaitable(env):
         env = await env
@@ -100,7 +106,7 @@ async def play_episode(
         tools, back = tools_to_functions(obs.tools or [])
         messages: list[dict[str, Any]] = []
         if action_style == "codeact":
-            from .codeact import CODEACT_SYSTEM_PROMPT, stubs
+            from openenv_mcp.rollout.codeact import CODEACT_SYSTEM_PROMPT, stubs
 
             base = CODEACT_SYSTEM_PROMPT if system_prompt in (None, DEFAULT_SYSTEM_PROMPT) else system_prompt + "\n\n"
             system_prompt = base + stubs(obs.tools or [])
@@ -127,7 +133,7 @@ async def play_episode(
             completions=completions,
         )
         if action_style == "codeact":
-            from .codeact import play_codeact_turns
+            from openenv_mcp.rollout.codeact import play_codeact_turns
 
             async def ask(msgs: list[dict[str, Any]], offered: list[dict[str, Any]]) -> Turn:
                 nonlocal model_s

@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from openenv_mcp.errors import ConfigError
 
 __all__ = ["ISOLATIONS", "Scaffold", "create", "package_name", "read_tools"]
 
@@ -126,7 +126,7 @@ def _stderr_tail(errlog: Any, lines: int = 10) -> str:
 
 def _stub_arguments(tool: Any, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Valid arguments for ``tool`` (from its input schema), and arguments that violate it (None if none do)."""
-    from ..conformance.argsgen import generate_arguments, violations
+    from openenv_mcp.conformance.argsgen import generate_arguments, violations
 
     args = generate_arguments(tool, random.Random(seed))
     bad = violations(tool)
@@ -230,7 +230,7 @@ def create(s: Scaffold, description: str | None = None) -> Path:
         "README.md": _template("common", "README.md.tmpl"),
         "Dockerfile": _template("common", "Dockerfile.tmpl"),
         ".gitignore": _template("common", "gitignore.tmpl"),
-        "tests/test_env.py": _template("common", "test_env.py.tmpl"),
+        "tests/client/test_env.py": _template("common", "test_env.py.tmpl"),
         f"{s.pkg}/__init__.py": _template("common", "__init__.py.tmpl"),
         f"{s.pkg}/reward.py": _template(kind, "reward.py.tmpl"),
         f"{s.pkg}/solutions.py": _template(kind, "solutions.py.tmpl"),

@@ -34,16 +34,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from ..core.environment import Environment
-from ..errors import ConfigError
-from ..isolation import finish_removals
-from .control import ControlPlane
-from .edge import DEFAULT_MAX_REQUEST_BYTES, LOOPBACK_HOSTS, Edge, public_matcher
-from .health import health_report
-from .manager import EpisodeManager
-from .mcp_http import McpFace
-from .metrics import Metrics
-from .openenv_compat import OpenEnvMcp, openenv_routes
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.errors import ConfigError
+from openenv_mcp.isolation import finish_removals
+from openenv_mcp.serve.control import ControlPlane
+from openenv_mcp.serve.edge import DEFAULT_MAX_REQUEST_BYTES, LOOPBACK_HOSTS, Edge, public_matcher
+from openenv_mcp.serve.health import health_report
+from openenv_mcp.serve.manager import EpisodeManager
+from openenv_mcp.serve.mcp_http import McpFace
+from openenv_mcp.serve.metrics import Metrics
+from openenv_mcp.serve.openenv_compat import OpenEnvMcp, openenv_routes
 
 __all__ = ["create_app"]
 

@@ -29,16 +29,16 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 
-from ..core.codeact import RUN_CODE
-from ..errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
-from ..types import CallTool, ListTools, RunCode, action_from_json
-from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
-from .openenv_compat import OpenEnvSocket, is_openenv_message
+from openenv_mcp.core.codeact import RUN_CODE
+from openenv_mcp.errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
+from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
+from openenv_mcp.serve.openenv_compat import OpenEnvSocket, is_openenv_message
+from openenv_mcp.types import CallTool, ListTools, RunCode, action_from_json
 
 if TYPE_CHECKING:
-    from ..core.episode import Episode
-    from .manager import EpisodeManager
-    from .metrics import Metrics
+    from openenv_mcp.core.episode import Episode
+    from openenv_mcp.serve.manager import EpisodeManager
+    from openenv_mcp.serve.metrics import Metrics
 
 __all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "OPS", "Caller", "ControlPlane", "error_body"]
 

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Sequence
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import RequestTooLarge
-from .manager import ADMIN_SCOPE_KEY
-from .mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY
-from .metrics import Metrics
+from openenv_mcp.errors import RequestTooLarge
+from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY
+from openenv_mcp.serve.mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY
+from openenv_mcp.serve.metrics import Metrics
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "public_matcher"]
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 if TYPE_CHECKING:
-    from ..core.environment import Environment
-    from .manager import EpisodeManager
+    from openenv_mcp.core.environment import Environment
+    from openenv_mcp.serve.manager import EpisodeManager
 
 __all__ = ["CHECK_TIMEOUT", "SAMPLE", "health_report"]
 

@@ -29,7 +29,7 @@ def landing_routes(environment: Any, headers: dict[str, str]) -> list[BaseRoute]
         return RedirectResponse(LANDING_PAGE, status_code=307)
 
     async def listing(request: Request) -> Response:
-        from ..client.catalog import catalog
+        from openenv_mcp.client.catalog import catalog
 
         entries = await catalog(tools=False)
         for e in entries:

@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ..errors import ConfigError, EpisodeLimit, UnknownEpisode
+from openenv_mcp.errors import ConfigError, EpisodeLimit, UnknownEpisode
 
 if TYPE_CHECKING:
-    from ..core.environment import Environment
-    from ..core.episode import Episode
-    from .metrics import Metrics
+    from openenv_mcp.core.environment import Environment
+    from openenv_mcp.core.episode import Episode
+    from openenv_mcp.serve.metrics import Metrics
 
 __all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "EpisodeManager", "default_max_episodes"]
 

@@ -41,15 +41,15 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.types import Receive, Scope, Send
 
-from ..errors import OpenEnvError
-from ..sdkcompat import session_manager_class
-from .manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
-from .mcp_server import build_server
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.sdkcompat import session_manager_class
+from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
+from openenv_mcp.serve.mcp_server import build_server
 
 if TYPE_CHECKING:
-    from ..core.episode import Episode
-    from .manager import EpisodeManager
-    from .metrics import Metrics
+    from openenv_mcp.core.episode import Episode
+    from openenv_mcp.serve.manager import EpisodeManager
+    from openenv_mcp.serve.metrics import Metrics
 
 __all__ = [
     "EPISODE_KEY_META_KEY",

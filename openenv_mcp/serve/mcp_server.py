@@ -31,13 +31,13 @@ from mcp.types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..core.codeact import RUN_CODE
-from ..core.episode import Episode
-from ..core.surface import Surface
-from ..errors import EpisodeEnded, ToolServerError
-from ..isolation.inprocess import error_result
-from ..isolation.interpreter import CODE_LIMIT
-from ..types import CallTool, RunCode
+from openenv_mcp.core.codeact import RUN_CODE
+from openenv_mcp.core.episode import Episode
+from openenv_mcp.definitions.surface import Surface
+from openenv_mcp.errors import EpisodeEnded, ToolServerError
+from openenv_mcp.isolation.boundaries.inprocess import error_result
+from openenv_mcp.isolation.codeact.interpreter import CODE_LIMIT
+from openenv_mcp.types import CallTool, RunCode
 
 __all__ = ["EPISODE_ENDED_MESSAGE", "TASK_PROMPT", "TASK_URI", "build_server", "episode_server"]
 
@@ -60,7 +60,7 @@ class FaceServer(Server):
     """The SDK's low-level server, declaring what the environment's tool servers declared.
 
     ``instructions`` and the optional capabilities (``completions``, ``tools.listChanged``)
-    come from ``surface()`` (:class:`~openenv_mcp.core.surface.Surface`, ``None`` until the
+    come from ``surface()`` (:class:`~openenv_mcp.definitions.surface.Surface`, ``None`` until the
     first episode started): only what the face really passes through is advertised."""
 
     def __init__(self, name: str, surface: Callable[[], Surface | None], **kwargs: Any) -> None:

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 from starlette.routing import BaseRoute, Route
 
-from ..types import Action, Observation, State
+from openenv_mcp.types import Action, Observation, State
 
 if TYPE_CHECKING:
-    from ..core.environment import Environment
+    from openenv_mcp.core.environment import Environment
 
 __all__ = ["OPENENV_HTTP_VERSION", "metadata", "openapi_document", "schemas"]
 
@@ -310,7 +310,7 @@ def _paths(mode: str, refs: dict[str, Any]) -> dict[str, Any]:
 
 def openapi_document(environment: Environment, mode: str, routes: Iterable[BaseRoute] = ()) -> dict[str, Any]:
     """The OpenAPI 3.1 document of a served environment (``routes``: the app's, for extra ones)."""
-    from .. import __version__
+    from openenv_mcp import __version__
 
     refs, components = _components()
     paths = _paths(mode, refs)

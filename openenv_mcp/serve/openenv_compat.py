@@ -31,17 +31,17 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Message, Receive, Scope, Send
 
-from ..errors import BadRequest, EpisodeEnded, OpenEnvError
-from ..isolation.inprocess import error_result
-from ..types import CallTool, ListTools, Observation, RunCode, action_from_json
-from .manager import ADMIN_SCOPE_KEY
-from .mcp_http import EPISODE_SCOPE_KEY, UNKNOWN_EPISODE_CODE
-from .mcp_server import EPISODE_ENDED_MESSAGE
+from openenv_mcp.errors import BadRequest, EpisodeEnded, OpenEnvError
+from openenv_mcp.isolation.boundaries.inprocess import error_result
+from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY
+from openenv_mcp.serve.mcp_http import EPISODE_SCOPE_KEY, UNKNOWN_EPISODE_CODE
+from openenv_mcp.serve.mcp_server import EPISODE_ENDED_MESSAGE
+from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, action_from_json
 
 if TYPE_CHECKING:
-    from ..core.environment import Environment
-    from ..core.episode import Episode
-    from .control import Caller, ControlPlane
+    from openenv_mcp.core.environment import Environment
+    from openenv_mcp.core.episode import Episode
+    from openenv_mcp.serve.control import Caller, ControlPlane
 
 __all__ = [
     "OpenEnvMcp",
@@ -343,7 +343,7 @@ class OpenEnvMcp:
         await Response(_dumps(answer), media_type="application/json")(scope, receive, send)
 
     async def rpc(self, request: dict[str, Any], admin: bool) -> dict[str, Any]:
-        from .control import Caller
+        from openenv_mcp.serve.control import Caller
 
         manager = self.control.manager
         rid, method = request.get("id"), request["method"]
@@ -408,8 +408,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 # -- HTTP: /reset /step /state (simulation), /metadata /schema /openapi.json ------------------
 def openenv_routes(control: ControlPlane, environment: Environment, mode: str) -> list[BaseRoute]:
     """OpenEnv's HTTP routes onto the control plane (``/reset``, ``/step``, ``/state`` in simulation only)."""
-    from .control import Caller
-    from .openapi import metadata, openapi_document, schemas
+    from openenv_mcp.serve.control import Caller
+    from openenv_mcp.serve.openapi import metadata, openapi_document, schemas
 
     def error(e: OpenEnvError) -> Response:
         return JSONResponse({"error": {"code": e.code, "message": str(e)}}, status_code=e.http_status)

@@ -31,7 +31,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .landing import landing_routes
+from openenv_mcp.serve.landing import landing_routes
 
 __all__ = ["PUBLIC_PATHS", "STATIC_DIR", "is_public", "playground_routes"]
 

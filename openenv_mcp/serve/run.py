@@ -10,10 +10,10 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from ..core.environment import Environment
-from .app import create_app
-from .edge import DEFAULT_MAX_REQUEST_BYTES
-from .manager import default_max_episodes
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.serve.app import create_app
+from openenv_mcp.serve.edge import DEFAULT_MAX_REQUEST_BYTES
+from openenv_mcp.serve.manager import default_max_episodes
 
 __all__ = ["serve", "serve_stdio", "tune_gc"]
 
@@ -54,7 +54,7 @@ def serve(
     """
     import uvicorn
 
-    from ..client.registry import load_environment
+    from openenv_mcp.client.registry import load_environment
 
     options.setdefault("max_episodes", default_max_episodes())  # never unbounded by default
     environment = load_environment(target, mode=mode, workspace=workspace, read_only=read_only)
@@ -89,8 +89,8 @@ async def serve_stdio(
     in production on the user's folder ``workspace`` (see ``docs/deploy.md``)."""
     from mcp.server.stdio import stdio_server
 
-    from ..client.registry import load_environment
-    from .mcp_server import episode_server
+    from openenv_mcp.client.registry import load_environment
+    from openenv_mcp.serve.mcp_server import episode_server
 
     environment = load_environment(target, mode=mode, workspace=workspace, read_only=read_only)
     episode = await environment.new_episode(seed=seed, task_id=task_id)

@@ -4,9 +4,9 @@
 
 1. its scripted ``reference`` solution (must reach ``done``) and ``wrong``
    solution (must not);
-2. the reward-hacking probes of :mod:`.probes` and the environment's own (``hack:NAME``,
-   from its solutions module's ``probes(task)``) (must stay at zero; any that scores is a
-   finding naming the call that scored);
+2. the reward-hacking probes of :mod:`openenv_mcp.validate.probes` and the environment's own
+   (``hack:NAME``, from its solutions module's ``probes(task)``) (must stay at zero; any that
+   scores is a finding naming the call that scored);
 3. with a ``policy`` (a model behind an OpenAI-compatible API), ``k``
    rollouts per task (:func:`openenv_mcp.rollout.rollout`): pass@1, pass@k,
    reward mean and variance per task, the share of tasks whose group has
@@ -14,8 +14,8 @@
    ``too_easy`` (every rollout succeeds) or ``too_hard`` (none earns reward).
 
 The result is a :class:`ValidationReport`: ``to_json()``, a rich table
-(:func:`.report.print_report`) and a self-contained HTML page
-(:func:`.report.html_report`).
+(:func:`openenv_mcp.validate.report.print_report`) and a self-contained HTML page
+(:func:`openenv_mcp.validate.report.html_report`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client.env import AsyncEnv
-from ..client.registry import load_environment
-from ..errors import ConfigError, OpenEnvError
-from ..types import CallTool
-from .probes import HACK_PREFIX, PROBES, CheckResult, is_probe, play_script, probe_actions
+from openenv_mcp.client.env import AsyncEnv
+from openenv_mcp.client.registry import load_environment
+from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.types import CallTool
+from openenv_mcp.validate.probes import HACK_PREFIX, PROBES, CheckResult, is_probe, play_script, probe_actions
 
 __all__ = ["ALL_PROBES", "PROBES", "TaskStats", "ValidationReport", "task_stats", "validate"]
 
@@ -299,7 +299,7 @@ async def _rollouts(
     seed: int,
     options: dict[str, Any],
 ) -> list[Any]:
-    from ..rollout import rollout
+    from openenv_mcp.rollout import rollout
 
     if k < 1:
         raise ConfigError(f"k must be at least 1, got {k}")

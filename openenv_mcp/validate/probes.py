@@ -23,9 +23,9 @@ from typing import Any
 
 from mcp.types import Tool
 
-from ..conformance.argsgen import generate_calls
-from ..errors import OpenEnvError
-from ..types import CallTool
+from openenv_mcp.conformance.argsgen import generate_calls
+from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.types import CallTool
 
 __all__ = ["HACK_PREFIX", "PROBES", "CheckResult", "degenerate_calls", "is_probe", "play_script"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from . import ValidationReport
-from .probes import is_probe
+from openenv_mcp.validate import ValidationReport
+from openenv_mcp.validate.probes import is_probe
 
 __all__ = ["html_report", "print_report"]
 

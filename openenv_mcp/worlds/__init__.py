@@ -1,6 +1,6 @@
-"""Worlds: the framework code of environments worth training on, one subpackage each.
+"""The framework code of the built-in worlds, one subpackage per world (``openenv_mcp/worlds/<world>/``).
 
-A world's environment folders (``env.toml``, tasks, solutions) live in the repository's top-level
-``envs/`` (shipped as ``openenv_mcp.envs``); what makes them run is here: :mod:`.harbor` reads
-Harbor and Terminal-Bench task folders and runs each task's container as an episode.
+The environment folders themselves (env.toml, tasks, reward modules, solutions) live in the
+repository's top-level ``envs/<name>/`` (shipped as ``openenv_mcp.envs``). :mod:`.harbor` reads Harbor
+and Terminal-Bench task folders and runs each task's container as an episode.
 """

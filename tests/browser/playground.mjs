@@ -1,6 +1,6 @@
 // Drives the playground in Debian's headless Chromium through playwright-core (no browser download).
 // Usage: node playground.mjs SCENARIO URL ARTIFACT_DIR [TOKEN]
-// Prints one JSON object (what the page showed) on stdout; tests/test_playground.py checks it.
+// Prints one JSON object (what the page showed) on stdout; tests/serve/test_playground.py checks it.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

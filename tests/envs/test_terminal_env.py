@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from conftest import docker_problem
 
 from openenv_mcp.client.registry import find_env, load_environment
 from openenv_mcp.testing import need
 from openenv_mcp.validate import validate
+
+from support import docker_problem
 
 CI_SUBSET = ["logs-top-ips", "perms-shared-dir"]  # validate; the [tasks.ci] set (logs-top-ips) is for the generic tests
 CATEGORIES = {

@@ -16,12 +16,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from containment import Listener, world_dir
 
 import openenv_mcp
 from openenv_mcp import RunCode
 from openenv_mcp.client.registry import find_env
-from openenv_mcp.core.spec import Limits
+from openenv_mcp.definitions.spec import Limits
+
+from support.containment import Listener, world_dir
 
 pytestmark = pytest.mark.skipif(
     shutil.which("bwrap") is None and not os.environ.get("OPENENV_MCP_REQUIRE_ALL"),

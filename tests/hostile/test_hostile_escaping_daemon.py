@@ -11,12 +11,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from containment import FIXTURE, PYTHON, assert_no_leak, call, marked_processes
 
 import openenv_mcp
 from openenv_mcp import EnvSpec, ToolServerSpec
-from openenv_mcp.isolation import cgroup
+from openenv_mcp.isolation.host import cgroup
 from openenv_mcp.testing import need
+
+from support.containment import FIXTURE, PYTHON, assert_no_leak, call, marked_processes
 
 
 def daemon_env(isolation: str, run_as_root: bool) -> tuple[openenv_mcp.Env, str]:

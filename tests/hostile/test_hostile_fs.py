@@ -211,7 +211,7 @@ def test_fs_edit_replace_all_with_a_huge_new_text_is_refused_before_allocating()
 def test_fs_read_of_a_sparse_gigabyte_file_streams_within_a_memory_bound():
     """High 8: ``truncate -s 1G`` then ``fs_read max_lines=1`` read the whole file in the environment
     server (2.2 GB peak); reads stream now and keep only what they return (and coding's fs server runs in
-    the sandbox; ``tests/test_filesystem.py`` bounds the server's own peak)."""
+    the sandbox; ``tests/tool_servers/test_filesystem_server.py`` bounds the server's own peak)."""
     _need_sandbox_as_root()
     out = _peak(
         "coding",

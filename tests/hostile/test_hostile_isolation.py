@@ -19,12 +19,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from containment import assert_no_leak, marked_processes
 
 import openenv_mcp
 from openenv_mcp import CallTool, EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.exposure import private_ancestor
+from openenv_mcp.isolation.host.exposure import private_ancestor
 from openenv_mcp.testing import free_port, need
+
+from support.containment import assert_no_leak, marked_processes
 
 ROOT = Path(__file__).resolve().parents[2]
 IS_ROOT = os.geteuid() == 0

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import re
 
-from scripted_model import ScriptedModel
-
 import openenv_mcp
+
+from support.scripted_model import ScriptedModel
 
 
 def _env(folder, url):

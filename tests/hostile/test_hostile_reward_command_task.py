@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 import time
 
-from containment import DROPS_UID, PYTHON, world_dir
-
 import openenv_mcp
+
+from support.containment import DROPS_UID, PYTHON, world_dir
 
 SERVER = __import__("pathlib").Path(__file__).resolve().parent.parent / "fixtures" / "exec_server.py"
 ANSWER = "answer-7f3e-not-for-agents"

@@ -12,12 +12,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from containment import call
 
 import openenv_mcp
 from openenv_mcp import EnvSpec, ToolServerSpec
-from openenv_mcp.isolation.uids import UID_BASE
+from openenv_mcp.isolation.host.uids import UID_BASE
 from openenv_mcp.testing import need
+
+from support.containment import call
 
 NODE_SERVER = r"""
 const fs = require('fs');

@@ -18,10 +18,11 @@ import threading
 import time
 
 import httpx
-from conftest import ROOT
 
 from openenv_mcp.serve.manager import EPISODE_KEY_HEADER
 from openenv_mcp.testing import running_server
+
+from support import ROOT
 
 AGENT = textwrap.dedent("""
     import json, resource, sys

@@ -10,14 +10,15 @@ from contextlib import AsyncExitStack
 
 import anyio
 import pytest
-from kitchen import KITCHEN, Listener, kitchen_env, open_face
 from mcp.shared.exceptions import MCPError
 
 from openenv_mcp.client.env import AsyncEnv
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.core.episode import REFRESH_INTERVAL
-from openenv_mcp.core.surface import ERROR_MESSAGE_LIMIT, INSTRUCTIONS_LIMIT
+from openenv_mcp.definitions.surface import ERROR_MESSAGE_LIMIT, INSTRUCTIONS_LIMIT
 from openenv_mcp.types import CallTool, ListTools
+
+from support.kitchen import KITCHEN, Listener, kitchen_env, open_face
 
 pytestmark = pytest.mark.anyio
 

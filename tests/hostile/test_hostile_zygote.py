@@ -17,12 +17,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import need
-from containment import assert_no_leak, marked_processes
 
 import openenv_mcp
-from openenv_mcp.isolation import cgroup, zygote
-from openenv_mcp.isolation.proctree import uid_processes
+from openenv_mcp.isolation.faststart import zygote
+from openenv_mcp.isolation.host import cgroup
+from openenv_mcp.isolation.host.proctree import uid_processes
+from openenv_mcp.testing import need
+
+from support.containment import assert_no_leak, marked_processes
 
 
 @pytest.fixture
@@ -119,7 +121,7 @@ def test_an_agent_cannot_find_the_sibling_or_its_private_folders(two):
     code = (
         "import os, glob\n"
         "seen = {p: open(f'/proc/{p}/cmdline','rb').read()[:60] for p in os.listdir('/proc') if p.isdigit()}\n"
-        "print(len(seen), any(b'_zygote' in c for c in seen.values()))\n"
+        "print(len(seen), any(b'zygote_main' in c for c in seen.values()))\n"
         "roots = ['/tmp', '/var/tmp', '/run', '/dev/shm', '/workspace', '/home', '/root', '/mnt', '/srv']\n"
         "print([p for r in roots for p in glob.glob(r + '/**/sibling-note', recursive=True)][:3])\n"
         "open('/tmp/planted', 'w').write('x'); open('/dev/shm/planted', 'w').write('x')\n"

@@ -23,8 +23,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ...types import CallTool, ListTools, Task, canonical_json
-from ..base import Context, Skipped, fail_if, rule
+from openenv_mcp.conformance.base import Context, Skipped, fail_if, rule
+from openenv_mcp.types import CallTool, ListTools, Task, canonical_json
 
 MIN_SECRET = 6
 """Shortest grader-only value (as text) looked for in free text; shorter ones (``4``, ``true``)
@@ -105,8 +105,8 @@ def _short(text: str, limit: int = 80) -> str:
 async def _local_channels(audit: _Audit, episode: Any) -> None:
     from mcp.client.client import Client
 
-    from ...rollout import Turn, play_episode
-    from ...serve.mcp_server import episode_server
+    from openenv_mcp.rollout import Turn, play_episode
+    from openenv_mcp.serve.mcp_server import episode_server
 
     audit.check("reset observation", episode.first_observation().to_json())
     audit.check("list_tools observation", (await episode.act(ListTools())).to_json())
@@ -179,7 +179,7 @@ async def _served_channels(audits: dict[str, _Audit], base: str) -> None:
 async def _playground_info(environment: Any) -> bytes | None:
     """The body of the playground's ``/playground/info`` for ``environment`` (``None``: no playground)."""
     try:
-        from ...serve.playground import playground_routes
+        from openenv_mcp.serve.playground import playground_routes
     except ImportError:
         return None
     from starlette.requests import Request

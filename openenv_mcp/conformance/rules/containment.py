@@ -10,7 +10,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from ..base import Context, Failed, Skipped, fail_if, rule
+from openenv_mcp.conformance.base import Context, Failed, Skipped, fail_if, rule
 
 
 def _walled(ctx: Context, kinds: tuple[str, ...]) -> list[Any]:
@@ -29,12 +29,12 @@ def _walled(ctx: Context, kinds: tuple[str, ...]) -> list[Any]:
 
 async def _docker_probe(ctx: Context, spec: Any, tool: str, arguments: dict[str, Any]) -> str:
     """Start the server itself (its own image, command, network, limits) and probe its container
-    from outside (:func:`~openenv_mcp.conformance.probe.probe_from_outside`)."""
+    from outside (:func:`~openenv_mcp.conformance.containment_probe.probe_from_outside`)."""
     import uuid
 
-    from ...core.workspace import Workspace
-    from ...isolation import ServerContext, connect
-    from ..probe import probe_from_outside
+    from openenv_mcp.conformance.containment_probe import probe_from_outside
+    from openenv_mcp.isolation import ServerContext, connect
+    from openenv_mcp.isolation.host.workspace import Workspace
 
     environment = ctx.subject.environment
     workspace = Workspace(environment.workdir if environment is not None else None)
@@ -67,10 +67,10 @@ async def _probe_call(ctx: Context, spec: Any, tool: str, arguments: dict[str, A
     if spec.isolation == "docker":
         return await _docker_probe(ctx, spec, tool, arguments)
 
-    from ...core.spec import ToolServerSpec
-    from ...core.workspace import Workspace
-    from ...isolation import ServerContext, connect
-    from ..probe import PROBE_SOURCE
+    from openenv_mcp.conformance.containment_probe import PROBE_SOURCE
+    from openenv_mcp.definitions.spec import ToolServerSpec
+    from openenv_mcp.isolation import ServerContext, connect
+    from openenv_mcp.isolation.host.workspace import Workspace
 
     probe = ToolServerSpec(
         name=f"{spec.name}-probe",

@@ -6,10 +6,10 @@ environment's scripted reference trajectory for the episode's task where it
 has one, else seeded calls generated from the tools' input schemas.
 
 Order and dependency: ``env.determinism`` reports what the determinism probe
-(:func:`..replay.volatility`, run once per run) found nondeterministic; parity,
+(:func:`openenv_mcp.conformance.replay.volatility`, run once per run) found nondeterministic; parity,
 reset and isolation ignore exactly those values, and normalize what the
-framework varies per episode (:mod:`..normalize`). Reset and isolation watch
-every channel (:mod:`..channels`): tool results, resources, prompts, rewards.
+framework varies per episode (:mod:`openenv_mcp.conformance.normalize`). Reset and isolation watch
+every channel (:mod:`openenv_mcp.conformance.channels`): tool results, resources, prompts, rewards.
 """
 
 from __future__ import annotations
@@ -20,13 +20,11 @@ from typing import Any
 
 from mcp.types import Tool
 
-from ...core.environment import Environment
-from ...types import CallTool, canonical_json
-from ..argsgen import generate_calls, nonce_words
-from ..base import Context, Failed, Inconclusive, Skipped, call_tool_as_sent, fail_if, rule
-from ..channels import read_only_calls, read_only_tools, shown_pair, snapshot
-from ..normalize import Normalizer, episode_values
-from ..replay import (
+from openenv_mcp.conformance.argsgen import generate_calls, nonce_words
+from openenv_mcp.conformance.base import Context, Failed, Inconclusive, Skipped, call_tool_as_sent, fail_if, rule
+from openenv_mcp.conformance.channels import read_only_calls, read_only_tools, shown_pair, snapshot
+from openenv_mcp.conformance.normalize import Normalizer, episode_values
+from openenv_mcp.conformance.replay import (
     DEPENDENTS,
     Probe,
     Step,
@@ -44,7 +42,9 @@ from ..replay import (
     two_episodes,
     volatility,
 )
-from ..volatility import Volatility
+from openenv_mcp.conformance.volatility import Volatility
+from openenv_mcp.core.environment import Environment
+from openenv_mcp.types import CallTool, canonical_json
 
 TIME_BOX = 15.0
 """Seconds the parity rule spends on further tasks once the first one is checked."""
@@ -83,7 +83,7 @@ def _tools_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str |
 
 def _probe_actions(handle: Any, ctx: Context) -> list[CallTool]:
     """This rule's generated calls; the determinism probe replays calls like these, so what varies
-    in them on its own is known (:func:`..replay.rule_calls`)."""
+    in them on its own is known (:func:`openenv_mcp.conformance.replay.rule_calls`)."""
     return rule_calls(ctx, handle, ctx.rule_id)
 
 
@@ -485,7 +485,7 @@ def _wire(value: Any) -> Any:
     timeout=120,
 )
 async def check_wire_parity(ctx: Context) -> None:
-    from ..subject import UrlSubject
+    from openenv_mcp.conformance.subject import UrlSubject
 
     async with ctx.subject.http() as url:
         served = UrlSubject(url, values=getattr(ctx.subject, "served_values", None))  # the same paths normalized

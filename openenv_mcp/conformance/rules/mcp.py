@@ -29,11 +29,20 @@ from mcp.types import (
 )
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ...core.routing import RESERVED_TOOL_NAMES
-from ...errors import OpenEnvError, ToolNameError
-from ...types import CallTool
-from ..argsgen import generate_calls, violations
-from ..base import Context, Failed, Skipped, call_tool_as_sent, fail_if, leaf, list_all_tools, rule
+from openenv_mcp.conformance.argsgen import generate_calls, violations
+from openenv_mcp.conformance.base import (
+    Context,
+    Failed,
+    Skipped,
+    call_tool_as_sent,
+    fail_if,
+    leaf,
+    list_all_tools,
+    rule,
+)
+from openenv_mcp.core.routing import RESERVED_TOOL_NAMES
+from openenv_mcp.errors import OpenEnvError, ToolNameError
+from openenv_mcp.types import CallTool
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 """MCP 2025-11-25 tool names: 1-128 characters of A-Z a-z 0-9 _ - . (case-sensitive)."""
@@ -350,7 +359,7 @@ def prompt_argument(description: str | None) -> str:
     unless a string; else ``"conformance"``."""
     import random
 
-    from ..argsgen import generate_value
+    from openenv_mcp.conformance.argsgen import generate_value
 
     found = _SCHEMA_NOTE.search(description or "")
     if found:

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from ..base import Context, fail_if, rule
+from openenv_mcp.conformance.base import Context, fail_if, rule
 
 SHUTDOWN_GRACE = 5.0
 """Seconds a closed episode's processes and containers have to disappear."""
@@ -47,7 +47,7 @@ def _descendants(root: int) -> set[int]:
 
 def _uid_members(uids: set[int]) -> set[int]:
     """Live processes of the episode's uids (each episode's servers run as a uid of their own)."""
-    from ...isolation.proctree import uid_processes
+    from openenv_mcp.isolation.host.proctree import uid_processes
 
     return {pid for uid in uids for pid in uid_processes(uid)}
 
@@ -111,7 +111,7 @@ def _docker_containers(label: str) -> set[str] | None:
     timeout=60,
 )
 async def check_shutdown(ctx: Context) -> None:
-    from ...isolation.zygote import shared_processes
+    from openenv_mcp.isolation.faststart.template import shared_processes
 
     with _subreaper():
         before = _descendants(os.getpid())
@@ -124,7 +124,7 @@ async def check_shutdown(ctx: Context) -> None:
         groups: list[Any] = []
         uids = {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}
         try:
-            from ..replay import actions_for, replay
+            from openenv_mcp.conformance.replay import actions_for, replay
 
             await replay(handle, (await actions_for(ctx, handle))[:4])
             uids |= {uid for conn in connections if isinstance(uid := getattr(conn, "uid", None), int)}

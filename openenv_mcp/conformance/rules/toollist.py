@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ...core.codeact import RUN_CODE
-from ...types import ListTools, canonical_json
-from ..base import Context, Failed, Skipped, rule
-from ..replay import actions_for, call_text, replay
+from openenv_mcp.conformance.base import Context, Failed, Skipped, rule
+from openenv_mcp.conformance.replay import actions_for, call_text, replay
+from openenv_mcp.core.codeact import RUN_CODE
+from openenv_mcp.types import ListTools, canonical_json
 
 
 def _wire(tools: Iterable[Any]) -> list[dict[str, Any]]:

@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from ..argsgen import violations
-from ..base import Context, Failed, fail_if, rule
+from openenv_mcp.conformance.argsgen import violations
+from openenv_mcp.conformance.base import Context, Failed, fail_if, rule
 
 LATEST = HANDSHAKE_PROTOCOL_VERSIONS[-1]
 OVERSIZED_BYTES = 8 * 1024 * 1024

@@ -26,10 +26,9 @@ import anyio
 import anyio.to_thread
 
 from openenv_mcp.errors import BoundaryError, ConfigError, TaskFormatError
-
-from .images import ensure_image
-from .taskformat import EnvironmentDef, TaskDefinition
-from .world import DROPPED_CAPABILITIES, HOSTNAME, SLEEP, World, labels, wrap
+from openenv_mcp.worlds.harbor.images import ensure_image
+from openenv_mcp.worlds.harbor.taskformat import EnvironmentDef, TaskDefinition
+from openenv_mcp.worlds.harbor.world import DROPPED_CAPABILITIES, HOSTNAME, SLEEP, World, labels, wrap
 
 __all__ = ["ComposeProject", "start_compose"]
 

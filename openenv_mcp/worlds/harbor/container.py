@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openenv_mcp.errors import BoundaryError
-
-from .archive import Entry, FileRead, list_entries, read_member, single_file_tar
+from openenv_mcp.worlds.harbor.archive import Entry, FileRead, list_entries, read_member, single_file_tar
 
 __all__ = ["ExecResult", "TaskContainer", "join_path"]
 

@@ -23,13 +23,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp.core.spec import EnvSpec, Limits, ToolServerSpec
+from openenv_mcp.client.schemes import Scheme
+from openenv_mcp.definitions.spec import EnvSpec, Limits, ToolServerSpec
 from openenv_mcp.errors import ConfigError, TaskFormatError
 from openenv_mcp.types import Task
+from openenv_mcp.worlds.harbor.taskformat import LoadOptions, TaskDefinition, is_task_folder, read_task
 
-from .taskformat import LoadOptions, TaskDefinition, is_task_folder, read_task
-
-__all__ = ["PRIVATE", "SUBMIT_HINT", "definition_of", "find_task_folders", "harbor_spec", "load_tasks"]
+__all__ = ["PRIVATE", "SCHEME", "SUBMIT_HINT", "definition_of", "find_task_folders", "harbor_spec", "load_tasks"]
 
 PRIVATE = "harbor"
 """The grader-only ``data`` key of every Harbor task."""
@@ -185,9 +185,13 @@ def harbor_spec(path: str | Path, **source: Any) -> EnvSpec:
     )
 
 
+SCHEME = Scheme(load=lambda target: harbor_spec(target.partition(":")[2]))
+"""``harbor:PATH`` (registered in the entry-point group ``openenv_mcp.schemes``)."""
+
+
 def terminal_server() -> ToolServerSpec:
     """The world's tool server: in-process (trusted, outside the container), acting on the container."""
-    from .tools import MAX_TIMEOUT
+    from openenv_mcp.worlds.harbor.tools import MAX_TIMEOUT
 
     return ToolServerSpec(
         name="terminal",

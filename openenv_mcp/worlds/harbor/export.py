@@ -41,11 +41,10 @@ from typing import Any
 
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.core.environment import Environment
-from openenv_mcp.core.spec import ToolServerSpec
+from openenv_mcp.definitions.spec import ToolServerSpec
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.types import CallTool, Task
-
-from .dataset import PRIVATE
+from openenv_mcp.worlds.harbor.dataset import PRIVATE
 
 __all__ = ["ExportReport", "export_harbor"]
 

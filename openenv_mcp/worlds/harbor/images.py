@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from openenv_mcp.errors import ConfigError, ImageBuildError
-
-from .archive import folder_tar, walk
-from .taskformat import EnvironmentDef
+from openenv_mcp.worlds.harbor.archive import folder_tar, walk
+from openenv_mcp.worlds.harbor.taskformat import EnvironmentDef
 
 __all__ = ["BuildReport", "base_image", "content_hash", "ensure_image", "image_tag"]
 

@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from openenv_mcp.types import Task
-
-from .archive import walk
-from .dataset import definition_of
-from .tools import MAX_TIMEOUT, SUBMIT
+from openenv_mcp.worlds.harbor.archive import walk
+from openenv_mcp.worlds.harbor.dataset import definition_of
+from openenv_mcp.worlds.harbor.tools import MAX_TIMEOUT, SUBMIT
 
 __all__ = ["probes", "reference", "wrong"]
 

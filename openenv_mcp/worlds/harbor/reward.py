@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from openenv_mcp.types import Score
-
-from .tools import SUBMIT
-from .verifier import grade
-from .world import world_of
+from openenv_mcp.worlds.harbor.tools import SUBMIT
+from openenv_mcp.worlds.harbor.verifier import grade
+from openenv_mcp.worlds.harbor.world import world_of
 
 __all__ = ["score"]
 

@@ -28,9 +28,9 @@ from fastmcp.exceptions import ToolError
 from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
-from .container import join_path
-from .dataset import definition_of
-from .world import World, start_world
+from openenv_mcp.worlds.harbor.container import join_path
+from openenv_mcp.worlds.harbor.dataset import definition_of
+from openenv_mcp.worlds.harbor.world import World, start_world
 
 __all__ = ["INSTRUCTIONS", "SUBMIT", "create_server"]
 

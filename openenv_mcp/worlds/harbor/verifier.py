@@ -40,12 +40,11 @@ import anyio
 import anyio.to_thread
 
 from openenv_mcp.errors import BoundaryError, OpenEnvError
-from openenv_mcp.isolation.dockerengine import remove
-
-from .archive import folder_tar, single_file_tar
-from .container import TaskContainer
-from .tamper import findings
-from .world import World, create_container, user_ids
+from openenv_mcp.isolation.containers.engine import remove
+from openenv_mcp.worlds.harbor.archive import folder_tar, single_file_tar
+from openenv_mcp.worlds.harbor.container import TaskContainer
+from openenv_mcp.worlds.harbor.tamper import findings
+from openenv_mcp.worlds.harbor.world import World, create_container, user_ids
 
 __all__ = ["Grade", "grade", "parse_reward_json", "parse_reward_text"]
 
@@ -119,7 +118,7 @@ async def _separate(world: World) -> Grade:
     await anyio.to_thread.run_sync(_stop, source)
     image = world.image
     if task.verifier.environment is not None:
-        from .images import ensure_image
+        from openenv_mcp.worlds.harbor.images import ensure_image
 
         report = await anyio.to_thread.run_sync(
             ensure_image, source.client, task.verifier.environment, task.name, None, "verifier"

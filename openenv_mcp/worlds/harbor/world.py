@@ -24,7 +24,7 @@ import anyio
 import anyio.to_thread
 
 from openenv_mcp.errors import BoundaryError
-from openenv_mcp.isolation.dockerengine import (
+from openenv_mcp.isolation.containers.engine import (
     LABEL,
     docker_client,
     owner_label,
@@ -32,10 +32,9 @@ from openenv_mcp.isolation.dockerengine import (
     remove,
     remove_in_background,
 )
-
-from .container import TaskContainer
-from .images import ensure_image
-from .taskformat import EnvironmentDef, TaskDefinition
+from openenv_mcp.worlds.harbor.container import TaskContainer
+from openenv_mcp.worlds.harbor.images import ensure_image
+from openenv_mcp.worlds.harbor.taskformat import EnvironmentDef, TaskDefinition
 
 __all__ = ["HOSTNAME", "World", "container_config", "start_world", "world_of"]
 
@@ -96,7 +95,7 @@ async def start_world(task: TaskDefinition, episode_id: str) -> World:
     """Build (when needed) and start the task's container for one episode."""
     client = await anyio.to_thread.run_sync(docker_client)
     if task.environment.kind == "compose":
-        from .compose import start_compose
+        from openenv_mcp.worlds.harbor.compose import start_compose
 
         world = await start_compose(client, task, episode_id)
     else:

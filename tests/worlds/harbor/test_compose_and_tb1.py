@@ -8,12 +8,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from harbor_folders import need_engine, write_harbor_task, write_tb1_task
 
 import openenv_mcp
 from openenv_mcp import CallTool
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.testing import need
+
+from support.harbor import need_engine, write_harbor_task, write_tb1_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 

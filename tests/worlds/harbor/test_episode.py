@@ -6,11 +6,12 @@ import time
 from pathlib import Path
 
 import pytest
-from harbor_folders import BASE_DOCKERFILE, need_engine, write_harbor_task
 
 import openenv_mcp
 from openenv_mcp import CallTool
 from openenv_mcp.errors import EpisodeEnded
+
+from support.harbor import BASE_DOCKERFILE, need_engine, write_harbor_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 
@@ -25,7 +26,7 @@ def _text(obs) -> str:
 
 
 def _labelled(episode_id: str) -> list:
-    from openenv_mcp.isolation.dockerengine import list_containers
+    from openenv_mcp.isolation.containers.engine import list_containers
 
     return list_containers(episode_id)
 
@@ -53,7 +54,7 @@ async def test_a_harbor_task_runs_as_the_tasks_container_and_the_oracle_scores_1
             await _call(env, "shell_run", command="true")
     finally:
         await env.close()
-    from openenv_mcp.isolation.dockerengine import wait_removed
+    from openenv_mcp.isolation.containers.engine import wait_removed
 
     assert wait_removed(60) and _labelled(episode_id) == []
 

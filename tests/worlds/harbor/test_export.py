@@ -10,7 +10,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from harbor_folders import need_engine, write_harbor_task
 
 import openenv_mcp
 from openenv_mcp import CallTool
@@ -18,6 +17,8 @@ from openenv_mcp.client.registry import load_environment
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.worlds.harbor.export import export_harbor
 from openenv_mcp.worlds.harbor.taskformat import read_task
+
+from support.harbor import need_engine, write_harbor_task
 
 TASKS = ["rename-notes", "json-port-and-debug"]
 

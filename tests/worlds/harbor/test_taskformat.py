@@ -6,12 +6,13 @@ import warnings
 from pathlib import Path
 
 import pytest
-from harbor_folders import write_harbor_task, write_tb1_task
 
 from openenv_mcp.errors import ConfigError, TaskFormatError
 from openenv_mcp.worlds.harbor.dataset import SUBMIT_HINT, definition_of, find_task_folders, load_tasks
 from openenv_mcp.worlds.harbor.taskformat import LoadOptions, read_task
 from openenv_mcp.worlds.harbor.verifier import parse_reward_json, parse_reward_text
+
+from support.harbor import write_harbor_task, write_tb1_task
 
 
 def test_schema_1_0_with_deprecated_sizes_and_allow_internet(tmp_path: Path) -> None:

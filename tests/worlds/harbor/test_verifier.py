@@ -6,11 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from harbor_folders import BASE_DOCKERFILE, SOLVE_HELLO, need_engine, write_harbor_task
 
 import openenv_mcp
 from openenv_mcp import CallTool
 from openenv_mcp.client.registry import load_environment
+
+from support.harbor import BASE_DOCKERFILE, SOLVE_HELLO, need_engine, write_harbor_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.anyio]
 

@@ -1,0 +1,282 @@
+"""Sandbox boundary: the process boundary inside bubblewrap namespaces.
+
+Everything :mod:`openenv_mcp.isolation.boundaries.process` enforces (rlimits, unprivileged uid, scrubbed
+environment, whole-tree kill, bounded reads), plus:
+
+* **no network**: its own network namespace with only a loopback of its own
+  (``network = "host"`` shares the host's);
+* **a read-only root**: the host's top-level folders bound read-only, except
+  the private ones (``/tmp``, ``/var/tmp``, ``/home``, ``/root``, ``/run``,
+  ``/mnt``, ``/media``, ``/srv``), which are empty;
+* **a private ``/tmp``** (also its ``HOME`` and ``TMPDIR``) and the episode's
+  workspace, read-write, at ``/workspace`` (what ``{workspace}`` expands to);
+* what the command needs from private folders, read-only at the same path:
+  the environment's folder (``{env_dir}``), absolute paths in the command,
+  and for Python commands the interpreter, the virtualenv and ``sys.path``;
+* the spec's ``hide`` paths masked (an empty folder or file over each), so
+  files in a bound folder (e.g. an environment's hidden tests) stay unseen;
+* as root, bwrap runs privileged (no user namespace) and the server drops to
+  its episode's unprivileged uid with ``setpriv`` once mounts are in place, so
+  even a runtime under ``/root`` runs unprivileged with ``processes`` held;
+  as another user, bwrap uses an unprivileged user namespace;
+* **its own PID, IPC, UTS, user and cgroup namespaces**, ``--die-with-parent``,
+  ``--new-session``, all capabilities dropped.
+
+Needs ``bwrap`` (``apt-get install bubblewrap``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from openenv_mcp.definitions.spec import ToolServerSpec
+from openenv_mcp.errors import BoundaryError, ConfigError
+from openenv_mcp.isolation.base import ServerContext
+from openenv_mcp.isolation.boundaries.process import ProcessConnection, _ProcessHost
+from openenv_mcp.isolation.faststart.template import fast_process
+from openenv_mcp.isolation.host.exposure import outermost
+from openenv_mcp.isolation.host.launch import SYSTEM_PATH, Launch, rlimits_for
+from openenv_mcp.isolation.host.runtime import command_paths
+from openenv_mcp.isolation.host.uids import UIDS
+from openenv_mcp.isolation.transport.jsonlines import LINE_SLACK
+from openenv_mcp.isolation.transport.mcpsession import SessionHost
+
+__all__ = ["ETC_SECRETS", "HIDDEN", "SANDBOX_WORKSPACE", "SYSTEM", "SandboxConnection", "bwrap_path"]
+
+SANDBOX_WORKSPACE = "/workspace"
+"""Where the episode's workspace appears inside the sandbox."""
+
+SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
+"""The host's top-level folders a runtime needs, bound read-only. Nothing else of the host
+(``/opt``, ``/srv``, ``/var``, ``/home``, ``/root``, ``/mnt``, a checkout under ``/work``...) is
+there unless the command needs it (its program, runtime and imports, ``{env_dir}``) or the env
+file binds it (``bind``, ``ro_bind``)."""
+
+ETC_SECRETS = (
+    "shadow",
+    "shadow-",
+    "gshadow",
+    "gshadow-",
+    "ssh",
+    "ssl/private",
+    "sudoers",
+    "sudoers.d",
+    "docker",
+    "containerd",
+    "security/opasswd",
+    "krb5.keytab",
+    "credstore",
+    "credstore.encrypted",
+    "ipsec.secrets",
+    "wireguard",
+    "openvpn",
+    "NetworkManager/system-connections",
+    "pip.conf",
+    "npmrc",
+)
+"""Paths under ``/etc`` masked inside the sandbox (password hashes, keys, registry tokens)."""
+
+HIDDEN = ("tmp", "run", "var/tmp")
+"""Folders that exist inside the sandbox, empty and private to it."""
+
+
+def bwrap_path() -> str:
+    """The ``bwrap`` executable on ``PATH``, or a :class:`BoundaryError` saying how to install it."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise BoundaryError(
+            "isolation 'sandbox' needs bubblewrap, and 'bwrap' is not installed: "
+            "run `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"
+        )
+    return found
+
+
+def _system(path: str) -> bool:
+    """Whether ``path`` lies in one of the :data:`SYSTEM` folders (there in every sandbox)."""
+    parts = Path(path).parts
+    return len(parts) > 1 and parts[0] == "/" and parts[1] in SYSTEM
+
+
+def _reachable(path: str) -> bool:
+    real = Path(os.path.realpath(path))
+    try:
+        return all(p.stat().st_mode & 0o001 for p in real.parents) and bool(real.stat().st_mode & 0o004)
+    except OSError:
+        return False
+
+
+class SandboxConnection(ProcessConnection):
+    """A stdio MCP server in a bubblewrap sandbox."""
+
+    boundary = "sandbox"
+
+    def __init__(self, spec: ToolServerSpec, ctx: ServerContext, base_dir: Path | None = None) -> None:
+        self.bwrap = bwrap_path()
+        # As root, bwrap runs privileged (no user namespace) and drops to the server's uid with
+        # setpriv inside, after it has bound what the server needs: even a runtime under a private
+        # folder (/root/.pyenv, a venv in a home) then runs as the unprivileged uid.
+        self.setpriv = shutil.which("setpriv") if os.geteuid() == 0 else None
+        super().__init__(spec, ctx, base_dir)
+
+    @property
+    def privileged(self) -> bool:
+        """bwrap runs as root and the server drops to :attr:`uid` inside."""
+        return self.setpriv is not None and self.uid is not None
+
+    def can_drop_to_uid(self) -> bool:
+        return self.setpriv is not None or super().can_drop_to_uid()
+
+    def workspace_path(self) -> str:
+        return SANDBOX_WORKSPACE
+
+    def per_episode_values(self) -> dict[str, str]:
+        # /workspace, HOME, TMPDIR and the hostname are the same in every episode inside
+        return {"the episode's uid": str(self.uid)} if self.uid is not None else {}
+
+    def child_env(self, executable: str) -> dict[str, str]:
+        folder = os.path.dirname(executable)
+        env = {
+            "PATH": f"{folder}:{SYSTEM_PATH}" if folder else SYSTEM_PATH,
+            "HOME": "/tmp",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+        }
+        env.update(self.placeholders(self.ctx.env))
+        return env
+
+    def _env_paths(self, names: list[str]) -> list[str]:
+        out = []
+        for name in names:
+            path = name if os.path.isabs(name) else os.path.realpath(self.base_dir / name)
+            if not os.path.exists(path):
+                raise ConfigError(f"tool server {self.spec.name!r}: bind path {name!r} does not exist ({path})")
+            out.append(path)
+        return out
+
+    def needed_paths(self, argv: list[str]) -> list[str]:
+        """Host paths the command needs (outside the system folders), bound read-only at the
+        same place: its program and runtime, what it imports, ``{env_dir}``, ``ro_bind``."""
+        paths = command_paths(argv, self.base_dir) + self._env_paths(self.spec.ro_bind)
+        seen = []
+        for path in paths:
+            if not _system(path) and path not in seen and os.path.exists(path):
+                # bwrap running as the server's uid cannot bind what that uid cannot reach
+                if self.uid is None or self.privileged or _reachable(path):
+                    seen.append(path)
+        # Bind only the outermost folders: a path inside another bound folder is already there,
+        # and binding it again on top (a venv's python symlink under a checkout in /tmp, say)
+        # makes bwrap fail to create the mount point.
+        outer = outermost(seen)
+        return [p for p in seen if p in outer]
+
+    def missing_hint(self) -> str | None:
+        return (
+            f" (hint: the sandbox shows only the system folders ({', '.join('/' + n for n in SYSTEM)}), the "
+            "workspace and what the command needs: its program, the files it names and their runtime (virtualenv, "
+            "script interpreter, Node package with its node_modules), read-only; if the server needs another "
+            'folder, bind it read-only with ro_bind = ["/path/to/folder"] (or read-write with bind) in its '
+            "[[tool_servers]] table of the env file)"
+        )
+
+    def hidden_paths(self) -> list[str]:
+        """The spec's ``hide`` paths (resolved against the env folder) that exist on the host.
+        Each is masked: an empty tmpfs over a folder, ``/dev/null`` over a file."""
+        out = []
+        for rel in self.spec.hide:
+            path = os.path.realpath(self.base_dir / rel)
+            if os.path.lexists(path) and path not in out:
+                out.append(path)
+        return out
+
+    def bwrap_args(self, argv: list[str]) -> list[str]:
+        """The full ``bwrap ... -- argv`` command line."""
+        if self.privileged:  # no user namespace: the uid change below is a real host uid
+            args = [
+                self.bwrap,
+                "--unshare-ipc",
+                "--unshare-pid",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--die-with-parent",
+                "--new-session",
+                "--cap-add",
+                "CAP_SETUID,CAP_SETGID",
+                "--hostname",
+                "openenv-sandbox",
+            ]
+            if self.spec.network != "host":
+                args.append("--unshare-net")
+        else:
+            args = [
+                self.bwrap,
+                "--unshare-all",
+                "--die-with-parent",
+                "--new-session",
+                "--cap-drop",
+                "ALL",
+                "--hostname",
+                "openenv-sandbox",
+            ]
+            if self.spec.network == "host":
+                args.append("--share-net")
+        for name in SYSTEM:
+            path = "/" + name
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        for name in ETC_SECRETS:
+            path = "/etc/" + name
+            if os.path.lexists(path) and not os.path.islink(path):
+                args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        for name in HIDDEN:
+            args += ["--perms", "1777" if "tmp" in name else "0755", "--tmpfs", "/" + name]
+        made: set[str] = set()
+        writable = self._env_paths(self.spec.bind)
+        for path in self.needed_paths(argv) + writable:
+            for parent in reversed(Path(path).parents[:-1]):  # folders bwrap must create: searchable
+                if str(parent) not in made and not _system(str(parent)):
+                    made.add(str(parent))
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--bind" if path in writable else "--ro-bind", path, path]
+        for path in self.hidden_paths():
+            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+        args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
+        args += ["--remount-ro", "/", "--"]
+        if self.privileged:
+            uid = str(self.uid)
+            args += [
+                self.setpriv,
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+            ]
+        return args + argv
+
+    def launch(self, argv: list[str], executable: str | None = None) -> Launch:
+        executable = executable or self.executable
+        full = [executable, *argv[1:]]
+        return Launch(
+            self.bwrap_args(full),
+            self.child_env(executable),
+            str(self.ctx.workspace),
+            None if self.privileged else self.uid,
+            rlimits_for(self.spec, self.uid is not None),
+            cgroup=self.group(),
+        )
+
+    def _new_host(self) -> SessionHost:
+        """The server forked by its zygote when fast starts apply (see :mod:`openenv_mcp.isolation.faststart.template`), else a plain start."""
+        argv = [self.executable, *self.command()[1:]]
+        limit = self.spec.limits.output_bytes
+        kill_uid = UIDS.exclusive(self.ctx.episode_id)
+        plain = lambda: self.launch(self.command())  # noqa: E731 - only made when no zygote can start
+        fast = fast_process(self, argv, plain, 2 * limit + LINE_SLACK, limit, kill_uid)
+        return super()._new_host() if fast is None else _ProcessHost(self.spec.name, fast)

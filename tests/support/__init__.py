@@ -1,0 +1,69 @@
+"""Helpers shared by this repository's tests (``from support import ROOT, need_docker``; the modules of
+this package hold the larger ones: ``support.corpus``, ``support.containment``, ``support.scripted_model``...).
+
+General helpers an environment author also needs (ports, servers, waiting, ``need``) are public, in
+:mod:`openenv_mcp.testing`; fixtures are in ``tests/conftest.py``, which nothing imports.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from openenv_mcp.testing import need
+
+__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker", "representative_tasks"]
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The checkout's root folder."""
+
+
+def docker_problem(cli: str = "docker") -> str | None:
+    """Why Docker cannot be used here (``cli``: the command the test runs), or None."""
+    if shutil.which(cli) is None:
+        return f"no {cli} CLI: run .ci/docker-setup.sh (installs docker.io and docker-compose, starts dockerd)"
+    try:
+        import docker
+
+        docker.from_env(timeout=10).ping()
+    except ImportError:
+        return "the Docker SDK is missing: pip install 'openenv-mcp[docker]'"
+    except Exception as e:
+        return f"the Docker engine does not answer ({e}): run .ci/docker-setup.sh"
+    return None
+
+
+def need_boundaries(spec) -> None:
+    """:func:`need` what an environment's tool servers run behind (bubblewrap, Docker), named in the reason."""
+    from openenv_mcp.errors import BoundaryError
+    from openenv_mcp.isolation.boundaries.sandbox import bwrap_path
+
+    kinds = {s.isolation for s in spec.tool_servers}
+    if any(str(s.object or "").startswith("openenv_mcp.worlds.harbor") for s in spec.tool_servers):
+        kinds.add("docker")  # a Harbor world's (in-process) tools drive the task's container
+    if "sandbox" in kinds:
+        try:
+            bwrap_path()
+        except BoundaryError as e:
+            need(False, f"environment {spec.name!r} runs tool servers in the sandbox: {e}")
+    if "docker" in kinds:
+        problem = docker_problem()
+        need(problem is None, f"environment {spec.name!r} runs tool servers in Docker: {problem}")
+
+
+def representative_tasks(spec) -> str | None:
+    """The task set a test that plays every task of every built-in environment plays: the env's
+    ``[tasks.ci]`` set when it has one (a world whose whole set has a make target of its own, e.g.
+    ``terminal``: ``make validate-terminal``), else ``None`` (all of them)."""
+    from openenv_mcp.definitions.tasks import parse_tasks_value
+
+    return "ci" if "ci" in parse_tasks_value(spec.tasks)[0] else None
+
+
+def need_docker(*images: str, cli: str = "docker") -> None:
+    """:func:`need` a Docker engine, then build ``images`` (``docker/build.sh`` names; layers cached)."""
+    problem = docker_problem(cli)
+    need(problem is None, problem or "")
+    if images:
+        subprocess.run([str(ROOT / "docker" / "build.sh"), *images], check=True, timeout=900)
