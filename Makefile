@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test test-corpus corpus test-lowest lint bench conformance install clean
+.PHONY: demo test test-corpus corpus test-lowest lint bench conformance install clean validate-terminal
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
@@ -66,6 +66,15 @@ test-lowest:
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# The whole built-in terminal task set (Harbor format, envs/terminal/tasks): every task's image built
+# (one at a time, content-hashed and cached; BASE_IMAGE = the local openenv-mcp/base:bookworm when the
+# engine has it), then `validate` on every task: reference 1, nothing 0, every hacking probe 0. make test
+# validates a subset (tests/envs/test_terminal_env.py). Needs a Docker engine (.ci/docker-setup.sh).
+validate-terminal: $(STAMP)
+	$(BIN)/openenv-mcp harbor build terminal
+	@mkdir -p .cache
+	$(BIN)/openenv-mcp validate terminal --json .cache/validate-terminal.json
 
 # Official MCP conformance suite (Node 22 tooling into .cache/node-tools/) against a served env.
 CONFORMANCE_ENV ?= echo

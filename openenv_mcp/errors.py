@@ -15,9 +15,11 @@ __all__ = [
     "EpisodeEnded",
     "EpisodeLost",
     "EpisodeLimit",
+    "ImageBuildError",
     "OpenEnvError",
     "RequestTooLarge",
     "ResetNeeded",
+    "TaskFormatError",
     "ToolNameError",
     "ToolServerError",
     "UnknownEnvironment",
@@ -78,6 +80,21 @@ class ToolNameError(ConfigError):
     """Two tools share a name after namespacing, or a tool takes a reserved name."""
 
     code = "tool_name_error"
+
+
+class TaskFormatError(ConfigError):
+    """A task folder (Harbor's ``task.toml`` layout, or Terminal-Bench 1's ``task.yaml``) that cannot be
+    read, or asks for something this build cannot run; the message names the folder and the field."""
+
+    code = "task_format_error"
+
+
+class ImageBuildError(OpenEnvError):
+    """A task's container image could not be built (its Dockerfile or compose build failed, or timed
+    out); the message carries the end of the build log."""
+
+    code = "image_build_error"
+    http_status = 502
 
 
 class BoundaryError(OpenEnvError):

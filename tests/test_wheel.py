@@ -19,7 +19,7 @@ import pytest
 
 from support import ROOT
 
-BUILTINS = ["coding", "echo", "files", "sql"]
+BUILTINS = ["coding", "echo", "files", "sql", "terminal"]
 TOOL_SERVERS = ["filesystem", "python", "shell", "sql"]
 
 
@@ -147,6 +147,10 @@ def test_wheel_installs_only_openenv_mcp_import_names(installed):
         "openenv_mcp/conformance/data/node-tools.sh",
         "openenv_mcp/serve/static/index.html",
         "openenv_mcp/tool_servers/lean.py",
+        "openenv_mcp/envs/terminal/env.toml",
+        "openenv_mcp/envs/terminal/tasks/logs-top-ips/tests/check.py",
+        "openenv_mcp/envs/terminal/tasks/logs-top-ips/environment/Dockerfile",
+        "openenv_mcp/envs/terminal/tasks/logs-top-ips/solution/solve.sh",
     ):
         assert data in names
 
@@ -168,6 +172,17 @@ def test_the_installed_cli_lists_every_builtin_and_a_third_party_env(installed):
     file, names = json.loads(where)
     assert not Path(file).is_relative_to(ROOT)
     assert names == sorted([*BUILTINS, "tiny"])
+    terminal = run(
+        [
+            str(py),
+            "-c",
+            "from openenv_mcp.client.registry import load_environment; from openenv_mcp.worlds.harbor.dataset import "
+            "definition_of; e = load_environment('terminal'); d = definition_of(e.tasks.full(e.tasks.tasks[0])); "
+            "print(len(e.tasks.tasks), d.dir.is_relative_to(__import__('openenv_mcp').__path__[0]), d.solution_script)",
+        ],
+        cwd=scratch,
+    ).stdout.split()
+    assert terminal == ["33", "True", "solve.sh"], terminal  # the tasks come from the installed package
 
 
 def test_the_installed_cli_runs_and_checks_environments(installed):

@@ -473,8 +473,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_validate(sub)
 
     from openenv_mcp.cli import build, discover, init, publish  # one module per command: init, build, publish, discover
+    from openenv_mcp.cli import export as export_command  # openenv-mcp export harbor|... (its formats are subcommands)
+    from openenv_mcp.cli import harbor as harbor_command  # openenv-mcp harbor build
 
-    for command in (init, build, publish, discover):
+    for command in (init, build, publish, discover, export_command, harbor_command):
         command.add_parser(sub)
     return parser
 

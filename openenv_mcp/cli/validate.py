@@ -35,7 +35,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--probes",
         default=",".join(_probes()),
-        help="comma-separated reward-hacking probes to run ('' for none; default: all)",
+        help="comma-separated reward-hacking probes to run: generic ones, `hack` (the environment's own) or "
+        "hack:NAME ('' for none; default: all)",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible API root for the K rollouts per task")
     p.add_argument("--model", default=None, help="model name sent to the server")
@@ -52,9 +53,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _probes() -> tuple[str, ...]:
-    from openenv_mcp.validate.probes import PROBES
+    from openenv_mcp.validate import ALL_PROBES
 
-    return PROBES
+    return ALL_PROBES
 
 
 def run(args: argparse.Namespace) -> int:

@@ -145,6 +145,21 @@ class Environment:
     def has_solutions(self) -> bool:
         return self._solutions() is not None
 
+    def probe_trajectories(self, task: Task) -> dict[str, list[CallTool]]:
+        """The environment's own reward-hacking probes for ``task``: ``probes(task)`` of its solutions
+        module, ``{name: actions}`` (empty when it has none). Each must score 0 (``validate``)."""
+        module = self._solutions()
+        if module is None or not hasattr(module, "probes"):
+            return {}
+        task = self.tasks.full(task)
+        out: dict[str, list[CallTool]] = {}
+        for name, items in module.probes(task).items():
+            actions: list[Any] = [
+                action_from_json({"type": "call_tool", **a}) if isinstance(a, dict) else a for a in items
+            ]
+            out[str(name)] = actions
+        return out
+
     def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool]:
         """The scripted ``reference`` (solves) or ``wrong`` (does not) trajectory for ``task``."""
         module = self._solutions()

@@ -80,6 +80,7 @@ async def prepare(
                 env=env.server_env(server),
                 read_only=env.read_only,
                 user_workspace=user is not None,
+                task=task,
             )
             world.connections.append(connect(server, ctx, spec.base_dir))
         await start_all(world.connections)

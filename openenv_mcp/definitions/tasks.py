@@ -8,6 +8,10 @@ Sources (the env file's ``tasks``, or ``make(env, tasks=...)``):
   JSONL / CSV / Arrow files or a folder of them, or a ``datasets.Dataset`` object, mapped
   row by row onto :class:`Task` (see :mod:`openenv_mcp.definitions.taskdata`, which needs the
   ``datasets`` extra and is imported only then);
+* a **task source** an installed package registers in the entry-point group
+  ``openenv_mcp.task_sources``: ``[tasks] harbor = "tasks/"`` reads a folder of Harbor task
+  folders (:mod:`openenv_mcp.worlds.harbor`); the key is the source's name, its value what the
+  source is given;
 * **named task sets**: ``[tasks.train]``, ``[tasks.eval]``... in one env file, each any of
   the above; ``make(env, tasks="eval")`` or ``--tasks eval`` chooses one.
 
@@ -24,6 +28,7 @@ import json
 import random
 import secrets
 from functools import lru_cache
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +84,48 @@ class TasksTable(BaseModel):
         return "file" if self.file is not None else "dataset"
 
 
+SOURCE_GROUP = "openenv_mcp.task_sources"
+"""Entry-point group of task sources: ``name = "module:function"``, called as
+``function(value, base_dir) -> list[Task]`` for ``[tasks] name = value``."""
+
+
+def task_sources() -> dict[str, EntryPoint]:
+    """Name -> entry point of every registered task source."""
+    found: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=SOURCE_GROUP):
+        found.setdefault(ep.name, ep)
+    return found
+
+
 _TABLE_KEYS = set(TasksTable.model_fields)
+
+
+def _table_keys() -> set[str]:
+    return _TABLE_KEYS | set(task_sources())
+
+
+def _from_source(table: dict[str, Any], base_dir: Path, split: str | None) -> list[Task] | None:
+    """The tasks of a registered source named in ``table`` (``None``: the table names none)."""
+    sources = task_sources()
+    named = [k for k in table if k in sources]
+    if not named:
+        return None
+    others = set(table) - {named[0], "private", "limit"}
+    if len(named) > 1 or others or "file" in table or "dataset" in table:
+        raise ConfigError(
+            f"[tasks] {named[0]} = ... is a task source of its own: besides it only `private` and `limit` "
+            f"apply (got {sorted(others | set(named[1:]))})"
+        )
+    if split is not None:
+        raise ConfigError(f"--split applies to dataset-backed tasks; these come from the {named[0]!r} source")
+    try:
+        load = sources[named[0]].load()
+    except Exception as e:  # a broken plugin package: say which one
+        raise ConfigError(f"task source {named[0]!r} ({sources[named[0]].value}) cannot be loaded: {e}") from e
+    tasks = check_tasks(list(load(table[named[0]], base_dir)))
+    if table.get("limit"):
+        tasks = tasks[: int(table["limit"])]
+    return _with_private(tasks, list(table.get("private", [])))
 
 
 def parse_tasks_value(value: Any) -> tuple[dict[str, Any], str, list[str]]:
@@ -91,19 +137,20 @@ def parse_tasks_value(value: Any) -> tuple[dict[str, Any], str, list[str]]:
         return {"default": value}, "default", []
     if not isinstance(value, dict):
         raise ConfigError(f"tasks must be a JSONL file name, a list of tasks or a [tasks] table, got {value!r}")
-    shared = {k: v for k, v in value.items() if k in _TABLE_KEYS}
-    named = {k: v for k, v in value.items() if k not in _TABLE_KEYS and k != "default"}
+    keys = _table_keys()
+    shared = {k: v for k, v in value.items() if k in keys}
+    named = {k: v for k, v in value.items() if k not in keys and k != "default"}
     private = list(shared.get("private", []))
     bad = [k for k, v in named.items() if not isinstance(v, (dict, str, list))]
     if bad:
         raise ConfigError(
-            f"[tasks]: unknown key(s) {sorted(bad)}; known: {', '.join(sorted(_TABLE_KEYS))}, "
+            f"[tasks]: unknown key(s) {sorted(bad)}; known: {', '.join(sorted(keys))}, "
             "default, and named sets as sub-tables ([tasks.train], [tasks.eval])"
         )
     if not named:
         return {"default": shared}, "default", private
     sets = {k: ({**_inherited(shared, v), **v} if isinstance(v, dict) else v) for k, v in named.items()}
-    if "file" in shared or "dataset" in shared:
+    if "file" in shared or "dataset" in shared or set(shared) & set(task_sources()):
         sets.setdefault("default", shared)
     default = value.get("default", "default" if "default" in sets else "train" if "train" in sets else next(iter(sets)))
     if default not in sets:
@@ -113,8 +160,9 @@ def parse_tasks_value(value: Any) -> tuple[dict[str, Any], str, list[str]]:
 
 def _inherited(shared: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
     """The top table's keys a named set inherits (not its source when the set names its own)."""
-    if "file" in own or "dataset" in own:
-        return {k: v for k, v in shared.items() if k not in ("file", "dataset")}
+    sources = {"file", "dataset", *task_sources()}
+    if sources & set(own):
+        return {k: v for k, v in shared.items() if k not in sources}
     return shared
 
 
@@ -148,6 +196,9 @@ def resolve_tasks(spec_tasks: Any, base_dir: Path, override: Any = None, split: 
         table = sets[default] if isinstance(sets[default], dict) and "dataset" in sets[default] else {}
         return _from_dataset_object(chosen, table, split)
     if isinstance(chosen, dict):
+        sourced = _from_source(chosen, base_dir, split)
+        if sourced is not None:
+            return sourced
         try:
             table = TasksTable.model_validate(chosen)
         except ValidationError as e:

@@ -27,6 +27,7 @@ from mcp.types import (
 
 from openenv_mcp.definitions.spec import ToolServerSpec
 from openenv_mcp.isolation.host.workspace import Workspace
+from openenv_mcp.types import Task
 
 __all__ = ["Connection", "ServerContext"]
 
@@ -45,9 +46,12 @@ class ServerContext:
             a server that writes must refuse with a clear error.
         user_workspace: the workspace is the user's own folder (production ``--workspace``),
             not a private copy: a boundary must not change its owners nor remove it.
+        task: the episode's task, grader-only fields included (``None`` for a world the warm
+            pool prepares ahead of any task): for servers whose world depends on the task (a
+            Harbor task's container). A server must never show its private fields to the agent.
     """
 
-    __slots__ = ("_workspace", "env", "episode_id", "mode", "read_only", "user_workspace")
+    __slots__ = ("_workspace", "env", "episode_id", "mode", "read_only", "task", "user_workspace")
 
     def __init__(
         self,
@@ -58,8 +62,10 @@ class ServerContext:
         *,
         read_only: bool = False,
         user_workspace: bool = False,
+        task: Task | None = None,
     ) -> None:
         self.episode_id = episode_id
+        self.task = task
         self._workspace = workspace
         self.mode = mode
         self.env = env if env is not None else {}

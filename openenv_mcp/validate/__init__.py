@@ -4,7 +4,8 @@
 
 1. its scripted ``reference`` solution (must reach ``done``) and ``wrong``
    solution (must not);
-2. the reward-hacking probes of :mod:`openenv_mcp.validate.probes` (must stay at zero; any that
+2. the reward-hacking probes of :mod:`openenv_mcp.validate.probes` and the environment's own
+   (``hack:NAME``, from its solutions module's ``probes(task)``) (must stay at zero; any that
    scores is a finding naming the call that scored);
 3. with a ``policy`` (a model behind an OpenAI-compatible API), ``k``
    rollouts per task (:func:`openenv_mcp.rollout.rollout`): pass@1, pass@k,
@@ -27,9 +28,13 @@ from openenv_mcp.client.env import AsyncEnv
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.errors import ConfigError, OpenEnvError
 from openenv_mcp.types import CallTool
-from openenv_mcp.validate.probes import PROBES, CheckResult, play_script, probe_actions
+from openenv_mcp.validate.probes import HACK_PREFIX, PROBES, CheckResult, is_probe, play_script, probe_actions
 
-__all__ = ["PROBES", "TaskStats", "ValidationReport", "task_stats", "validate"]
+__all__ = ["ALL_PROBES", "PROBES", "TaskStats", "ValidationReport", "task_stats", "validate"]
+
+ALL_PROBES = (*PROBES, "hack")
+"""What ``validate`` plays by default: the generic probes and (``hack``) every probe of the
+environment's own (``hack:NAME`` picks one)."""
 
 FORMAT = "openenv-mcp.validate/1"
 
@@ -118,7 +123,7 @@ class ValidationReport:
 
     @property
     def scoring_probes(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.check in PROBES and (c.score > 0 or c.error)]
+        return [c for c in self.checks if is_probe(c.check) and (c.score > 0 or c.error)]
 
     @property
     def reward_errors(self) -> list[CheckResult]:
@@ -203,7 +208,7 @@ def _short(value: Any, limit: int = 120) -> str:
 async def validate(
     env: str,
     *,
-    probes: tuple[str, ...] = PROBES,
+    probes: tuple[str, ...] = ALL_PROBES,
     policy: Any = None,
     k: int = 4,
     concurrency: int = 1,
@@ -219,9 +224,9 @@ async def validate(
     task; ``task_ids``: only these tasks (default: every task, in order).
     ``on_check``: called after each scripted episode (progress).
     """
-    unknown = set(probes) - set(PROBES)
+    unknown = {p for p in probes if p not in ALL_PROBES and not p.startswith(HACK_PREFIX)}
     if unknown:
-        raise ConfigError(f"unknown probe(s) {sorted(unknown)}; known: {', '.join(PROBES)}")
+        raise ConfigError(f"unknown probe(s) {sorted(unknown)}; known: {', '.join(ALL_PROBES)}, hack:NAME")
     environment = load_environment(env, **options)
     tasks = list(environment.tasks.tasks)
     if task_ids is not None:
@@ -262,8 +267,15 @@ async def validate(
             for probe in probes:
                 if probe == "replay" and not earlier:
                     continue
+                if probe == "hack" or probe.startswith(HACK_PREFIX):
+                    continue
                 actions = probe_actions(probe, tools, index, earlier, environment.max_steps)
                 record(await play_script(make_env, task.id, probe, actions, seed, success))
+            own = environment.probe_trajectories(task)
+            for name, actions in own.items():
+                check = f"{HACK_PREFIX}{name}"
+                if "hack" in probes or check in probes:
+                    record(await play_script(make_env, task.id, check, actions, seed, success))
             reference = solutions.get("reference")
             if reference:
                 earlier.append(reference)

@@ -27,9 +27,16 @@ from openenv_mcp.conformance.argsgen import generate_calls
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.types import CallTool
 
-__all__ = ["PROBES", "CheckResult", "degenerate_calls", "play_script"]
+__all__ = ["HACK_PREFIX", "PROBES", "CheckResult", "degenerate_calls", "is_probe", "play_script"]
 
 PROBES = ("nothing", "random", "degenerate", "replay")
+HACK_PREFIX = "hack:"
+"""Checks named ``hack:NAME`` are an environment's own probes (see the module doc)."""
+
+
+def is_probe(check: str) -> bool:
+    """Whether ``check`` is a probe (generic or the environment's own): it must score 0."""
+    return check in PROBES or check.startswith(HACK_PREFIX)
 
 
 @dataclass

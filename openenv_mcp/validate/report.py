@@ -9,7 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from openenv_mcp.validate import PROBES, ValidationReport
+from openenv_mcp.validate import ValidationReport
+from openenv_mcp.validate.probes import is_probe
 
 __all__ = ["html_report", "print_report"]
 
@@ -22,13 +23,13 @@ def _task_rows(report: ValidationReport) -> list[dict[str, Any]]:
     for task_id in report.tasks:
         checks = {c.check: c for c in report.checks if c.task_id == task_id}
         ref, wrong = checks.get("reference"), checks.get("wrong")
-        scoring = [p for p in PROBES if p in checks and (checks[p].score > 0 or checks[p].error)]
+        scoring = [p for p in checks if is_probe(p) and (checks[p].score > 0 or checks[p].error)]
         rows.append(
             {
                 "task_id": task_id,
                 "reference": None if ref is None else (not ref.error and ref.success),
                 "wrong": None if wrong is None else (not wrong.error and not wrong.success),
-                "probes": None if not any(p in checks for p in PROBES) else not scoring,
+                "probes": None if not any(is_probe(p) for p in checks) else not scoring,
                 "scoring": scoring,
                 "stats": stats.get(task_id),
             }
@@ -177,7 +178,7 @@ def html_report(report: ValidationReport) -> str:
                 "#22c55e",
             )
         )
-        probes = [c for c in report.checks if c.check in PROBES]
+        probes = [c for c in report.checks if is_probe(c.check)]
         labels, counts = _histogram([c.score for c in probes])
         out.append(_bars("probe score histogram", labels, counts, max(counts) or 1, "#ef4444", "{:.0f}"))
     out.append("</div><table id='tasks'><tr><th>task</th><th>reference</th><th>wrong</th><th>probes</th>")

@@ -23,7 +23,7 @@ from openenv_mcp.definitions.spec import load_module
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.testing import free_port
 
-from support import ROOT, need_boundaries
+from support import ROOT, need_boundaries, representative_tasks
 
 FIXTURES = ROOT / "conformance" / "fixtures"
 ENVS = FIXTURES / "envs"
@@ -40,7 +40,7 @@ async def test_every_builtin_environment_passes(name, request, monkeypatch):
     if any("DATABASE_URL" in (s.prod or {}).get("pass_env", []) for s in spec.tool_servers):
         # the production variant (env.prod_identity) talks to a real PostgreSQL server
         monkeypatch.setenv("DATABASE_URL", request.getfixturevalue("postgres_server").url)
-    report = await check_env_async(name, official=False, max_tasks=1)
+    report = await check_env_async(name, official=False, max_tasks=1, tasks=representative_tasks(spec))
     bad = [f"{r.rule}: {r.message}" for r in report.failed]
     assert report.ok and not bad, f"{name}: {bad}"
     assert report.result("env.parity").status == "passed"

@@ -15,7 +15,7 @@ from openenv_mcp.serve.app import create_app
 from openenv_mcp.testing import serving
 from openenv_mcp.types import canonical_json
 
-from support import need_boundaries
+from support import need_boundaries, representative_tasks
 
 ENVS = [spec.name for spec in list_envs() if spec.solutions]
 
@@ -86,7 +86,8 @@ def _covering_tasks(environment):
 
 @pytest.mark.parametrize("name", ENVS)
 async def test_scripted_trajectories_agree_over_mcp_and_the_control_plane(name):
-    environment = load_environment(name)
+    spec = next(s for s in list_envs() if s.name == name)
+    environment = load_environment(name, tasks=representative_tasks(spec))
     need_boundaries(environment.spec)
     app = create_app(environment)
     async with serving(app) as url, connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:

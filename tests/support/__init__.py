@@ -13,7 +13,7 @@ from pathlib import Path
 
 from openenv_mcp.testing import need
 
-__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker"]
+__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker", "representative_tasks"]
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout's root folder."""
@@ -40,6 +40,8 @@ def need_boundaries(spec) -> None:
     from openenv_mcp.isolation.boundaries.sandbox import bwrap_path
 
     kinds = {s.isolation for s in spec.tool_servers}
+    if any(str(s.object or "").startswith("openenv_mcp.worlds.harbor") for s in spec.tool_servers):
+        kinds.add("docker")  # a Harbor world's (in-process) tools drive the task's container
     if "sandbox" in kinds:
         try:
             bwrap_path()
@@ -48,6 +50,15 @@ def need_boundaries(spec) -> None:
     if "docker" in kinds:
         problem = docker_problem()
         need(problem is None, f"environment {spec.name!r} runs tool servers in Docker: {problem}")
+
+
+def representative_tasks(spec) -> str | None:
+    """The task set a test that plays every task of every built-in environment plays: the env's
+    ``[tasks.ci]`` set when it has one (a world whose whole set has a make target of its own, e.g.
+    ``terminal``: ``make validate-terminal``), else ``None`` (all of them)."""
+    from openenv_mcp.definitions.tasks import parse_tasks_value
+
+    return "ci" if "ci" in parse_tasks_value(spec.tasks)[0] else None
 
 
 def need_docker(*images: str, cli: str = "docker") -> None:

@@ -240,7 +240,10 @@ def score(ctx):
     "argv, message",
     [
         (["--base-url", "http://127.0.0.1:9/v1"], "error: give both --base-url and --model for rollouts (or neither)"),
-        (["--probes", "bogus"], "error: unknown probe(s) ['bogus']; known: nothing, random, degenerate, replay"),
+        (
+            ["--probes", "bogus"],
+            "error: unknown probe(s) ['bogus']; known: nothing, random, degenerate, replay, hack, hack:NAME",
+        ),
         (
             ["--task", "nope"],
             "error: unknown task id(s) ['nope']; known: echo-00, echo-01, echo-02, echo-03, echo-04, "

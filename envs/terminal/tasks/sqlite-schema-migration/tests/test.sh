@@ -1,0 +1,3 @@
+#!/bin/sh
+# The verifier: check.py writes /logs/verifier/reward.json ({"reward": ...}).
+exec python3 -I -S /tests/check.py
