@@ -1,0 +1,8 @@
+"""Every task, by id."""
+
+from __future__ import annotations
+
+from . import wiki
+from .base import BrowserTask
+
+TASKS: dict[str, BrowserTask] = {t.id: t for t in [*wiki.TASKS]}
