@@ -34,8 +34,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--task", action="append", default=None, metavar="ID", help="validate only this task (repeatable)")
     p.add_argument(
         "--probes",
-        default=",".join(_probes()),
-        help="comma-separated reward-hacking probes to run ('' for none; default: all)",
+        default=",".join((*_probes(), "env")),
+        help="comma-separated reward-hacking probes to run: the built-in ones and 'env' (the environment's "
+        "own, from its solutions module) ('' for none; default: all)",
     )
     p.add_argument("--base-url", default=None, help="OpenAI-compatible API root for the K rollouts per task")
     p.add_argument("--model", default=None, help="model name sent to the server")
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
     console, err = Console(), Console(stderr=True)
     if (args.base_url is None) != (args.model is None):
         raise ConfigError("give both --base-url and --model for rollouts (or neither)")
-    probes = tuple(p.strip() for p in args.probes.split(",") if p.strip())
+    probes = tuple(p.strip() for p in args.probes.split(",") if p.strip() and p.strip() != "env")
+    env_probes = "env" in (p.strip() for p in args.probes.split(","))
     for out in (args.json, args.html):
         if out and out != "-" and not Path(out).parent.exists():
             raise ConfigError(f"cannot write {out!r}: folder {str(Path(out).parent)!r} does not exist")
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
                     seed=args.seed,
                     task_ids=args.task,
                     on_check=progress,
+                    env_probes=env_probes,
                 )
         finally:
             if policy is not None:

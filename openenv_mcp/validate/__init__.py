@@ -27,7 +27,7 @@ from ..client.env import AsyncEnv
 from ..client.registry import load_environment
 from ..errors import ConfigError, OpenEnvError
 from ..types import CallTool
-from .probes import PROBES, CheckResult, play_script, probe_actions
+from .probes import PROBES, CheckResult, is_probe, play_script, probe_actions
 
 __all__ = ["PROBES", "TaskStats", "ValidationReport", "task_stats", "validate"]
 
@@ -118,7 +118,7 @@ class ValidationReport:
 
     @property
     def scoring_probes(self) -> list[CheckResult]:
-        return [c for c in self.checks if c.check in PROBES and (c.score > 0 or c.error)]
+        return [c for c in self.checks if is_probe(c.check) and (c.score > 0 or c.error)]
 
     @property
     def reward_errors(self) -> list[CheckResult]:
@@ -211,6 +211,7 @@ async def validate(
     seed: int = 0,
     task_ids: list[str] | None = None,
     on_check: Any = None,
+    env_probes: bool = True,
     **options: Any,
 ) -> ValidationReport:
     """Validate ``env`` (a name, env file or folder; ``options`` go to ``make``).
@@ -243,16 +244,17 @@ async def validate(
     earlier: list[list[CallTool]] = []
     try:
         for index, task in enumerate(tasks):
-            solutions: dict[str, list[CallTool] | None] = {}
+            reference = None
             for kind in ("reference", "wrong"):
                 try:
-                    solutions[kind] = environment.trajectory(task, kind)
+                    script = environment.script(task, kind, seed)
                 except OpenEnvError as e:
-                    solutions[kind] = None
                     record(CheckResult(task_id=task.id, check=kind, error=str(e)))
-            for kind, actions in solutions.items():
-                if actions is not None:
-                    record(await play_script(make_env, task.id, kind, actions, seed, success))
+                    continue
+                result = await play_script(make_env, task.id, kind, script, seed, success)
+                record(result)
+                if kind == "reference":
+                    reference = result.played
             if tools is None:
                 probe_env = make_env()
                 try:
@@ -264,7 +266,9 @@ async def validate(
                     continue
                 actions = probe_actions(probe, tools, index, earlier, environment.max_steps)
                 record(await play_script(make_env, task.id, probe, actions, seed, success))
-            reference = solutions.get("reference")
+            if env_probes:
+                for name, script in environment.probes(task, seed).items():
+                    record(await play_script(make_env, task.id, f"env:{name}", script, seed, success))
             if reference:
                 earlier.append(reference)
     finally:

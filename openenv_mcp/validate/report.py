@@ -9,7 +9,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from . import PROBES, ValidationReport
+from . import ValidationReport
+from .probes import is_probe
 
 __all__ = ["html_report", "print_report"]
 
@@ -22,13 +23,14 @@ def _task_rows(report: ValidationReport) -> list[dict[str, Any]]:
     for task_id in report.tasks:
         checks = {c.check: c for c in report.checks if c.task_id == task_id}
         ref, wrong = checks.get("reference"), checks.get("wrong")
-        scoring = [p for p in PROBES if p in checks and (checks[p].score > 0 or checks[p].error)]
+        probes = [name for name in checks if is_probe(name)]
+        scoring = [p for p in probes if checks[p].score > 0 or checks[p].error]
         rows.append(
             {
                 "task_id": task_id,
                 "reference": None if ref is None else (not ref.error and ref.success),
                 "wrong": None if wrong is None else (not wrong.error and not wrong.success),
-                "probes": None if not any(p in checks for p in PROBES) else not scoring,
+                "probes": None if not probes else not scoring,
                 "scoring": scoring,
                 "stats": stats.get(task_id),
             }
@@ -177,7 +179,7 @@ def html_report(report: ValidationReport) -> str:
                 "#22c55e",
             )
         )
-        probes = [c for c in report.checks if c.check in PROBES]
+        probes = [c for c in report.checks if is_probe(c.check)]
         labels, counts = _histogram([c.score for c in probes])
         out.append(_bars("probe score histogram", labels, counts, max(counts) or 1, "#ef4444", "{:.0f}"))
     out.append("</div><table id='tasks'><tr><th>task</th><th>reference</th><th>wrong</th><th>probes</th>")

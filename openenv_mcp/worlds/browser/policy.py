@@ -35,7 +35,8 @@ CHROMIUM_ARGS = (
 def chromium_policy(origins: list[str]) -> dict[str, Any]:
     """Chromium's managed policy: nothing but ``origins`` (and ``about:blank``) can be loaded."""
     return {
-        "URLBlocklist": ["*"],
+        # "*" covers the web schemes; the browser's own pages and local files are named as well
+        "URLBlocklist": ["*", "chrome://*", "chrome-untrusted://*", "chrome-search://*", "file://*", "view-source:*"],
         "URLAllowlist": [*origins, "about:blank"],
         "DownloadRestrictions": 3,  # no downloads at all
         "PasswordManagerEnabled": False,

@@ -98,6 +98,8 @@ class Snapshot(Node):
             if m is None:
                 continue
             indent, rest = len(m["indent"]), m["rest"]
+            if len(rest) >= 2 and rest[0] == rest[-1] == "'":  # YAML quotes a line holding ": "
+                rest = rest[1:-1].replace("''", "'")
             while stack[-1][0] >= indent:
                 stack.pop()
             parent = stack[-1][1]
