@@ -34,7 +34,7 @@ class World:
 
 def app_data(data: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """What the applications get: the tables, without the generators' private notes (``_...``)."""
-    return {app: {k: v for k, v in tables.items() if not k.startswith("_")} for app, tables in data.items() if len(tables) > 1}
+    return {app: {k: v for k, v in tables.items() if not k.startswith("_")} for app, tables in data.items()}
 
 
 async def setup(ctx: Any) -> World:
@@ -54,12 +54,24 @@ def submitted(ctx: Any) -> str | None:
     return None
 
 
+BENIGN = {"mail.messages": ("unread",)}
+"""Columns any task may change by just looking (opening a message marks it read)."""
+
+
+def _without(rows: list[dict[str, Any]] | None, columns: tuple[str, ...]) -> list[dict[str, Any]] | None:
+    if rows is None or not columns:
+        return rows
+    return [{k: v for k, v in r.items() if k not in columns} for r in rows]
+
+
 def destructive(episode: Episode, state: dict[str, Any]) -> list[str]:
     """Tables changed beyond what the task may change (see the module docstring)."""
     broken = []
     for app, tables in episode.initial.items():
-        for table, rows in tables.items():
-            now = state.get(app, {}).get(table)
+        for table, seeded in tables.items():
+            benign = BENIGN.get(f"{app}.{table}", ())
+            rows = _without(seeded, benign) or []
+            now = _without(state.get(app, {}).get(table), benign)
             mode = episode.task.changes.get(f"{app}.{table}")
             if mode == "any":
                 continue

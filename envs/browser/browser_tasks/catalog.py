@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import shop, wiki
+from . import admin, mail, shop, wiki
 from .base import BrowserTask
 
-TASKS: dict[str, BrowserTask] = {t.id: t for t in [*shop.TASKS, *wiki.TASKS]}
+TASKS: dict[str, BrowserTask] = {t.id: t for t in [*shop.TASKS, *mail.TASKS, *admin.TASKS, *wiki.TASKS]}

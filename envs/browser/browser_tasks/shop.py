@@ -415,5 +415,46 @@ class Reorder(BrowserTask):
         yield from check_out(address="(default)")
 
 
+class NewsletterCoupon(BrowserTask):
+    id = "shop-newsletter-coupon"
+    app = "mail"
+    prompt = ("The latest Deals Weekly newsletter in your mailbox has a Trailhead coupon code. Use it to buy the cheapest "
+              "sleeping bag that is in stock at Trailhead, with standard shipping to your default address.")
+    changes = ORDERED
+
+    def scenario(self, data: dict, rng: Any) -> Facts:
+        code = f"CAMP{rng.randint(10, 99)}"
+        data["shop"]["coupons"].append({"code": code, "percent": 12, "min_total": 0, "category": None, "expires": "2026-04-30"})
+        mail = data["mail"]
+        mail["messages"].append({"id": len(mail["messages"]) + 1, "folder": "inbox", "sender": "news@dealsweekly.example",
+                                 "recipients": "robin.keller@northwind.example", "subject": "Deals Weekly #215: Trailhead camping week",
+                                 "body": f"Camping week at Trailhead!\nUse the code {code} for 12% off everything until April 30.",
+                                 "sent_at": "2026-03-15T07:00", "unread": 1, "in_reply_to": None, "forwarded_from": None})
+        bag = make_unique_min(in_stock(data, "Sleeping bags"))
+        return {"code": code, "product": bag["id"], "city": default_address(data)["city"]}
+
+    def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
+        return order_matches(ep, state, [(ep.facts["product"], "One size", 1)], city=ep.facts["city"], shipping="standard", coupon=ep.facts["code"])
+
+    def reference(self, ep: Episode) -> Any:
+        yield from navigate("http://mail.localhost:8000/?q=deals+weekly")
+        page = yield from look()
+        newest = page.find("table").find_all("row")[1].find("link")
+        yield from click(newest.ref or "", newest.all_text)
+        page = yield from look()
+        code = page.find("article").all_text.split("Use the code ")[1].split()[0]
+        yield from navigate(SHOP + "/?category=Sleeping+bags&in_stock=1&sort=price")
+        page = yield from look()
+        name = page.find("table").find_all("row")[1].find("link").name
+        product = next(p for p in ep.data["shop"]["products"] if p["name"] == name)
+        yield from add_to_cart(product, "One size")
+        yield from check_out(address="(default)", coupon=code)
+
+    def wrong(self, ep: Episode) -> Any:  # an old coupon
+        product = next(p for p in ep.data["shop"]["products"] if p["id"] == ep.facts["product"])
+        yield from add_to_cart(product, "One size")
+        yield from check_out(address="(default)", coupon="WELCOME10")
+
+
 TASKS = [CheapestJacket(), TentCoupon(), NewAddress(), CancelPending(), DefaultAddress(), CartCleanup(),
-         PriciestBackpack(), OutOfStockBoots(), TwoItemsExpress(), Reorder()]
+         PriciestBackpack(), OutOfStockBoots(), TwoItemsExpress(), Reorder(), NewsletterCoupon()]

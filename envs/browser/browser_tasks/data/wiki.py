@@ -8,6 +8,8 @@ from typing import Any
 
 from openenv_mcp.worlds.browser.seeding import CITIES, day, person, pick_distinct
 
+from .mail import email_of
+
 TEAMS = ("Payments", "Search", "Mobile", "Data Platform", "Identity", "Checkout")
 CATEGORIES = ("Meals", "Hotel", "Train", "Taxi", "Conference", "Books")
 
@@ -37,8 +39,8 @@ def generate(rng: random.Random) -> dict[str, Any]:
         f"| Team | {' | '.join('Week of ' + w for w in weeks)} |\n{rows}\n"
         "Swap a shift with a colleague, then edit this page with a summary naming both people.")
     add("team-directory", "eng", "Team directory",
-        "Every team and its lead.\n| Team | Lead | Channel |\n"
-        + "\n".join(f"| {t} | {leads[t]} | #team-{t.lower().replace(' ', '-')} |" for t in TEAMS))
+        "Every team and its lead.\n| Team | Lead | Channel | Lead's email |\n"
+        + "\n".join(f"| {t} | {leads[t]} | #team-{t.lower().replace(' ', '-')} | {email_of(leads[t])} |" for t in TEAMS))
     limits = {c: rng.choice((20, 25, 30, 35, 40, 45, 60, 80, 120, 150, 180, 250)) for c in CATEGORIES}
     add("expense-policy", "people", "Expense policy",
         "## Limits\nThe most you can claim per item without a director's approval.\n| Category | Limit (EUR) |\n"
@@ -46,8 +48,9 @@ def generate(rng: random.Random) -> dict[str, Any]:
         + "\n## Receipts\nAttach a receipt to every claim above 10 EUR.")
     offices = pick_distinct(rng, CITIES, 4)
     wifi = {city: f"nw-{city.lower()}-{rng.randint(100, 999)}" for city in offices}
+    floors = dict(zip(offices, rng.sample(range(2, 12), len(offices)), strict=True))
     for city in offices:
-        floor = rng.randint(2, 9)
+        floor = floors[city]
         add(f"office-{city.lower()}", "people", f"Office: {city}",
             f"## Getting there\nOur {city} office is on floor {floor}.\n## Wi-Fi\n- Network: {wifi[city]}\n"
             f"- Guest network: nw-guest\n## Contacts\n- Office manager: {person(rng)}")
@@ -63,9 +66,10 @@ def generate(rng: random.Random) -> dict[str, Any]:
                                "Secrets", "Dashboards", "Load testing")):
         add(f"guide-{topic.lower().replace(' ', '-')}", "eng", f"Guide: {topic}",
             f"## Why\n{topic} matter for every service.\n## How\n- Read the checklist\n- Ask in #help-{i}")
+    sev1 = rng.choice((5, 10, 15))
     add("incident-runbook", "ops", "Incident runbook",
         "## Severity levels\n| Level | Meaning | Page within |\n"
-        f"| SEV1 | Customers cannot pay | {rng.choice((5, 10, 15))} minutes |\n"
+        f"| SEV1 | Customers cannot pay | {sev1} minutes |\n"
         f"| SEV2 | A feature is down | {rng.choice((20, 30, 45))} minutes |\n"
         "| SEV3 | Degraded | next business day |")
     return {
@@ -73,5 +77,5 @@ def generate(rng: random.Random) -> dict[str, Any]:
         "spaces": spaces,
         "pages": pages,
         "_facts": {"leads": leads, "oncall": oncall, "weeks": weeks, "limits": limits, "wifi": wifi, "codes": codes,
-                   "freeze": freeze},
+                   "freeze": freeze, "floors": floors, "sev1": sev1},
     }
