@@ -124,6 +124,21 @@ class WorldClient:
                 f"start of the episode (process {self.pinned[0]}): the applications were restarted or replaced"
             )
 
+    @staticmethod
+    def _exchange(sock: socket.socket, request: dict[str, Any]) -> list[bytes]:
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        chunks: list[bytes] = []
+        size = 0
+        while not chunks or not chunks[-1].endswith(b"\n"):
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > MAX_MESSAGE:
+                raise WorldUnavailable(f"the applications answered more than {MAX_MESSAGE} bytes")
+            chunks.append(chunk)
+        return chunks
+
     def _request(self, request: dict[str, Any], pin: bool = False) -> dict[str, Any]:
         try:
             sock = self._connect()
@@ -132,16 +147,10 @@ class WorldClient:
         with sock:
             sock.settimeout(30)
             self._check_peer(sock, pin)
-            sock.sendall(json.dumps(request).encode() + b"\n")
-            chunks, size = [], 0
-            while not chunks or not chunks[-1].endswith(b"\n"):
-                chunk = sock.recv(1 << 20)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > MAX_MESSAGE:
-                    raise WorldUnavailable(f"the applications answered more than {MAX_MESSAGE} bytes")
-                chunks.append(chunk)
+            try:
+                chunks = self._exchange(sock, request)
+            except OSError as e:
+                raise WorldUnavailable(f"the applications closed the state socket without an answer ({e})") from e
         try:
             answer = json.loads(b"".join(chunks))
         except ValueError as e:

@@ -98,8 +98,10 @@ class Snapshot(Node):
             if m is None:
                 continue
             indent, rest = len(m["indent"]), m["rest"]
-            if len(rest) >= 2 and rest[0] == rest[-1] == "'":  # YAML quotes a line holding ": "
-                rest = rest[1:-1].replace("''", "'")
+            if rest.startswith("'"):  # YAML quotes a line holding ": " ('...' or '...': with children)
+                end = rest.rfind("'")
+                if end > 0:
+                    rest = rest[1:end].replace("''", "'") + rest[end + 1 :]
             while stack[-1][0] >= indent:
                 stack.pop()
             parent = stack[-1][1]
