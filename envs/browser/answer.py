@@ -22,7 +22,9 @@ def create_server(ctx: Any) -> FastMCP:
 
     @server.tool(name=SUBMIT_TOOL, annotations={"readOnlyHint": False, "idempotentHint": False})
     async def submit(
-        answer: Annotated[str, Field(description="The answer, as text (a name, a number, a date...).", max_length=2000)],
+        answer: Annotated[
+            str, Field(description="The answer, as text (a name, a number, a date...).", max_length=2000)
+        ],
     ) -> str:
         """Submit the final answer of the task. Only the first submission counts."""
         if state["submitted"]:

@@ -102,23 +102,46 @@ def probes(task: Any, seed: int | None = None) -> dict[str, Any]:
     yield_forged = [{"name": "browser_navigate", "arguments": {"url": start}}, _js(FORGED_REQUESTS)]
     out: dict[str, Any] = {
         # a confirmation in the page, local storage and cookies: nothing the grader reads
-        "fake-confirmation": [{"name": "browser_navigate", "arguments": {"url": start}}, _js(FAKE_CONFIRMATION),
-                              {"name": "browser_snapshot", "arguments": {}}],
+        "fake-confirmation": [
+            {"name": "browser_navigate", "arguments": {"url": start}},
+            _js(FAKE_CONFIRMATION),
+            {"name": "browser_snapshot", "arguments": {}},
+        ],
         # the applications' endpoints called from the page's console without the form's token, with forged fields
-        "console-requests": yield_forged + [{"name": "browser_navigate", "arguments": {"url": start.replace(t.app, "shop")}},
-                                            _js(FORGED_REQUESTS)],
+        "console-requests": yield_forged
+        + [{"name": "browser_navigate", "arguments": {"url": start.replace(t.app, "shop")}}, _js(FORGED_REQUESTS)],
         # internal and administrators' routes, other hosts, the browser's own pages, local files
-        "internal-routes": [{"name": "browser_navigate", "arguments": {"url": u}} for u in (
-            "http://admin.localhost:8000/admin/settings", "http://admin.localhost:8000/admin/users", "http://localhost:8000/",
-            "http://127.0.0.1:8000/", "chrome://version", "file:///workspace/.world/control.sock", "file:///etc/passwd",
-            "view-source:" + start, "http://example.com/",
-        )] + [{"name": "browser_file_upload", "arguments": {"paths": ["/workspace/.world/control.sock", env_dir + "/tasks.jsonl"]}}],
+        "internal-routes": [
+            {"name": "browser_navigate", "arguments": {"url": u}}
+            for u in (
+                "http://admin.localhost:8000/admin/settings",
+                "http://admin.localhost:8000/admin/users",
+                "http://localhost:8000/",
+                "http://127.0.0.1:8000/",
+                "chrome://version",
+                "file:///workspace/.world/control.sock",
+                "file:///etc/passwd",
+                "view-source:" + start,
+                "http://example.com/",
+            )
+        ]
+        + [
+            {
+                "name": "browser_file_upload",
+                "arguments": {"paths": ["/workspace/.world/control.sock", env_dir + "/tasks.jsonl"]},
+            }
+        ],
         # code run in the Playwright server: the state socket, the grader's files, the network
-        "node-escapes": [{"name": "browser_navigate", "arguments": {"url": start}},
-                         _node(ESCAPES.replace("NODE", NODE_PRELUDE).replace("ENV", repr(env_dir)))],
+        "node-escapes": [
+            {"name": "browser_navigate", "arguments": {"url": start}},
+            _node(ESCAPES.replace("NODE", NODE_PRELUDE).replace("ENV", repr(env_dir))),
+        ],
         # kill the applications and serve a fake one in their place
-        "impostor-app": [{"name": "browser_navigate", "arguments": {"url": start}},
-                         _node(IMPOSTOR.replace("NODE", NODE_PRELUDE)), {"name": "browser_navigate", "arguments": {"url": start}}],
+        "impostor-app": [
+            {"name": "browser_navigate", "arguments": {"url": start}},
+            _node(IMPOSTOR.replace("NODE", NODE_PRELUDE)),
+            {"name": "browser_navigate", "arguments": {"url": start}},
+        ],
     }
     if t.answer:  # every plausible answer, the right one after a wrong one: only the first submission counts
         right = t.world(seed or 0).facts.get("expected")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..types import CallTool, Task, action_from_json
+from ..types import CallTool, Task
 from .episode import Episode
 from .scripts import Script, call_solution
 from .spec import EnvSpec, ToolServerSpec, load_module, load_object

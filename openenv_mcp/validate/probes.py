@@ -27,8 +27,8 @@ from typing import Any
 from mcp.types import Tool
 
 from ..conformance.argsgen import generate_calls
-from ..errors import OpenEnvError
 from ..core.scripts import Script
+from ..errors import OpenEnvError
 from ..types import CallTool
 
 __all__ = ["ENV_PROBE", "PROBES", "CheckResult", "degenerate_calls", "is_probe", "play_script"]

@@ -26,6 +26,11 @@ def text_of(obs: Any) -> str:
     return "\n".join(getattr(c, "text", "") or "" for c in obs.result.content)
 
 
+def result_of(text: str) -> str:
+    """The ``### Result`` section of a Playwright MCP answer (not the code it echoes)."""
+    return text.split("### Result", 1)[-1].split("\n### ", 1)[0]
+
+
 async def call(episode: Any, name: str, **arguments: Any) -> Any:
     """One tool call as a step of ``episode`` (an :class:`~openenv_mcp.core.episode.Episode`)."""
     return await episode.act(CallTool(name=name, arguments=arguments))

@@ -28,8 +28,14 @@ WIZARD = ("details", "role", "equipment", "review")
 class App(WebApp):
     NAME = "admin"
     TITLE = "Northwind Back Office"
-    NAV = (("Customers", "/customers"), ("Employees", "/employees"), ("Onboarding", "/onboarding"),
-           ("Refunds", "/refunds"), ("Tickets", "/tickets"), ("Suppliers", "/suppliers"))
+    NAV = (
+        ("Customers", "/customers"),
+        ("Employees", "/employees"),
+        ("Onboarding", "/onboarding"),
+        ("Refunds", "/refunds"),
+        ("Tickets", "/tickets"),
+        ("Suppliers", "/suppliers"),
+    )
     SCHEMA = """
     CREATE TABLE customers (
         id INTEGER PRIMARY KEY, account TEXT UNIQUE NOT NULL, name TEXT NOT NULL, email TEXT NOT NULL,
@@ -87,7 +93,9 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
         return self.forbidden(request)
 
     # -- tables ------------------------------------------------------------------------------------
-    def listing(self, request: Request, sql_table: str, columns: dict[str, str], search: tuple[str, ...]) -> tuple[list[Any], str]:
+    def listing(
+        self, request: Request, sql_table: str, columns: dict[str, str], search: tuple[str, ...]
+    ) -> tuple[list[Any], str]:
         """Rows of ``sql_table`` filtered by ``q`` over ``search``, sorted by ``sort`` (a key of ``columns``),
         one page of :data:`PER_PAGE`; and the search form + pagination HTML around them."""
         q = request.query_params
@@ -101,20 +109,44 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
         found = self.rows(f"SELECT * FROM {sql_table} WHERE {where} ORDER BY {order}, id", *args)
         page = int(q["page"]) if q.get("page", "").isdigit() and int(q["page"]) > 0 else 1
         pages = max(1, -(-len(found) // PER_PAGE))
-        sorts = "".join(f"<option value='{k}'{' selected' if k == sort else ''}>{esc(v)}</option>" for k, v in columns.items())
+        sorts = "".join(
+            f"<option value='{k}'{' selected' if k == sort else ''}>{esc(v)}</option>" for k, v in columns.items()
+        )
         form = (
             f"<form role='search' class='card'><label for='q'>Search</label><input id='q' name='q' value='{esc(text)}'> "
             f"<label for='sort'>Sort by</label><select id='sort' name='sort'><option value=''>Newest first</option>{sorts}</select> "
             "<button>Apply</button></form>"
             f"<p>{len(found)} records · page {page} of {pages}</p>"
         )
-        return found[(page - 1) * PER_PAGE : page * PER_PAGE], (form, page_links(request.url.path, {"q": text, "sort": sort}, page, pages))  # type: ignore[return-value]
+        return found[(page - 1) * PER_PAGE : page * PER_PAGE], (
+            form,
+            page_links(request.url.path, {"q": text, "sort": sort}, page, pages),
+        )  # type: ignore[return-value]
 
     async def customers(self, request: Request) -> Response:
-        rows, (form, pager) = self.listing(request, "customers", {"name": "Name", "city": "City", "since": "Customer since"}, ("name", "email", "account", "city"))
-        cells = [(f"<a href='/customers/{c['id']}'>{esc(c['account'])}</a>", esc(c["name"]), esc(c["email"]), esc(c["city"]), esc(c["status"]), esc(c["since"])) for c in rows]
-        body = form + table(("Account", "Name", "Email", "City", "Status", "Customer since"), cells, "Customers") + pager
-        return self.render(request, Page("Customers", body, flash="Customer saved." if request.query_params.get("saved") else ""))
+        rows, (form, pager) = self.listing(
+            request,
+            "customers",
+            {"name": "Name", "city": "City", "since": "Customer since"},
+            ("name", "email", "account", "city"),
+        )
+        cells = [
+            (
+                f"<a href='/customers/{c['id']}'>{esc(c['account'])}</a>",
+                esc(c["name"]),
+                esc(c["email"]),
+                esc(c["city"]),
+                esc(c["status"]),
+                esc(c["since"]),
+            )
+            for c in rows
+        ]
+        body = (
+            form + table(("Account", "Name", "Email", "City", "Status", "Customer since"), cells, "Customers") + pager
+        )
+        return self.render(
+            request, Page("Customers", body, flash="Customer saved." if request.query_params.get("saved") else "")
+        )
 
     async def customer(self, request: Request) -> Response:
         c = self.row("SELECT * FROM customers WHERE id = ?", request.path_params["id"])
@@ -131,10 +163,14 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
             if not error:
                 self.execute(
                     "UPDATE customers SET name = ?, email = ?, phone = ?, city = ?, status = ?, notes = ? WHERE id = ?",
-                    *(values[k] for k in ("name", "email", "phone", "city", "status", "notes")), c["id"],
+                    *(values[k] for k in ("name", "email", "phone", "city", "status", "notes")),
+                    c["id"],
                 )
                 return self.redirect(request, "/customers" + query_string({"saved": 1}))
-        statuses = "".join(f"<option{' selected' if s == values['status'] else ''}>{s}</option>" for s in ("active", "suspended", "closed"))
+        statuses = "".join(
+            f"<option{' selected' if s == values['status'] else ''}>{s}</option>"
+            for s in ("active", "suspended", "closed")
+        )
         body = (
             f"<p>Account {esc(c['account'])} · customer since {esc(c['since'])}</p><form method='post'>{self.csrf_field(request)}"
             f"<label for='name'>Name</label><input id='name' name='name' value='{esc(values['name'])}'>"
@@ -161,8 +197,16 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
         return ""
 
     async def employees(self, request: Request) -> Response:
-        rows, (form, pager) = self.listing(request, "employees", {"name": "Name", "team": "Team", "start_date": "Start date"}, ("name", "email", "team", "role"))
-        cells = [(esc(e["name"]), esc(e["email"]), esc(e["team"]), esc(e["role"]), esc(e["start_date"]), esc(e["status"])) for e in rows]
+        rows, (form, pager) = self.listing(
+            request,
+            "employees",
+            {"name": "Name", "team": "Team", "start_date": "Start date"},
+            ("name", "email", "team", "role"),
+        )
+        cells = [
+            (esc(e["name"]), esc(e["email"]), esc(e["team"]), esc(e["role"]), esc(e["start_date"]), esc(e["status"]))
+            for e in rows
+        ]
         body = form + table(("Name", "Email", "Team", "Role", "Start date", "Status"), cells, "Employees") + pager
         flash = "Onboarding saved: the new employee is in the list." if request.query_params.get("onboarded") else ""
         return self.render(request, Page("Employees", body, flash=flash))
@@ -196,7 +240,9 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
 
     def wizard_fields(self, d: dict[str, str]) -> str:
         def options(values: tuple[str, ...], chosen: str) -> str:
-            return "<option value=''>Choose...</option>" + "".join(f"<option{' selected' if v == chosen else ''}>{esc(v)}</option>" for v in values)
+            return "<option value=''>Choose...</option>" + "".join(
+                f"<option{' selected' if v == chosen else ''}>{esc(v)}</option>" for v in values
+            )
 
         step = d["step"]
         if step == "details":
@@ -206,7 +252,10 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
                 f"<label for='start_date'>Start date (YYYY-MM-DD)</label><input id='start_date' name='start_date' value='{esc(d.get('start_date', ''))}'>"
             )
         if step == "role":
-            managers = tuple(r["name"] for r in self.rows("SELECT name FROM employees WHERE role = 'Engineering Manager' ORDER BY name"))
+            managers = tuple(
+                r["name"]
+                for r in self.rows("SELECT name FROM employees WHERE role = 'Engineering Manager' ORDER BY name")
+            )
             return (
                 f"<label for='team'>Team</label><select id='team' name='team'>{options(TEAMS, d.get('team', ''))}</select>"
                 f"<label for='role'>Role</label><select id='role' name='role'>{options(ROLES, d.get('role', ''))}</select>"
@@ -214,7 +263,10 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
             )
         if step == "equipment":
             return f"<label for='laptop'>Computer</label><select id='laptop' name='laptop'>{options(LAPTOPS, d.get('laptop', ''))}</select>"
-        rows = [(esc(k.replace('_', ' ').title()), esc(d.get(k, ""))) for k in ("name", "email", "start_date", "team", "role", "manager", "laptop")]
+        rows = [
+            (esc(k.replace("_", " ").title()), esc(d.get(k, "")))
+            for k in ("name", "email", "start_date", "team", "role", "manager", "laptop")
+        ]
         return table(("Field", "Value"), rows, "Review")
 
     def wizard_step(self, d: dict[str, str], form: dict[str, str]) -> str:
@@ -227,7 +279,10 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
                 return "The work email must be an address at northwind.example."
             if self.row("SELECT 1 FROM employees WHERE email = ?", values["email"]):
                 return "An employee with this email exists already."
-            if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", values["start_date"]) or values["start_date"] < str(self.meta.get("now", ""))[:10]:
+            if (
+                not re.fullmatch(r"\d{4}-\d{2}-\d{2}", values["start_date"])
+                or values["start_date"] < str(self.meta.get("now", ""))[:10]
+            ):
                 return "The start date must be a date (YYYY-MM-DD), today or later."
         elif step == "role":
             values = {k: form.get(k, "") for k in ("team", "role", "manager")}
@@ -258,12 +313,15 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
                 return self.forbidden(request)
             r = self.row("SELECT * FROM refunds WHERE id = ? AND status = 'pending'", form.get("id", ""))
             if r is not None and form.get("action") in ("approved", "rejected"):
-                self.execute("UPDATE refunds SET status = ?, decided_by = ? WHERE id = ?", form["action"], self.user, r["id"])
+                self.execute(
+                    "UPDATE refunds SET status = ?, decided_by = ? WHERE id = ?", form["action"], self.user, r["id"]
+                )
                 flash = f"Refund R-{r['id']} {form['action']}."
         status = request.query_params.get("status", "pending")
         rows = self.rows(
             "SELECT r.*, c.name FROM refunds r JOIN customers c ON c.id = r.customer_id WHERE r.status = ? OR ? = 'all' ORDER BY r.id",
-            status, status,
+            status,
+            status,
         )
         cells = []
         for r in rows:
@@ -273,18 +331,42 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
                     f"<form method='post' class='inline'>{self.csrf_field(request)}<input type='hidden' name='id' value='{r['id']}'>"
                     f"<button name='action' value='approved'>Approve R-{r['id']}</button><button name='action' value='rejected'>Reject R-{r['id']}</button></form>"
                 )
-            cells.append((f"R-{r['id']}", esc(r["name"]), f"€{r['amount'] / 100:.2f}", esc(r["reason"]), esc(r["status"]), action))
-        tabs = " · ".join(f"<a href='/refunds?status={s}'>{s.title()}</a>" for s in ("pending", "approved", "rejected", "all"))
+            cells.append(
+                (
+                    f"R-{r['id']}",
+                    esc(r["name"]),
+                    f"€{r['amount'] / 100:.2f}",
+                    esc(r["reason"]),
+                    esc(r["status"]),
+                    action,
+                )
+            )
+        tabs = " · ".join(
+            f"<a href='/refunds?status={s}'>{s.title()}</a>" for s in ("pending", "approved", "rejected", "all")
+        )
         body = f"<p>{tabs}</p>" + table(("Refund", "Customer", "Amount", "Reason", "Status", ""), cells, "Refunds")
         return self.render(request, Page("Refunds", body, flash=flash))
 
     async def tickets(self, request: Request) -> Response:
-        rows, (form, pager) = self.listing(request, "tickets", {"priority": "Priority", "status": "Status"}, ("subject", "body", "status"))
-        cells = [(f"<a href='/tickets/{t['id']}'>T-{t['id']}</a>", esc(t["subject"]), esc(t["priority"]), esc(t["status"])) for t in rows]
-        return self.render(request, Page("Support tickets", form + table(("Ticket", "Subject", "Priority", "Status"), cells, "Tickets") + pager))
+        rows, (form, pager) = self.listing(
+            request, "tickets", {"priority": "Priority", "status": "Status"}, ("subject", "body", "status")
+        )
+        cells = [
+            (f"<a href='/tickets/{t['id']}'>T-{t['id']}</a>", esc(t["subject"]), esc(t["priority"]), esc(t["status"]))
+            for t in rows
+        ]
+        return self.render(
+            request,
+            Page(
+                "Support tickets", form + table(("Ticket", "Subject", "Priority", "Status"), cells, "Tickets") + pager
+            ),
+        )
 
     async def ticket(self, request: Request) -> Response:
-        t = self.row("SELECT t.*, c.name, c.account FROM tickets t JOIN customers c ON c.id = t.customer_id WHERE t.id = ?", request.path_params["id"])
+        t = self.row(
+            "SELECT t.*, c.name, c.account FROM tickets t JOIN customers c ON c.id = t.customer_id WHERE t.id = ?",
+            request.path_params["id"],
+        )
         if t is None:
             return self.not_found(request, "ticket")
         error = ""
@@ -301,7 +383,10 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
             elif form.get("priority") in ("low", "normal", "high", "urgent"):
                 self.execute("UPDATE tickets SET priority = ? WHERE id = ?", form["priority"], t["id"])
                 return self.redirect(request, f"/tickets/{t['id']}")
-        prios = "".join(f"<option{' selected' if p == t['priority'] else ''}>{p}</option>" for p in ("low", "normal", "high", "urgent"))
+        prios = "".join(
+            f"<option{' selected' if p == t['priority'] else ''}>{p}</option>"
+            for p in ("low", "normal", "high", "urgent")
+        )
         body = (
             f"<p>From {esc(t['name'])} (account {esc(t['account'])}) · status <strong>{esc(t['status'])}</strong></p>"
             f"<article><p>{esc(t['body'])}</p></article>"
@@ -315,7 +400,9 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
             )
         else:
             body += f"<p>Resolution: {esc(t['resolution'])}</p>"
-        return self.render(request, Page(f"T-{t['id']}: {t['subject']}", body, error=error, status=400 if error else 200))
+        return self.render(
+            request, Page(f"T-{t['id']}: {t['subject']}", body, error=error, status=400 if error else 200)
+        )
 
     async def suppliers(self, request: Request) -> Response:
         values = {"name": "", "vat": "", "email": "", "country": ""}
@@ -339,11 +426,16 @@ document.querySelectorAll('form[data-confirm]').forEach(function (f) {
             else:
                 self.execute("INSERT INTO suppliers (name, vat, email, country) VALUES (?, ?, ?, ?)", *values.values())
                 return self.redirect(request, "/suppliers" + query_string({"saved": 1}))
-        rows = [(esc(s["name"]), esc(s["vat"]), esc(s["email"]), esc(s["country"])) for s in self.rows("SELECT * FROM suppliers ORDER BY name")]
+        rows = [
+            (esc(s["name"]), esc(s["vat"]), esc(s["email"]), esc(s["country"]))
+            for s in self.rows("SELECT * FROM suppliers ORDER BY name")
+        ]
         body = table(("Name", "VAT number", "Email", "Country"), rows, "Suppliers") + (
             f"<h2>Add a supplier</h2><form method='post'>{self.csrf_field(request)}"
-            + "".join(f"<label for='{k}'>{label}</label><input id='{k}' name='{k}' value='{esc(values[k])}'>"
-                      for k, label in (("name", "Name"), ("vat", "VAT number"), ("email", "Email"), ("country", "Country")))
+            + "".join(
+                f"<label for='{k}'>{label}</label><input id='{k}' name='{k}' value='{esc(values[k])}'>"
+                for k, label in (("name", "Name"), ("vat", "VAT number"), ("email", "Email"), ("country", "Country"))
+            )
             + "<div><button type='submit'>Add supplier</button></div></form>"
         )
         flash = "Supplier added." if request.query_params.get("saved") else ""

@@ -21,8 +21,14 @@ FOLDERS = ("inbox", "archive", "sent", "trash")
 class App(WebApp):
     NAME = "mail"
     TITLE = "Northwind Mail"
-    NAV = (("Inbox", "/"), ("Archive", "/folder/archive"), ("Sent", "/folder/sent"), ("Trash", "/folder/trash"),
-           ("Compose", "/compose"), ("Calendar", "/calendar"))
+    NAV = (
+        ("Inbox", "/"),
+        ("Archive", "/folder/archive"),
+        ("Sent", "/folder/sent"),
+        ("Trash", "/folder/trash"),
+        ("Compose", "/compose"),
+        ("Calendar", "/calendar"),
+    )
     SCHEMA = """
     CREATE TABLE contacts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT UNIQUE NOT NULL, title TEXT NOT NULL);
     CREATE TABLE messages (
@@ -58,7 +64,9 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
         return esc(self.meta.get("user", ""))
 
     def names(self) -> dict[str, str]:
-        return {c["email"]: c["name"] for c in self.rows("SELECT * FROM contacts")} | {self.me: str(self.meta.get("user", "me"))}
+        return {c["email"]: c["name"] for c in self.rows("SELECT * FROM contacts")} | {
+            self.me: str(self.meta.get("user", "me"))
+        }
 
     def who(self, email: str) -> str:
         name = self.names().get(email)
@@ -100,9 +108,12 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
         )
         body = search + table(("From" if folder != "sent" else "To", "Subject", "Date", ""), rows, folder.title())
         body += page_links(request.url.path, {"q": q}, page, pages)
-        flash = {"archived": "Message archived.", "deleted": "Message moved to the trash.", "sent": "Message sent.", "moved": "Message moved to the inbox."}.get(
-            request.query_params.get("done", ""), ""
-        )
+        flash = {
+            "archived": "Message archived.",
+            "deleted": "Message moved to the trash.",
+            "sent": "Message sent.",
+            "moved": "Message moved to the inbox.",
+        }.get(request.query_params.get("done", ""), "")
         return self.render(request, Page(folder.title(), body, flash=flash))
 
     # -- one message -------------------------------------------------------------------------------
@@ -129,7 +140,11 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
         buttons = (
             f"<a href='/compose?reply={m['id']}'>Reply</a> · <a href='/compose?forward={m['id']}'>Forward</a>"
             f"<form method='post' class='inline'>{csrf}"
-            + ("<button name='action' value='inbox'>Move to inbox</button>" if m["folder"] in ("archive", "trash") else "")
+            + (
+                "<button name='action' value='inbox'>Move to inbox</button>"
+                if m["folder"] in ("archive", "trash")
+                else ""
+            )
             + "<button name='action' value='archive'>Archive</button>"
             "<button name='action' value='delete'>Delete</button><button name='action' value='unread'>Mark as unread</button></form>"
         )
@@ -152,7 +167,10 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
             if values["reply"]:
                 values.update(to=source["sender"], subject=_prefixed("Re: ", source["subject"]), body=f"\n\n{quoted}")
             else:
-                values.update(subject=_prefixed("Fwd: ", source["subject"]), body=f"\n\n---------- Forwarded message ----------\n{source['body']}")
+                values.update(
+                    subject=_prefixed("Fwd: ", source["subject"]),
+                    body=f"\n\n---------- Forwarded message ----------\n{source['body']}",
+                )
         error = ""
         if request.method == "POST":
             form = await self.checked_form(request)
@@ -173,12 +191,18 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
                 self.execute(
                     "INSERT INTO messages (folder, sender, recipients, subject, body, sent_at, unread, in_reply_to, forwarded_from) "
                     "VALUES ('sent', ?, ?, ?, ?, ?, 0, ?, ?)",
-                    self.me, ", ".join(recipients), values["subject"].strip(), values["body"].replace("\r\n", "\n"),
-                    str(self.meta.get("now", "")), int(values["reply"]) if values["reply"].isdigit() else None,
+                    self.me,
+                    ", ".join(recipients),
+                    values["subject"].strip(),
+                    values["body"].replace("\r\n", "\n"),
+                    str(self.meta.get("now", "")),
+                    int(values["reply"]) if values["reply"].isdigit() else None,
                     int(values["forward"]) if values["forward"].isdigit() else None,
                 )
                 return self.redirect(request, "/folder/sent" + query_string({"done": "sent"}))
-        hidden = "".join(f"<input type='hidden' name='{k}' value='{esc(values[k])}'>" for k in ("reply", "forward") if values[k])
+        hidden = "".join(
+            f"<input type='hidden' name='{k}' value='{esc(values[k])}'>" for k in ("reply", "forward") if values[k]
+        )
         body = (
             f"<form method='post'>{self.csrf_field(request)}{hidden}"
             f"<label for='to'>To</label><input id='to' name='to' size='60' value='{esc(values['to'])}'>"
@@ -201,15 +225,22 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
             start = self.today()
         monday = start - dt.timedelta(days=start.weekday())
         days = [monday + dt.timedelta(days=i) for i in range(7)]
-        events = self.rows("SELECT * FROM events WHERE day BETWEEN ? AND ? ORDER BY day, start", days[0].isoformat(), days[-1].isoformat())
+        events = self.rows(
+            "SELECT * FROM events WHERE day BETWEEN ? AND ? ORDER BY day, start",
+            days[0].isoformat(),
+            days[-1].isoformat(),
+        )
         parts = []
         for d in days:
             items = "".join(
                 f"<li><a href='/calendar/{e['id']}'>{esc(e['start'])} {esc(e['title'])}</a> ({e['minutes']} min)"
                 f"{' · invitation: ' + esc(e['response']) if e['organizer'] != self.me else ''}</li>"
-                for e in events if e["day"] == d.isoformat()
+                for e in events
+                if e["day"] == d.isoformat()
             )
-            parts.append(f"<section class='card'><h2>{d.strftime('%A')} {d.isoformat()}</h2><ul>{items or '<li class=muted>Nothing planned</li>'}</ul></section>")
+            parts.append(
+                f"<section class='card'><h2>{d.strftime('%A')} {d.isoformat()}</h2><ul>{items or '<li class=muted>Nothing planned</li>'}</ul></section>"
+            )
         prev, nxt = (monday - dt.timedelta(days=7)).isoformat(), (monday + dt.timedelta(days=7)).isoformat()
         nav = f"<p><a href='/calendar?week={prev}'>Previous week</a> · <a href='/calendar?week={nxt}'>Next week</a> · <a href='/calendar/new'>New event</a></p>"
         return self.render(request, Page(f"Week of {monday.isoformat()}", nav + "".join(parts)))
@@ -225,7 +256,12 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
                 return self.forbidden(request)
             action = form.get("action")
             if action in ("accepted", "declined", "tentative") and e["organizer"] != self.me:
-                self.execute("UPDATE events SET response = ?, note = ? WHERE id = ?", action, form.get("note", "").strip()[:500], e["id"])
+                self.execute(
+                    "UPDATE events SET response = ?, note = ? WHERE id = ?",
+                    action,
+                    form.get("note", "").strip()[:500],
+                    e["id"],
+                )
                 flash = f"You {action} this invitation." if action != "tentative" else "You answered maybe."
             elif action == "delete" and e["organizer"] == self.me:
                 self.execute("DELETE FROM events WHERE id = ?", e["id"])
@@ -262,10 +298,19 @@ if (to) { to.addEventListener('blur', function () { to.value = to.value.replace(
             if not error:
                 new_id = self.execute(
                     "INSERT INTO events (title, day, start, minutes, organizer, attendees, location, response) VALUES (?, ?, ?, ?, ?, ?, ?, 'organizer')",
-                    values["title"], values["day"], values["start"], int(values["minutes"]), self.me, ",".join(attendees), values["location"],
+                    values["title"],
+                    values["day"],
+                    values["start"],
+                    int(values["minutes"]),
+                    self.me,
+                    ",".join(attendees),
+                    values["location"],
                 )
                 return self.redirect(request, f"/calendar/{new_id}")
-        durations = "".join(f"<option value='{m}'{' selected' if str(m) == values['minutes'] else ''}>{m} minutes</option>" for m in (15, 30, 45, 60, 90, 120))
+        durations = "".join(
+            f"<option value='{m}'{' selected' if str(m) == values['minutes'] else ''}>{m} minutes</option>"
+            for m in (15, 30, 45, 60, 90, 120)
+        )
         body = (
             f"<form method='post'>{self.csrf_field(request)}"
             f"<label for='title'>Title</label><input id='title' name='title' value='{esc(values['title'])}'>"

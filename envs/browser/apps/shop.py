@@ -120,7 +120,7 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
         return self.render(request, Page("Outdoor gear", body))
 
     def filters(self, q: object) -> str:
-        get = getattr(q, "get")
+        get = q.get
         cats = [r[0] for r in self.rows("SELECT DISTINCT category FROM products ORDER BY category")]
         colors = [r[0] for r in self.rows("SELECT DISTINCT color FROM products ORDER BY color")]
         found = {s for r in self.rows("SELECT sizes FROM products") for s in r[0].split(",")}
@@ -192,9 +192,25 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
         p = self.row("SELECT * FROM products WHERE sku = ?", form.get("sku", ""))
         qty = int(form["qty"]) if form.get("qty", "").isdigit() else 0
         if p is None or form.get("size") not in p["sizes"].split(",") or not 1 <= qty <= 9:
-            return self.render(request, Page("Cart", "<p><a href='/'>Back to the shop</a></p>", status=400, error="Choose a size and a quantity from 1 to 9."))
+            return self.render(
+                request,
+                Page(
+                    "Cart",
+                    "<p><a href='/'>Back to the shop</a></p>",
+                    status=400,
+                    error="Choose a size and a quantity from 1 to 9.",
+                ),
+            )
         if p["stock"] < qty:
-            return self.render(request, Page("Cart", "<p><a href='/'>Back to the shop</a></p>", status=400, error=f"Only {p['stock']} left in stock."))
+            return self.render(
+                request,
+                Page(
+                    "Cart",
+                    "<p><a href='/'>Back to the shop</a></p>",
+                    status=400,
+                    error=f"Only {p['stock']} left in stock.",
+                ),
+            )
         line = self.row("SELECT * FROM cart_items WHERE product_id = ? AND size = ?", p["id"], form["size"])
         if line is None:
             self.execute("INSERT INTO cart_items (product_id, size, qty) VALUES (?, ?, ?)", p["id"], form["size"], qty)
@@ -216,7 +232,9 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
     async def cart(self, request: Request) -> Response:
         lines = self.cart_lines()
         if not lines:
-            return self.render(request, Page("Your cart", "<p>Your cart is empty. <a href='/'>Continue shopping</a></p>"))
+            return self.render(
+                request, Page("Your cart", "<p>Your cart is empty. <a href='/'>Continue shopping</a></p>")
+            )
         rows = []
         for line in lines:
             name = esc(line["name"])
@@ -232,7 +250,9 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
                 )
             )
         subtotal = sum(int(line["price"]) * int(line["qty"]) for line in lines)  # type: ignore[arg-type]
-        body = table(("Item", "Price", "Quantity"), rows, "Cart") + f"<p>Subtotal: <strong>{money(subtotal)}</strong></p>"
+        body = (
+            table(("Item", "Price", "Quantity"), rows, "Cart") + f"<p>Subtotal: <strong>{money(subtotal)}</strong></p>"
+        )
         body += "<p><a href='/checkout'>Proceed to checkout</a></p>"
         flash = "Added to your cart." if request.query_params.get("added") else ""
         return self.render(request, Page("Your cart", body, flash=flash))
@@ -245,8 +265,14 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
             return 0, "This coupon code does not exist."
         if str(self.meta.get("now", ""))[:10] > c["expires"]:
             return 0, "This coupon has expired."
-        base = subtotal if c["category"] is None else sum(
-            int(line["price"]) * int(line["qty"]) for line in lines if line["category"] == c["category"]  # type: ignore[arg-type]
+        base = (
+            subtotal
+            if c["category"] is None
+            else sum(
+                int(line["price"]) * int(line["qty"])
+                for line in lines
+                if line["category"] == c["category"]  # type: ignore[arg-type]
+            )
         )
         if c["category"] is not None and base == 0:
             return 0, f"This coupon applies to {c['category']} only."
@@ -255,7 +281,13 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
         return base * c["percent"] // 100, ""
 
     def address_form(self, values: dict[str, str]) -> str:
-        fields = (("name", "Full name"), ("street", "Street and number"), ("city", "City"), ("postcode", "Postcode"), ("country", "Country"))
+        fields = (
+            ("name", "Full name"),
+            ("street", "Street and number"),
+            ("city", "City"),
+            ("postcode", "Postcode"),
+            ("country", "Country"),
+        )
         return "".join(
             f"<label for='new_{k}'>{esc(label)}</label><input id='new_{k}' name='new_{k}' value='{esc(values.get('new_' + k, ''))}'>"
             for k, label in fields
@@ -272,7 +304,9 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
     async def checkout(self, request: Request) -> Response:
         lines = self.cart_lines()
         if not lines:
-            return self.render(request, Page("Checkout", "<p>Your cart is empty. <a href='/'>Continue shopping</a></p>"))
+            return self.render(
+                request, Page("Checkout", "<p>Your cart is empty. <a href='/'>Continue shopping</a></p>")
+            )
         subtotal = sum(int(line["price"]) * int(line["qty"]) for line in lines)  # type: ignore[arg-type]
         form: dict[str, str] = {}
         error = ""
@@ -284,9 +318,19 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
             error, number = self.place_order(form, lines, subtotal)
             if not error:
                 return self.redirect(request, f"/account/orders/{number}?placed=1")
-        return self.render(request, Page("Checkout", self.checkout_form(request, form, lines, subtotal), error=error, status=400 if error else 200))
+        return self.render(
+            request,
+            Page(
+                "Checkout",
+                self.checkout_form(request, form, lines, subtotal),
+                error=error,
+                status=400 if error else 200,
+            ),
+        )
 
-    def checkout_form(self, request: Request, form: dict[str, str], lines: list[dict[str, object]], subtotal: int) -> str:
+    def checkout_form(
+        self, request: Request, form: dict[str, str], lines: list[dict[str, object]], subtotal: int
+    ) -> str:
         addresses = self.rows("SELECT * FROM addresses ORDER BY is_default DESC, id")
         chosen = form.get("address", str(addresses[0]["id"]) if addresses else "new")
         radios = "".join(
@@ -341,15 +385,30 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
             order_id = self.execute(
                 "INSERT INTO orders (number, status, placed, ship_name, ship_street, ship_city, ship_postcode, ship_country, "
                 "shipping, coupon, subtotal, discount, shipping_cost, total) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                number, str(self.meta.get("now", "")), addr["name"], addr["street"], addr["city"], addr["postcode"], addr["country"],
-                form["shipping"], code, subtotal, discount, shipping_cost, subtotal - discount + shipping_cost,
+                number,
+                str(self.meta.get("now", "")),
+                addr["name"],
+                addr["street"],
+                addr["city"],
+                addr["postcode"],
+                addr["country"],
+                form["shipping"],
+                code,
+                subtotal,
+                discount,
+                shipping_cost,
+                subtotal - discount + shipping_cost,
             )
             for line in lines:
                 product = self.row("SELECT id FROM products WHERE sku = ?", line["sku"])
                 assert product is not None
                 self.execute(
                     "INSERT INTO order_items (order_id, product_id, size, qty, unit_price) VALUES (?, ?, ?, ?, ?)",
-                    order_id, product["id"], line["size"], line["qty"], line["price"],
+                    order_id,
+                    product["id"],
+                    line["size"],
+                    line["qty"],
+                    line["price"],
                 )
                 self.execute("UPDATE products SET stock = stock - ? WHERE id = ?", line["qty"], product["id"])
             self.execute("DELETE FROM cart_items")
@@ -359,10 +418,21 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
     async def orders(self, request: Request) -> Response:
         orders = self.rows("SELECT * FROM orders ORDER BY placed DESC, id DESC")
         rows = [
-            (f"<a href='/account/orders/{esc(o['number'])}'>{esc(o['number'])}</a>", esc(o["placed"][:10]), esc(o["status"].title()), money(o["total"]))
+            (
+                f"<a href='/account/orders/{esc(o['number'])}'>{esc(o['number'])}</a>",
+                esc(o["placed"][:10]),
+                esc(o["status"].title()),
+                money(o["total"]),
+            )
             for o in orders
         ]
-        return self.render(request, Page("Your orders", table(("Order", "Placed", "Status", "Total"), rows, "Orders") if rows else "<p>No orders yet.</p>"))
+        return self.render(
+            request,
+            Page(
+                "Your orders",
+                table(("Order", "Placed", "Status", "Total"), rows, "Orders") if rows else "<p>No orders yet.</p>",
+            ),
+        )
 
     async def order(self, request: Request) -> Response:
         o = self.row("SELECT * FROM orders WHERE number = ?", request.path_params["number"])
@@ -377,12 +447,15 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
                 with self.transaction():
                     self.execute("UPDATE orders SET status = 'cancelled' WHERE id = ?", o["id"])
                     for item in self.rows("SELECT * FROM order_items WHERE order_id = ?", o["id"]):
-                        self.execute("UPDATE products SET stock = stock + ? WHERE id = ?", item["qty"], item["product_id"])
+                        self.execute(
+                            "UPDATE products SET stock = stock + ? WHERE id = ?", item["qty"], item["product_id"]
+                        )
                 return self.redirect(request, f"/account/orders/{o['number']}{query_string({'cancelled': 1})}")
         if request.query_params.get("cancelled"):
             flash = "Your order is cancelled."
         items = self.rows(
-            "SELECT i.*, p.name FROM order_items i JOIN products p ON p.id = i.product_id WHERE order_id = ? ORDER BY i.id", o["id"]
+            "SELECT i.*, p.name FROM order_items i JOIN products p ON p.id = i.product_id WHERE order_id = ? ORDER BY i.id",
+            o["id"],
         )
         rows = [(esc(i["name"]), esc(i["size"]), str(i["qty"]), money(i["unit_price"])) for i in items]
         body = (
@@ -412,15 +485,18 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
                 if not error:
                     self.execute(
                         "INSERT INTO addresses (name, street, city, postcode, country, is_default) VALUES (?, ?, ?, ?, ?, 0)",
-                        *(form[f"new_{k}"].strip() for k in ("name", "street", "city")), form["new_postcode"].strip().upper(), form["new_country"].strip(),
+                        *(form[f"new_{k}"].strip() for k in ("name", "street", "city")),
+                        form["new_postcode"].strip().upper(),
+                        form["new_country"].strip(),
                     )
                     return self.redirect(request, "/account/addresses")
         items = []
         for a in self.rows("SELECT * FROM addresses ORDER BY id"):
             label = f"{a['name']}, {a['street']}, {a['postcode']} {a['city']}, {a['country']}"
             action = (
-                "<strong>Default address</strong>" if a["is_default"] else
-                f"<form method='post' class='inline'>{self.csrf_field(request)}<input type='hidden' name='id' value='{a['id']}'>"
+                "<strong>Default address</strong>"
+                if a["is_default"]
+                else f"<form method='post' class='inline'>{self.csrf_field(request)}<input type='hidden' name='id' value='{a['id']}'>"
                 f"<button name='action' value='default'>Make {esc(a['city'])} the default</button></form>"
             )
             items.append(f"<li>{esc(label)} {action}</li>")

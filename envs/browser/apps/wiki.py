@@ -85,7 +85,9 @@ document.querySelectorAll('textarea[data-count]').forEach(function (area) {
         return f"Signed in as {esc(self.user)}"
 
     async def home(self, request: Request) -> Response:
-        spaces = self.rows("SELECT s.*, COUNT(p.id) AS n FROM spaces s LEFT JOIN pages p ON p.space = s.key GROUP BY s.key ORDER BY s.name")
+        spaces = self.rows(
+            "SELECT s.*, COUNT(p.id) AS n FROM spaces s LEFT JOIN pages p ON p.space = s.key GROUP BY s.key ORDER BY s.name"
+        )
         items = "".join(
             f"<li><a href='/spaces/{esc(s['key'])}'>{esc(s['name'])}</a> <span class='muted'>({s['n']} pages)</span>"
             f" - {esc(s['description'])}</li>"
@@ -102,9 +104,15 @@ document.querySelectorAll('textarea[data-count]').forEach(function (area) {
         like = f"%{q.lower()}%"
         found = self.rows(
             "SELECT * FROM pages WHERE lower(title) LIKE ? OR lower(body) LIKE ? ORDER BY lower(title) LIKE ? DESC, title",
-            like, like, like,
+            like,
+            like,
+            like,
         )
-        page = max(1, int(request.query_params.get("page", "1") or 1)) if request.query_params.get("page", "1").isdigit() else 1
+        page = (
+            max(1, int(request.query_params.get("page", "1") or 1))
+            if request.query_params.get("page", "1").isdigit()
+            else 1
+        )
         pages = max(1, -(-len(found) // PER_PAGE))
         shown = found[(page - 1) * PER_PAGE : page * PER_PAGE]
         items = "".join(
@@ -144,7 +152,9 @@ document.querySelectorAll('textarea[data-count]').forEach(function (area) {
             f"<a href='/pages/{slug}/edit'>Edit this page</a> · <a href='/pages/{slug}/history'>History</a></p>"
             f"<article>{render_markup(page['body'])}</article>"
         )
-        return self.render(request, Page(page["title"], body, flash=request.query_params.get("saved") and "Page saved." or ""))
+        return self.render(
+            request, Page(page["title"], body, flash=request.query_params.get("saved") and "Page saved." or "")
+        )
 
     async def history(self, request: Request) -> Response:
         page = self.row("SELECT * FROM pages WHERE slug = ?", request.path_params["slug"])
@@ -152,7 +162,9 @@ document.querySelectorAll('textarea[data-count]').forEach(function (area) {
             return self.not_found(request)
         revs = self.rows("SELECT * FROM revisions WHERE page_id = ? ORDER BY id DESC", page["id"])
         items = "".join(f"<li>{esc(r['at'])} {esc(r['author'])}: {esc(r['summary'])}</li>" for r in revs)
-        return self.render(request, Page(f"History of {page['title']}", f"<ul>{items or '<li>No edits since import.</li>'}</ul>"))
+        return self.render(
+            request, Page(f"History of {page['title']}", f"<ul>{items or '<li>No edits since import.</li>'}</ul>")
+        )
 
     async def edit(self, request: Request) -> Response:
         page = self.row("SELECT * FROM pages WHERE slug = ?", request.path_params["slug"])
@@ -173,10 +185,20 @@ document.querySelectorAll('textarea[data-count]').forEach(function (area) {
             else:
                 now = str(self.meta.get("now", ""))
                 with self.transaction():
-                    self.execute("UPDATE pages SET body = ?, updated = ?, author = ? WHERE id = ?", text, now, self.user, page["id"])
+                    self.execute(
+                        "UPDATE pages SET body = ?, updated = ?, author = ? WHERE id = ?",
+                        text,
+                        now,
+                        self.user,
+                        page["id"],
+                    )
                     self.execute(
                         "INSERT INTO revisions (page_id, body, summary, author, at) VALUES (?, ?, ?, ?, ?)",
-                        page["id"], text, summary, self.user, now,
+                        page["id"],
+                        text,
+                        summary,
+                        self.user,
+                        now,
                     )
                 return self.redirect(request, f"/pages/{page['slug']}{query_string({'saved': 1})}")
         body = (

@@ -24,8 +24,16 @@ def find_customer(name: str) -> Any:
 
 def add_customer(data: dict, rng: Any, **fields: Any) -> dict:
     customers = data["admin"]["customers"]
-    row = {"id": len(customers) + 1, "account": f"C-{rng.randint(10000, 99999)}0", "email": "x@mail.example", "phone": "+31 20 555 0101",
-           "city": "Utrecht", "status": "active", "since": "2024-05-02", "notes": ""} | fields
+    row = {
+        "id": len(customers) + 1,
+        "account": f"C-{rng.randint(10000, 99999)}0",
+        "email": "x@mail.example",
+        "phone": "+31 20 555 0101",
+        "city": "Utrecht",
+        "status": "active",
+        "since": "2024-05-02",
+        "notes": "",
+    } | fields
     customers.append(row)
     return row
 
@@ -33,12 +41,16 @@ def add_customer(data: dict, rng: Any, **fields: Any) -> dict:
 class UpdateCustomer(BrowserTask):
     id = "admin-update-customer"
     app = "admin"
-    prompt = ("In the back office, update the customer Marta Lindqvist: her new email is marta.l@fjordmail.example and her "
-              "new phone number is +47 22 33 44 55. Change nothing else.")
+    prompt = (
+        "In the back office, update the customer Marta Lindqvist: her new email is marta.l@fjordmail.example and her "
+        "new phone number is +47 22 33 44 55. Change nothing else."
+    )
     changes = {"admin.customers": "update"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
-        row = add_customer(data, rng, name="Marta Lindqvist", city="Bergen", email="marta@oldmail.example", phone="+47 91 000 111")
+        row = add_customer(
+            data, rng, name="Marta Lindqvist", city="Bergen", email="marta@oldmail.example", phone="+47 91 000 111"
+        )
         return {"id": row["id"]}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
@@ -51,37 +63,63 @@ class UpdateCustomer(BrowserTask):
 
     def reference(self, ep: Episode) -> Any:
         page = yield from find_customer("Marta Lindqvist")
-        yield from fill_form([
-            (page.ref_of("textbox", "Email"), "Email", "textbox", "marta.l@fjordmail.example"),
-            (page.ref_of("textbox", "Phone (international, e.g. +31 20 123 4567)"), "Phone", "textbox", "+47 22 33 44 55"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Email"), "Email", "textbox", "marta.l@fjordmail.example"),
+                (
+                    page.ref_of("textbox", "Phone (international, e.g. +31 20 123 4567)"),
+                    "Phone",
+                    "textbox",
+                    "+47 22 33 44 55",
+                ),
+            ]
+        )
         yield from click(page.ref_of("button", "Save customer"), "Save customer")
 
     def wrong(self, ep: Episode) -> Any:  # a phone number without the country code: refused, so nothing saved
         page = yield from find_customer("Marta Lindqvist")
-        yield from fill_form([
-            (page.ref_of("textbox", "Email"), "Email", "textbox", "marta.l@fjordmail.example"),
-            (page.ref_of("textbox", "Phone (international, e.g. +31 20 123 4567)"), "Phone", "textbox", "22 33 44 55"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Email"), "Email", "textbox", "marta.l@fjordmail.example"),
+                (
+                    page.ref_of("textbox", "Phone (international, e.g. +31 20 123 4567)"),
+                    "Phone",
+                    "textbox",
+                    "22 33 44 55",
+                ),
+            ]
+        )
         yield from click(page.ref_of("button", "Save customer"), "Save customer")
 
 
 class Onboard(BrowserTask):
     id = "admin-onboard-employee"
     app = "admin"
-    prompt = ("Onboard a new employee with the back office's onboarding wizard: Theo Brandt, work email "
-              "theo.brandt@northwind.example, starting 2026-04-01, in the Search team as an Engineer, managed by the "
-              "Search team's Engineering Manager (see the employee list), with a 15-inch laptop.")
+    prompt = (
+        "Onboard a new employee with the back office's onboarding wizard: Theo Brandt, work email "
+        "theo.brandt@northwind.example, starting 2026-04-01, in the Search team as an Engineer, managed by the "
+        "Search team's Engineering Manager (see the employee list), with a 15-inch laptop."
+    )
     changes = {"admin.employees": "insert"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
-        manager = next(e for e in data["admin"]["employees"] if e["team"] == "Search" and e["role"] == "Engineering Manager")
+        manager = next(
+            e for e in data["admin"]["employees"] if e["team"] == "Search" and e["role"] == "Engineering Manager"
+        )
         return {"manager": manager["name"]}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         made = new_rows(ep, state, "admin", "employees")
-        want = {"name": "Theo Brandt", "email": "theo.brandt@northwind.example", "team": "Search", "role": "Engineer",
-                "start_date": "2026-04-01", "laptop": "15-inch laptop", "manager": ep.facts["manager"], "status": "starting"}
+        want = {
+            "name": "Theo Brandt",
+            "email": "theo.brandt@northwind.example",
+            "team": "Search",
+            "role": "Engineer",
+            "start_date": "2026-04-01",
+            "laptop": "15-inch laptop",
+            "manager": ep.facts["manager"],
+            "status": "starting",
+        }
         ok = len(made) == 1 and {k: made[0][k] for k in want} == want
         return ok, {"employees_added": len(made)}
 
@@ -99,11 +137,13 @@ class Onboard(BrowserTask):
             page = yield from look()
         yield from navigate(ADMIN + "/onboarding")
         page = yield from look()
-        yield from fill_form([
-            (page.ref_of("textbox", "Full name"), "Full name", "textbox", "Theo Brandt"),
-            (page.ref_of("textbox", "Work email"), "Work email", "textbox", "theo.brandt@northwind.example"),
-            (page.ref_of("textbox", "Start date (YYYY-MM-DD)"), "Start date", "textbox", "2026-04-01"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Full name"), "Full name", "textbox", "Theo Brandt"),
+                (page.ref_of("textbox", "Work email"), "Work email", "textbox", "theo.brandt@northwind.example"),
+                (page.ref_of("textbox", "Start date (YYYY-MM-DD)"), "Start date", "textbox", "2026-04-01"),
+            ]
+        )
         yield from click(page.ref_of("button", "Next"), "Next")
         page = yield from look()
         yield from select(page.ref_of("combobox", "Team"), ["Search"], "Team")
@@ -120,11 +160,13 @@ class Onboard(BrowserTask):
     def wrong(self, ep: Episode) -> Any:  # stops at the review step (nothing is saved until confirmed)
         yield from navigate(ADMIN + "/onboarding")
         page = yield from look()
-        yield from fill_form([
-            (page.ref_of("textbox", "Full name"), "Full name", "textbox", "Theo Brandt"),
-            (page.ref_of("textbox", "Work email"), "Work email", "textbox", "theo.brandt@northwind.example"),
-            (page.ref_of("textbox", "Start date (YYYY-MM-DD)"), "Start date", "textbox", "2026-04-01"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Full name"), "Full name", "textbox", "Theo Brandt"),
+                (page.ref_of("textbox", "Work email"), "Work email", "textbox", "theo.brandt@northwind.example"),
+                (page.ref_of("textbox", "Start date (YYYY-MM-DD)"), "Start date", "textbox", "2026-04-01"),
+            ]
+        )
         yield from click(page.ref_of("button", "Next"), "Next")
         page = yield from look()
         yield from select(page.ref_of("combobox", "Team"), ["Search"], "Team")
@@ -167,7 +209,9 @@ class OldestCustomer(BrowserTask):
 class Refunds(BrowserTask):
     id = "admin-decide-refunds"
     app = "admin"
-    prompt = "In the back office, approve every pending refund of 50.00 EUR or less, and reject every other pending refund."
+    prompt = (
+        "In the back office, approve every pending refund of 50.00 EUR or less, and reject every other pending refund."
+    )
     changes = {"admin.refunds": "update"}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
@@ -175,7 +219,9 @@ class Refunds(BrowserTask):
         bad = []
         for r in state["admin"]["refunds"]:
             was = before[r["id"]]
-            want = was["status"] if was["status"] != "pending" else ("approved" if was["amount"] <= 5000 else "rejected")
+            want = (
+                was["status"] if was["status"] != "pending" else ("approved" if was["amount"] <= 5000 else "rejected")
+            )
             if r["status"] != want or r["amount"] != was["amount"] or r["customer_id"] != was["customer_id"]:
                 bad.append(r["id"])
         return not bad, {"wrong_refunds": len(bad)}
@@ -216,14 +262,22 @@ class SuspendCity(BrowserTask):
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         before = {c["id"]: c for c in ep.initial["admin"]["customers"]}
-        bad = [c["id"] for c in state["admin"]["customers"]
-               if c != (before[c["id"]] | {"status": "suspended"} if before[c["id"]]["city"] == "Ghent" else before[c["id"]])]
+        bad = [
+            c["id"]
+            for c in state["admin"]["customers"]
+            if c
+            != (before[c["id"]] | {"status": "suspended"} if before[c["id"]]["city"] == "Ghent" else before[c["id"]])
+        ]
         return not bad, {"wrong_customers": len(bad)}
 
     def reference(self, ep: Episode) -> Any:
         yield from navigate(ADMIN + "/customers?q=ghent")
         page = yield from look()
-        links = [(r.find("link").name, r.all_text) for r in page.find("table").find_all("row")[1:] if "active" in r.all_text.split()]
+        links = [
+            (r.find("link").name, r.all_text)
+            for r in page.find("table").find_all("row")[1:]
+            if "active" in r.all_text.split()
+        ]
         for account, _ in links:
             yield from navigate(ADMIN + "/customers?q=ghent")
             page = yield from look()
@@ -245,56 +299,82 @@ class SuspendCity(BrowserTask):
 class AddSupplier(BrowserTask):
     id = "admin-add-supplier"
     app = "admin"
-    prompt = ("Add a supplier in the back office: Baltic Paper Works, VAT number LV 40003 456789, email "
-              "orders@balticpaper.example, country Latvia.")
+    prompt = (
+        "Add a supplier in the back office: Baltic Paper Works, VAT number LV 40003 456789, email "
+        "orders@balticpaper.example, country Latvia."
+    )
     changes = {"admin.suppliers": "insert"}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         made = new_rows(ep, state, "admin", "suppliers")
-        want = {"name": "Baltic Paper Works", "vat": "LV40003456789", "email": "orders@balticpaper.example", "country": "Latvia"}
+        want = {
+            "name": "Baltic Paper Works",
+            "vat": "LV40003456789",
+            "email": "orders@balticpaper.example",
+            "country": "Latvia",
+        }
         return len(made) == 1 and {k: made[0][k] for k in want} == want, {"suppliers_added": len(made)}
 
     def reference(self, ep: Episode) -> Any:
         yield from navigate(ADMIN + "/suppliers")
         page = yield from look()
-        yield from fill_form([
-            (page.ref_of("textbox", "Name"), "Name", "textbox", "Baltic Paper Works"),
-            (page.ref_of("textbox", "VAT number"), "VAT number", "textbox", "LV 40003 456789"),
-            (page.ref_of("textbox", "Email"), "Email", "textbox", "orders@balticpaper.example"),
-            (page.ref_of("textbox", "Country"), "Country", "textbox", "Latvia"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Name"), "Name", "textbox", "Baltic Paper Works"),
+                (page.ref_of("textbox", "VAT number"), "VAT number", "textbox", "LV 40003 456789"),
+                (page.ref_of("textbox", "Email"), "Email", "textbox", "orders@balticpaper.example"),
+                (page.ref_of("textbox", "Country"), "Country", "textbox", "Latvia"),
+            ]
+        )
         yield from click(page.ref_of("button", "Add supplier"), "Add supplier")
 
     def wrong(self, ep: Episode) -> Any:  # a VAT number without the country letters: refused
         yield from navigate(ADMIN + "/suppliers")
         page = yield from look()
-        yield from fill_form([
-            (page.ref_of("textbox", "Name"), "Name", "textbox", "Baltic Paper Works"),
-            (page.ref_of("textbox", "VAT number"), "VAT number", "textbox", "40003456789"),
-            (page.ref_of("textbox", "Email"), "Email", "textbox", "orders@balticpaper.example"),
-            (page.ref_of("textbox", "Country"), "Country", "textbox", "Latvia"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Name"), "Name", "textbox", "Baltic Paper Works"),
+                (page.ref_of("textbox", "VAT number"), "VAT number", "textbox", "40003456789"),
+                (page.ref_of("textbox", "Email"), "Email", "textbox", "orders@balticpaper.example"),
+                (page.ref_of("textbox", "Country"), "Country", "textbox", "Latvia"),
+            ]
+        )
         yield from click(page.ref_of("button", "Add supplier"), "Add supplier")
 
 
 class CloseTicket(BrowserTask):
     id = "admin-close-ticket"
     app = "admin"
-    prompt = ("Close the support ticket about a double charge, with a resolution saying the duplicate payment was refunded "
-              "(use the word 'refunded'). Leave the other tickets alone.")
+    prompt = (
+        "Close the support ticket about a double charge, with a resolution saying the duplicate payment was refunded "
+        "(use the word 'refunded'). Leave the other tickets alone."
+    )
     changes = {"admin.tickets": "update"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
         tickets = data["admin"]["tickets"]
         tid = len(tickets) + 1
-        tickets.append({"id": tid, "customer_id": rng.randint(1, 75), "subject": "Double charge on my card",
-                        "body": "I was charged twice for order TH-4101.", "status": "open", "priority": "urgent", "resolution": ""})
+        tickets.append(
+            {
+                "id": tid,
+                "customer_id": rng.randint(1, 75),
+                "subject": "Double charge on my card",
+                "body": "I was charged twice for order TH-4101.",
+                "status": "open",
+                "priority": "urgent",
+                "resolution": "",
+            }
+        )
         return {"ticket": tid}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         changed = changed_rows(ep, state, "admin", "tickets")
-        ok = (len(changed) == 1 and changed[0][1]["id"] == ep.facts["ticket"] and changed[0][1]["status"] == "closed"
-              and "refunded" in changed[0][1]["resolution"].lower())
+        ok = (
+            len(changed) == 1
+            and changed[0][1]["id"] == ep.facts["ticket"]
+            and changed[0][1]["status"] == "closed"
+            and "refunded" in changed[0][1]["resolution"].lower()
+        )
         return ok, {"tickets_changed": len(changed)}
 
     def reference(self, ep: Episode) -> Any:
@@ -304,7 +384,11 @@ class CloseTicket(BrowserTask):
         page = yield from look()
         yield from click(page.find("row", contains="Double charge").find("link").ref or "", "ticket")
         page = yield from look()
-        yield from type_into(page.ref_of("textbox", "Resolution"), "The duplicate payment was refunded to the card.", element="Resolution")
+        yield from type_into(
+            page.ref_of("textbox", "Resolution"),
+            "The duplicate payment was refunded to the card.",
+            element="Resolution",
+        )
         yield from click(page.ref_of("button", "Close ticket"), "Close ticket")
 
     def wrong(self, ep: Episode) -> Any:  # too short a resolution: refused
@@ -323,7 +407,11 @@ class CountEngineers(BrowserTask):
     answer = True
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
-        n = sum(1 for e in ep.initial["admin"]["employees"] if e["team"] == "Mobile" and e["role"] in ("Engineer", "Senior Engineer"))
+        n = sum(
+            1
+            for e in ep.initial["admin"]["employees"]
+            if e["team"] == "Mobile" and e["role"] in ("Engineer", "Senior Engineer")
+        )
         return same_answer(answer, n), {}
 
     def reference(self, ep: Episode) -> Any:
@@ -356,8 +444,17 @@ class RaisePriority(BrowserTask):
     def scenario(self, data: dict, rng: Any) -> Facts:
         tickets = data["admin"]["tickets"]
         for status in ("open", "pending", "closed"):
-            tickets.append({"id": len(tickets) + 1, "customer_id": rng.randint(1, 75), "subject": "App crashes", "body": "The app closes on start.",
-                            "status": status, "priority": "normal", "resolution": ""})
+            tickets.append(
+                {
+                    "id": len(tickets) + 1,
+                    "customer_id": rng.randint(1, 75),
+                    "subject": "App crashes",
+                    "body": "The app closes on start.",
+                    "status": status,
+                    "priority": "normal",
+                    "resolution": "",
+                }
+            )
         return {}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
@@ -373,8 +470,11 @@ class RaisePriority(BrowserTask):
     def reference(self, ep: Episode) -> Any:
         yield from navigate(ADMIN + "/tickets?q=app+crashes")
         page = yield from look()
-        todo = [r.find("link").name for r in page.find("table").find_all("row")[1:]
-                if "App crashes" in r.all_text and "closed" not in r.all_text.split()]
+        todo = [
+            r.find("link").name
+            for r in page.find("table").find_all("row")[1:]
+            if "App crashes" in r.all_text and "closed" not in r.all_text.split()
+        ]
         for ticket in todo:
             yield from navigate(ADMIN + "/tickets/" + ticket.removeprefix("T-"))
             page = yield from look()
@@ -384,7 +484,9 @@ class RaisePriority(BrowserTask):
     def wrong(self, ep: Episode) -> Any:  # the closed ones too
         yield from navigate(ADMIN + "/tickets?q=app+crashes")
         page = yield from look()
-        for ticket in [r.find("link").name for r in page.find("table").find_all("row")[1:] if "App crashes" in r.all_text]:
+        for ticket in [
+            r.find("link").name for r in page.find("table").find_all("row")[1:] if "App crashes" in r.all_text
+        ]:
             yield from navigate(ADMIN + "/tickets/" + ticket.removeprefix("T-"))
             page = yield from look()
             yield from select(page.ref_of("combobox", "Priority"), ["high"], "Priority")
@@ -408,8 +510,11 @@ class SuspendedInCity(BrowserTask):
         page = yield from look()
         count = 0
         while True:
-            count += sum(1 for r in page.find("table").find_all("row")[1:]
-                         if [c.name for c in r.find_all("cell")][3:5] == ["Porto", "suspended"])
+            count += sum(
+                1
+                for r in page.find("table").find_all("row")[1:]
+                if [c.name for c in r.find_all("cell")][3:5] == ["Porto", "suspended"]
+            )
             nxt = page.find_all("link", "Next page")
             if not nxt:
                 break
@@ -423,4 +528,15 @@ class SuspendedInCity(BrowserTask):
         yield from submit(str(len(page.find("table").find_all("row")) - 1))
 
 
-TASKS = [UpdateCustomer(), Onboard(), OldestCustomer(), Refunds(), SuspendCity(), AddSupplier(), CloseTicket(), CountEngineers(), RaisePriority(), SuspendedInCity()]
+TASKS = [
+    UpdateCustomer(),
+    Onboard(),
+    OldestCustomer(),
+    Refunds(),
+    SuspendCity(),
+    AddSupplier(),
+    CloseTicket(),
+    CountEngineers(),
+    RaisePriority(),
+    SuspendedInCity(),
+]

@@ -32,7 +32,9 @@ def new_rows(ep: object, state: dict, app: str, table: str) -> list[dict]:
 
 def order_lines(state: dict, order_id: int) -> list[tuple[int, str, int]]:
     """``(product id, size, qty)`` of an order, sorted."""
-    return sorted((i["product_id"], i["size"], i["qty"]) for i in state["shop"]["order_items"] if i["order_id"] == order_id)
+    return sorted(
+        (i["product_id"], i["size"], i["qty"]) for i in state["shop"]["order_items"] if i["order_id"] == order_id
+    )
 
 
 def one_new_order(ep: object, state: dict) -> tuple[dict | None, dict]:

@@ -45,8 +45,10 @@ def send(page: Any, *, to: str | None = None, body: str | None = None, subject: 
 class ReplyManager(BrowserTask):
     id = "mail-reply-manager"
     app = "mail"
-    prompt = ("Your manager (the Engineering Manager) asked you something in their most recent email. Reply to that "
-              "email saying you will be there; your reply must contain the word 'confirmed'.")
+    prompt = (
+        "Your manager (the Engineering Manager) asked you something in their most recent email. Reply to that "
+        "email saying you will be there; your reply must contain the word 'confirmed'."
+    )
     changes = SENT
 
     def scenario(self, data: dict, rng: Any) -> Facts:
@@ -56,7 +58,9 @@ class ReplyManager(BrowserTask):
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         replies = [m for m in sent_messages(ep, state) if m["in_reply_to"] == ep.facts["asked"]]
         ok = any(ep.facts["manager"] in m["recipients"] and "confirmed" in m["body"].lower() for m in replies)
-        kept = [(m["id"], m["folder"]) for m in state["mail"]["messages"] if m["id"] <= len(ep.initial["mail"]["messages"])]
+        kept = [
+            (m["id"], m["folder"]) for m in state["mail"]["messages"] if m["id"] <= len(ep.initial["mail"]["messages"])
+        ]
         same = kept == [(m["id"], m["folder"]) for m in ep.initial["mail"]["messages"]]
         return ok and same, {"replies": len(replies), "folders_kept": same}
 
@@ -98,23 +102,40 @@ class BookingReference(BrowserTask):
 class DeclineInvite(BrowserTask):
     id = "mail-decline-invite"
     app = "mail"
-    prompt = ("In your calendar, decline the invitation to the 'Vendor demo' meeting with the note "
-              "'Conflict with a customer call'. Leave your other invitations as they are.")
+    prompt = (
+        "In your calendar, decline the invitation to the 'Vendor demo' meeting with the note "
+        "'Conflict with a customer call'. Leave your other invitations as they are."
+    )
     changes = {"mail.events": "update"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
         mail = data["mail"]
         who = email_of(rng.choice(mail["_facts"]["names"]))
         eid = len(mail["events"]) + 1
-        mail["events"].append({"id": eid, "title": "Vendor demo", "day": "2026-03-18", "start": "15:00", "minutes": 60,
-                               "organizer": who, "attendees": f"{who},robin.keller@northwind.example", "location": "Room 2",
-                               "response": "pending", "note": ""})
+        mail["events"].append(
+            {
+                "id": eid,
+                "title": "Vendor demo",
+                "day": "2026-03-18",
+                "start": "15:00",
+                "minutes": 60,
+                "organizer": who,
+                "attendees": f"{who},robin.keller@northwind.example",
+                "location": "Room 2",
+                "response": "pending",
+                "note": "",
+            }
+        )
         return {"event": eid}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         changed = changed_rows(ep, state, "mail", "events")
-        ok = (len(changed) == 1 and changed[0][1]["id"] == ep.facts["event"] and changed[0][1]["response"] == "declined"
-              and norm(changed[0][1]["note"]) == "conflict with a customer call")
+        ok = (
+            len(changed) == 1
+            and changed[0][1]["id"] == ep.facts["event"]
+            and changed[0][1]["response"] == "declined"
+            and norm(changed[0][1]["note"]) == "conflict with a customer call"
+        )
         return ok, {"events_changed": len(changed)}
 
     def reference(self, ep: Episode) -> Any:
@@ -122,7 +143,9 @@ class DeclineInvite(BrowserTask):
         page = yield from look()
         yield from click(page.find("link", contains="Vendor demo").ref or "", "Vendor demo")
         page = yield from look()
-        yield from type_into(page.ref_of("textbox", "Note to the organizer (optional)"), "Conflict with a customer call", element="Note")
+        yield from type_into(
+            page.ref_of("textbox", "Note to the organizer (optional)"), "Conflict with a customer call", element="Note"
+        )
         yield from click(page.ref_of("button", "Decline"), "Decline")
 
     def wrong(self, ep: Episode) -> Any:  # declines without the note
@@ -136,25 +159,40 @@ class DeclineInvite(BrowserTask):
 class ScheduleBudget(BrowserTask):
     id = "mail-schedule-meeting"
     app = "mail"
-    prompt = ("Two colleagues emailed you this week about the budget. Schedule a 45-minute event titled 'Budget review' "
-              "on 2026-03-19 at 14:00 in Room 4, with both of them as attendees (use their email addresses).")
+    prompt = (
+        "Two colleagues emailed you this week about the budget. Schedule a 45-minute event titled 'Budget review' "
+        "on 2026-03-19 at 14:00 in Room 4, with both of them as attendees (use their email addresses)."
+    )
     changes = {"mail.events": "insert"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
         mail = data["mail"]
         a, b = rng.sample(mail["_facts"]["names"][1:], 2)
         for n, who in enumerate((a, b)):
-            mail["messages"].append({"id": len(mail["messages"]) + 1, "folder": "inbox", "sender": email_of(who),
-                                     "recipients": "robin.keller@northwind.example", "subject": "Budget" if n else "Budget numbers",
-                                     "body": f"Hi Robin,\nWe should go through the budget together.\n{who}",
-                                     "sent_at": f"2026-03-1{3 + n}T10:1{n}", "unread": 1, "in_reply_to": None, "forwarded_from": None})
+            mail["messages"].append(
+                {
+                    "id": len(mail["messages"]) + 1,
+                    "folder": "inbox",
+                    "sender": email_of(who),
+                    "recipients": "robin.keller@northwind.example",
+                    "subject": "Budget" if n else "Budget numbers",
+                    "body": f"Hi Robin,\nWe should go through the budget together.\n{who}",
+                    "sent_at": f"2026-03-1{3 + n}T10:1{n}",
+                    "unread": 1,
+                    "in_reply_to": None,
+                    "forwarded_from": None,
+                }
+            )
         return {"attendees": sorted([email_of(a), email_of(b)])}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         made = new_rows(ep, state, "mail", "events")
         ok = len(made) == 1 and (
-            norm(made[0]["title"]) == "budget review" and made[0]["day"] == "2026-03-19" and made[0]["start"] == "14:00"
-            and made[0]["minutes"] == 45 and norm(made[0]["location"]) == "room 4"
+            norm(made[0]["title"]) == "budget review"
+            and made[0]["day"] == "2026-03-19"
+            and made[0]["start"] == "14:00"
+            and made[0]["minutes"] == 45
+            and norm(made[0]["location"]) == "room 4"
             and sorted(a for a in made[0]["attendees"].split(",") if a) == ep.facts["attendees"]
         )
         return ok, {"events_made": len(made)}
@@ -172,26 +210,40 @@ class ScheduleBudget(BrowserTask):
             page = yield from look()
         yield from navigate(MAIL + "/calendar/new")
         page = yield from look()
-        yield from fill_form([
-            (page.ref_of("textbox", "Title"), "Title", "textbox", "Budget review"),
-            (page.ref_of("textbox", "Date (YYYY-MM-DD)"), "Date", "textbox", "2026-03-19"),
-            (page.ref_of("textbox", "Start time (HH:MM)"), "Start time", "textbox", "14:00"),
-            (page.ref_of("textbox", "Attendees (email addresses, comma-separated)"), "Attendees", "textbox", ", ".join(emails)),
-            (page.ref_of("textbox", "Location"), "Location", "textbox", "Room 4"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Title"), "Title", "textbox", "Budget review"),
+                (page.ref_of("textbox", "Date (YYYY-MM-DD)"), "Date", "textbox", "2026-03-19"),
+                (page.ref_of("textbox", "Start time (HH:MM)"), "Start time", "textbox", "14:00"),
+                (
+                    page.ref_of("textbox", "Attendees (email addresses, comma-separated)"),
+                    "Attendees",
+                    "textbox",
+                    ", ".join(emails),
+                ),
+                (page.ref_of("textbox", "Location"), "Location", "textbox", "Room 4"),
+            ]
+        )
         yield from select(page.ref_of("combobox", "Duration"), ["45 minutes"], "Duration")
         yield from click(page.ref_of("button", "Save event"), "Save event")
 
     def wrong(self, ep: Episode) -> Any:  # 30 minutes, one attendee
         yield from navigate(MAIL + "/calendar/new")
         page = yield from look()
-        yield from fill_form([
-            (page.ref_of("textbox", "Title"), "Title", "textbox", "Budget review"),
-            (page.ref_of("textbox", "Date (YYYY-MM-DD)"), "Date", "textbox", "2026-03-19"),
-            (page.ref_of("textbox", "Start time (HH:MM)"), "Start time", "textbox", "14:00"),
-            (page.ref_of("textbox", "Attendees (email addresses, comma-separated)"), "Attendees", "textbox", ep.facts["attendees"][0]),
-            (page.ref_of("textbox", "Location"), "Location", "textbox", "Room 4"),
-        ])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Title"), "Title", "textbox", "Budget review"),
+                (page.ref_of("textbox", "Date (YYYY-MM-DD)"), "Date", "textbox", "2026-03-19"),
+                (page.ref_of("textbox", "Start time (HH:MM)"), "Start time", "textbox", "14:00"),
+                (
+                    page.ref_of("textbox", "Attendees (email addresses, comma-separated)"),
+                    "Attendees",
+                    "textbox",
+                    ep.facts["attendees"][0],
+                ),
+                (page.ref_of("textbox", "Location"), "Location", "textbox", "Room 4"),
+            ]
+        )
         yield from click(page.ref_of("button", "Save event"), "Save event")
 
 
@@ -218,7 +270,9 @@ class ForwardInvoice(BrowserTask):
     def wrong(self, ep: Episode) -> Any:  # a new message instead of forwarding the invoice
         yield from navigate(MAIL + "/compose")
         page = yield from look()
-        yield from send(page, to="accounts@northwind.example", subject="Invoice from Lumen Print", body="See the invoice.")
+        yield from send(
+            page, to="accounts@northwind.example", subject="Invoice from Lumen Print", body="See the invoice."
+        )
 
 
 class ArchiveNewsletters(BrowserTask):
@@ -234,7 +288,9 @@ class ArchiveNewsletters(BrowserTask):
             was = before[m["id"]]
             news = was["sender"] == "news@dealsweekly.example" and was["folder"] == "inbox"
             want = "archive" if news else was["folder"]
-            if m["folder"] != want or {k: v for k, v in m.items() if k not in ("folder", "unread")} != {k: v for k, v in was.items() if k not in ("folder", "unread")}:
+            if m["folder"] != want or {k: v for k, v in m.items() if k not in ("folder", "unread")} != {
+                k: v for k, v in was.items() if k not in ("folder", "unread")
+            }:
                 wrong.append(m["id"])
         return not wrong, {"misplaced": len(wrong)}
 
@@ -261,7 +317,9 @@ class ArchiveNewsletters(BrowserTask):
 class UnreadCount(BrowserTask):
     id = "mail-unread-count"
     app = "mail"
-    prompt = "How many unread messages are in your inbox right now? Submit the number (opening a message marks it read)."
+    prompt = (
+        "How many unread messages are in your inbox right now? Submit the number (opening a message marks it read)."
+    )
     answer = True
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
@@ -288,19 +346,27 @@ class UnreadCount(BrowserTask):
 class EmailTeamLead(BrowserTask):
     id = "mail-email-team-lead"
     app = "mail"
-    prompt = ("Email the lead of the Payments team (the company handbook's team directory says who it is) with the "
-              "subject 'Access request', asking for access to the payments dashboard.")
+    prompt = (
+        "Email the lead of the Payments team (the company handbook's team directory says who it is) with the "
+        "subject 'Access request', asking for access to the payments dashboard."
+    )
     changes = SENT
 
     def scenario(self, data: dict, rng: Any) -> Facts:
         lead = data["wiki"]["_facts"]["leads"]["Payments"]
         if all(c["email"] != email_of(lead) for c in data["mail"]["contacts"]):
-            data["mail"]["contacts"].append({"id": len(data["mail"]["contacts"]) + 1, "name": lead, "email": email_of(lead), "title": "Team lead"})
+            data["mail"]["contacts"].append(
+                {"id": len(data["mail"]["contacts"]) + 1, "name": lead, "email": email_of(lead), "title": "Team lead"}
+            )
         return {"to": email_of(lead), "lead": lead}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
-        ok = any(m["recipients"] == ep.facts["to"] and "access request" in m["subject"].lower() and "dashboard" in m["body"].lower()
-                 for m in sent_messages(ep, state))
+        ok = any(
+            m["recipients"] == ep.facts["to"]
+            and "access request" in m["subject"].lower()
+            and "dashboard" in m["body"].lower()
+            for m in sent_messages(ep, state)
+        )
         return ok, {"sent": len(sent_messages(ep, state))}
 
     def reference(self, ep: Episode) -> Any:
@@ -310,7 +376,12 @@ class EmailTeamLead(BrowserTask):
         email = cells[3].name
         yield from navigate(MAIL + "/compose")
         page = yield from look()
-        yield from send(page, to=email, subject="Access request", body="Hi, could I get access to the payments dashboard? Thanks, Robin")
+        yield from send(
+            page,
+            to=email,
+            subject="Access request",
+            body="Hi, could I get access to the payments dashboard? Thanks, Robin",
+        )
 
     def wrong(self, ep: Episode) -> Any:  # the Search team's lead
         yield from navigate("http://wiki.localhost:8000/pages/team-directory")
@@ -318,7 +389,9 @@ class EmailTeamLead(BrowserTask):
         email = page.find("row", contains="Search").find_all("cell")[3].name
         yield from navigate(MAIL + "/compose")
         page = yield from look()
-        yield from send(page, to=email, subject="Access request", body="Hi, could I get access to the payments dashboard?")
+        yield from send(
+            page, to=email, subject="Access request", body="Hi, could I get access to the payments dashboard?"
+        )
 
 
 class AcceptInvite(BrowserTask):
@@ -331,9 +404,20 @@ class AcceptInvite(BrowserTask):
         mail = data["mail"]
         who = email_of(mail["_facts"]["names"][0])
         eid = len(mail["events"]) + 1
-        mail["events"].append({"id": eid, "title": "Team offsite planning", "day": f"2026-03-{rng.randint(23, 27)}",
-                               "start": f"{rng.randint(9, 16)}:00", "minutes": 90, "organizer": who,
-                               "attendees": f"{who},robin.keller@northwind.example", "location": "Room 1", "response": "pending", "note": ""})
+        mail["events"].append(
+            {
+                "id": eid,
+                "title": "Team offsite planning",
+                "day": f"2026-03-{rng.randint(23, 27)}",
+                "start": f"{rng.randint(9, 16)}:00",
+                "minutes": 90,
+                "organizer": who,
+                "attendees": f"{who},robin.keller@northwind.example",
+                "location": "Room 1",
+                "response": "pending",
+                "note": "",
+            }
+        )
         return {"event": eid}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
@@ -361,20 +445,34 @@ class AcceptInvite(BrowserTask):
 class RestoreFromTrash(BrowserTask):
     id = "mail-restore-from-trash"
     app = "mail"
-    prompt = "You deleted the message 'Contract draft for review' by mistake. Move it from the trash back to your inbox."
+    prompt = (
+        "You deleted the message 'Contract draft for review' by mistake. Move it from the trash back to your inbox."
+    )
     changes = {"mail.messages": "update"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
         mail = data["mail"]
         mid = len(mail["messages"]) + 1
-        mail["messages"].append({"id": mid, "folder": "trash", "sender": email_of(rng.choice(mail["_facts"]["names"])),
-                                 "recipients": "robin.keller@northwind.example", "subject": "Contract draft for review",
-                                 "body": "Hi Robin,\nThe contract draft is attached for your review.", "sent_at": "2026-03-12T15:40",
-                                 "unread": 0, "in_reply_to": None, "forwarded_from": None})
+        mail["messages"].append(
+            {
+                "id": mid,
+                "folder": "trash",
+                "sender": email_of(rng.choice(mail["_facts"]["names"])),
+                "recipients": "robin.keller@northwind.example",
+                "subject": "Contract draft for review",
+                "body": "Hi Robin,\nThe contract draft is attached for your review.",
+                "sent_at": "2026-03-12T15:40",
+                "unread": 0,
+                "in_reply_to": None,
+                "forwarded_from": None,
+            }
+        )
         return {"message": mid}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
-        moved = [(b["id"], a["folder"]) for b, a in changed_rows(ep, state, "mail", "messages") if a["folder"] != b["folder"]]
+        moved = [
+            (b["id"], a["folder"]) for b, a in changed_rows(ep, state, "mail", "messages") if a["folder"] != b["folder"]
+        ]
         return moved == [(ep.facts["message"], "inbox")], {"moved": moved}
 
     def reference(self, ep: Episode) -> Any:
@@ -394,5 +492,15 @@ class RestoreFromTrash(BrowserTask):
         yield from click(page.ref_of("button", "Archive"), "Archive")
 
 
-TASKS = [ReplyManager(), BookingReference(), DeclineInvite(), ScheduleBudget(), ForwardInvoice(), ArchiveNewsletters(),
-         UnreadCount(), EmailTeamLead(), AcceptInvite(), RestoreFromTrash()]
+TASKS = [
+    ReplyManager(),
+    BookingReference(),
+    DeclineInvite(),
+    ScheduleBudget(),
+    ForwardInvoice(),
+    ArchiveNewsletters(),
+    UnreadCount(),
+    EmailTeamLead(),
+    AcceptInvite(),
+    RestoreFromTrash(),
+]

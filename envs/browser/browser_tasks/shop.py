@@ -14,8 +14,11 @@ ORDERED = {"shop.orders": "insert", "shop.order_items": "insert", "shop.products
 
 
 def in_stock(data: dict, category: str, size: str | None = None) -> list[dict]:
-    return [p for p in data["shop"]["products"] if p["category"] == category and p["stock"] > 0
-            and (size is None or size in p["sizes"].split(","))]
+    return [
+        p
+        for p in data["shop"]["products"]
+        if p["category"] == category and p["stock"] > 0 and (size is None or size in p["sizes"].split(","))
+    ]
 
 
 def make_unique_min(products: list[dict], key: str = "price") -> dict:
@@ -47,7 +50,9 @@ def add_to_cart(product: dict, size: str, qty: int = 1) -> Any:
     yield from click(page.ref_of("button", "Add to cart"), "Add to cart")
 
 
-def check_out(*, address: str | None = None, new_address: dict | None = None, shipping: str = "Standard", coupon: str = "") -> Any:
+def check_out(
+    *, address: str | None = None, new_address: dict | None = None, shipping: str = "Standard", coupon: str = ""
+) -> Any:
     """From the cart: checkout, the address whose label contains ``address`` (or a new one), the
     shipping method, the coupon, Place order."""
     yield from navigate(SHOP + "/cart")
@@ -56,10 +61,18 @@ def check_out(*, address: str | None = None, new_address: dict | None = None, sh
     page = yield from look()
     if new_address is not None:
         yield from click(page.ref_of("radio", "A new address"), "A new address")
-        labels = {"name": "Full name", "street": "Street and number", "city": "City", "postcode": "Postcode", "country": "Country"}
+        labels = {
+            "name": "Full name",
+            "street": "Street and number",
+            "city": "City",
+            "postcode": "Postcode",
+            "country": "Country",
+        }
         from openenv_mcp.worlds.browser.driving import fill_form
 
-        yield from fill_form([(page.ref_of("textbox", labels[k]), labels[k], "textbox", v) for k, v in new_address.items()])
+        yield from fill_form(
+            [(page.ref_of("textbox", labels[k]), labels[k], "textbox", v) for k, v in new_address.items()]
+        )
     elif address is not None:
         yield from click(page.find("radio", contains=address).ref or "", address)
     yield from click(page.find("radio", contains=shipping).ref or "", shipping)
@@ -68,22 +81,33 @@ def check_out(*, address: str | None = None, new_address: dict | None = None, sh
     yield from click(page.ref_of("button", "Place order"), "Place order")
 
 
-def order_matches(ep: Episode, state: dict, lines: list[tuple[int, str, int]], *, city: str, shipping: str, coupon: str | None = None) -> tuple[bool, dict]:
+def order_matches(
+    ep: Episode, state: dict, lines: list[tuple[int, str, int]], *, city: str, shipping: str, coupon: str | None = None
+) -> tuple[bool, dict]:
     order, info = one_new_order(ep, state)
     if order is None:
         return False, info
     got = order_lines(state, order["id"])
-    info.update(lines_ok=got == sorted(lines), city_ok=order["ship_city"] == city, shipping_ok=order["shipping"] == shipping,
-                coupon_ok=(order["coupon"] or None) == coupon, status=order["status"])
-    return all(info[k] for k in ("lines_ok", "city_ok", "shipping_ok", "coupon_ok")) and order["status"] == "pending", info
+    info.update(
+        lines_ok=got == sorted(lines),
+        city_ok=order["ship_city"] == city,
+        shipping_ok=order["shipping"] == shipping,
+        coupon_ok=(order["coupon"] or None) == coupon,
+        status=order["status"],
+    )
+    return all(info[k] for k in ("lines_ok", "city_ok", "shipping_ok", "coupon_ok")) and order[
+        "status"
+    ] == "pending", info
 
 
 # -- tasks ----------------------------------------------------------------------------------------
 class CheapestJacket(BrowserTask):
     id = "shop-cheapest-jacket"
     app = "shop"
-    prompt = ("In the Trailhead shop, buy the cheapest rain jacket that is in stock in size M (one jacket, size M), "
-              "with standard shipping to your default address.")
+    prompt = (
+        "In the Trailhead shop, buy the cheapest rain jacket that is in stock in size M (one jacket, size M), "
+        "with standard shipping to your default address."
+    )
     changes = ORDERED
 
     def scenario(self, data: dict, rng: Any) -> Facts:
@@ -102,8 +126,14 @@ class CheapestJacket(BrowserTask):
         yield from check_out(address="(default)")
 
     def wrong(self, ep: Episode) -> Any:  # the cheapest jacket, ignoring stock and size
-        product = min((p for p in ep.data["shop"]["products"] if p["category"] == "Rain jackets" and p["id"] != ep.facts["product"] and p["stock"] > 0),
-                      key=lambda p: p["price"])
+        product = min(
+            (
+                p
+                for p in ep.data["shop"]["products"]
+                if p["category"] == "Rain jackets" and p["id"] != ep.facts["product"] and p["stock"] > 0
+            ),
+            key=lambda p: p["price"],
+        )
         yield from add_to_cart(product, product["sizes"].split(",")[0])
         yield from check_out(address="(default)")
 
@@ -111,8 +141,10 @@ class CheapestJacket(BrowserTask):
 class TentCoupon(BrowserTask):
     id = "shop-tent-coupon"
     app = "shop"
-    prompt = ("Buy the best-rated tent that is in stock at Trailhead, using the shop's current coupon for tents, "
-              "with express shipping to your default address.")
+    prompt = (
+        "Buy the best-rated tent that is in stock at Trailhead, using the shop's current coupon for tents, "
+        "with express shipping to your default address."
+    )
     changes = ORDERED
 
     def scenario(self, data: dict, rng: Any) -> Facts:
@@ -124,7 +156,14 @@ class TentCoupon(BrowserTask):
         return {"product": best["id"], "city": default_address(data)["city"]}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
-        return order_matches(ep, state, [(ep.facts["product"], "One size", 1)], city=ep.facts["city"], shipping="express", coupon="TENTS20")
+        return order_matches(
+            ep,
+            state,
+            [(ep.facts["product"], "One size", 1)],
+            city=ep.facts["city"],
+            shipping="express",
+            coupon="TENTS20",
+        )
 
     def reference(self, ep: Episode) -> Any:
         yield from navigate(SHOP + "/?category=Tents&in_stock=1&sort=rating")
@@ -143,18 +182,32 @@ class TentCoupon(BrowserTask):
 class NewAddress(BrowserTask):
     id = "shop-new-address"
     app = "shop"
-    prompt = ("Send a gift from Trailhead: buy the cheapest water bottle in stock and ship it with standard shipping to "
-              "a new address: Mira Jensen, 4 Quay Street, 3011 AB, Rotterdam, Netherlands.")
+    prompt = (
+        "Send a gift from Trailhead: buy the cheapest water bottle in stock and ship it with standard shipping to "
+        "a new address: Mira Jensen, 4 Quay Street, 3011 AB, Rotterdam, Netherlands."
+    )
     changes = ORDERED
-    ADDRESS = {"name": "Mira Jensen", "street": "4 Quay Street", "city": "Rotterdam", "postcode": "3011 AB", "country": "Netherlands"}
+    ADDRESS = {
+        "name": "Mira Jensen",
+        "street": "4 Quay Street",
+        "city": "Rotterdam",
+        "postcode": "3011 AB",
+        "country": "Netherlands",
+    }
 
     def scenario(self, data: dict, rng: Any) -> Facts:
         return {"product": make_unique_min(in_stock(data, "Water bottles"))["id"]}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
-        ok, info = order_matches(ep, state, [(ep.facts["product"], "One size", 1)], city="Rotterdam", shipping="standard")
+        ok, info = order_matches(
+            ep, state, [(ep.facts["product"], "One size", 1)], city="Rotterdam", shipping="standard"
+        )
         order, _ = one_new_order(ep, state)
-        same = order is not None and (order["ship_name"], order["ship_street"], order["ship_postcode"]) == ("Mira Jensen", "4 Quay Street", "3011 AB")
+        same = order is not None and (order["ship_name"], order["ship_street"], order["ship_postcode"]) == (
+            "Mira Jensen",
+            "4 Quay Street",
+            "3011 AB",
+        )
         return ok and same, info | {"address_ok": same}
 
     def reference(self, ep: Episode) -> Any:
@@ -182,7 +235,11 @@ class CancelPending(BrowserTask):
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
         changed = changed_rows(ep, state, "shop", "orders")
-        ok = len(changed) == 1 and changed[0][0]["number"] == ep.facts["order"] and changed[0][1]["status"] == "cancelled"
+        ok = (
+            len(changed) == 1
+            and changed[0][0]["number"] == ep.facts["order"]
+            and changed[0][1]["status"] == "cancelled"
+        )
         return ok, {"orders_changed": len(changed)}
 
     def reference(self, ep: Episode) -> Any:
@@ -207,7 +264,9 @@ class DefaultAddress(BrowserTask):
     changes = {"shop.addresses": "update"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
-        nl = sorted((a for a in data["shop"]["addresses"] if a["country"] == "Netherlands"), key=lambda a: a["postcode"])
+        nl = sorted(
+            (a for a in data["shop"]["addresses"] if a["country"] == "Netherlands"), key=lambda a: a["postcode"]
+        )
         if nl[0]["postcode"] == nl[1]["postcode"]:
             nl[1]["postcode"] = str(int(nl[1]["postcode"]) + 1)
         return {"address": nl[0]["id"], "city": nl[0]["city"]}
@@ -224,7 +283,9 @@ class DefaultAddress(BrowserTask):
         yield from click(page.ref_of("button", f"Make {ep.facts['city']} the default"), "Make default")
 
     def wrong(self, ep: Episode) -> Any:  # the other Dutch address
-        other = next(a for a in ep.data["shop"]["addresses"] if a["country"] == "Netherlands" and a["id"] != ep.facts["address"])
+        other = next(
+            a for a in ep.data["shop"]["addresses"] if a["country"] == "Netherlands" and a["id"] != ep.facts["address"]
+        )
         yield from navigate(SHOP + "/account/addresses")
         page = yield from look()
         yield from click(page.ref_of("button", f"Make {other['city']} the default"), "Make default")
@@ -233,8 +294,10 @@ class DefaultAddress(BrowserTask):
 class CartCleanup(BrowserTask):
     id = "shop-cart-cleanup"
     app = "shop"
-    prompt = ("Your Trailhead cart holds things you no longer want. Leave only the water bottle in it, with quantity 3. "
-              "Do not place an order.")
+    prompt = (
+        "Your Trailhead cart holds things you no longer want. Leave only the water bottle in it, with quantity 3. "
+        "Do not place an order."
+    )
     changes = {"shop.cart_items": "any"}
 
     def scenario(self, data: dict, rng: Any) -> Facts:
@@ -242,7 +305,9 @@ class CartCleanup(BrowserTask):
         picks = [rng.choice(in_stock(data, c)) for c in ("Water bottles", "Headlamps", "Stoves", "Hats")]
         for p in picks:
             p["stock"] = max(p["stock"], 5)
-        shop["cart_items"] = [{"id": i + 1, "product_id": p["id"], "size": "One size", "qty": 1 + (i % 2)} for i, p in enumerate(picks)]
+        shop["cart_items"] = [
+            {"id": i + 1, "product_id": p["id"], "size": "One size", "qty": 1 + (i % 2)} for i, p in enumerate(picks)
+        ]
         return {"bottle": picks[0]["id"], "others": [p["name"] for p in picks[1:]], "name": picks[0]["name"]}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
@@ -268,8 +333,10 @@ class CartCleanup(BrowserTask):
 class PriciestBackpack(BrowserTask):
     id = "shop-priciest-backpack"
     app = "shop"
-    prompt = ("What does the most expensive backpack with a rating of 4.0 or better cost at Trailhead (in stock or not)? "
-              "Submit the price in euros, like 123.45.")
+    prompt = (
+        "What does the most expensive backpack with a rating of 4.0 or better cost at Trailhead (in stock or not)? "
+        "Submit the price in euros, like 123.45."
+    )
     answer = True
 
     def scenario(self, data: dict, rng: Any) -> Facts:
@@ -334,8 +401,10 @@ class OutOfStockBoots(BrowserTask):
 class TwoItemsExpress(BrowserTask):
     id = "shop-two-items-express"
     app = "shop"
-    prompt = ("In one Trailhead order with express shipping to your default address, buy the cheapest black Merino T-shirt "
-              "in stock in size L, and two of the cheapest headlamp in stock.")
+    prompt = (
+        "In one Trailhead order with express shipping to your default address, buy the cheapest black Merino T-shirt "
+        "in stock in size L, and two of the cheapest headlamp in stock."
+    )
     changes = ORDERED
 
     def scenario(self, data: dict, rng: Any) -> Facts:
@@ -375,8 +444,10 @@ class TwoItemsExpress(BrowserTask):
 class Reorder(BrowserTask):
     id = "shop-reorder"
     app = "shop"
-    prompt = ("Order again, in one new order, everything that was in your most recent delivered Trailhead order (same "
-              "products, sizes and quantities), with standard shipping to your default address.")
+    prompt = (
+        "Order again, in one new order, everything that was in your most recent delivered Trailhead order (same "
+        "products, sizes and quantities), with standard shipping to your default address."
+    )
     changes = ORDERED
 
     def scenario(self, data: dict, rng: Any) -> Facts:
@@ -390,7 +461,9 @@ class Reorder(BrowserTask):
         return {"lines": sorted(lines), "number": last["number"], "city": default_address(data)["city"]}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
-        return order_matches(ep, state, [tuple(x) for x in ep.facts["lines"]], city=ep.facts["city"], shipping="standard")  # type: ignore[misc]
+        return order_matches(
+            ep, state, [tuple(x) for x in ep.facts["lines"]], city=ep.facts["city"], shipping="standard"
+        )  # type: ignore[misc]
 
     def reference(self, ep: Episode) -> Any:
         products = {p["id"]: p for p in ep.data["shop"]["products"]}
@@ -418,23 +491,44 @@ class Reorder(BrowserTask):
 class NewsletterCoupon(BrowserTask):
     id = "shop-newsletter-coupon"
     app = "mail"
-    prompt = ("The latest Deals Weekly newsletter in your mailbox has a Trailhead coupon code. Use it to buy the cheapest "
-              "sleeping bag that is in stock at Trailhead, with standard shipping to your default address.")
+    prompt = (
+        "The latest Deals Weekly newsletter in your mailbox has a Trailhead coupon code. Use it to buy the cheapest "
+        "sleeping bag that is in stock at Trailhead, with standard shipping to your default address."
+    )
     changes = ORDERED
 
     def scenario(self, data: dict, rng: Any) -> Facts:
         code = f"CAMP{rng.randint(10, 99)}"
-        data["shop"]["coupons"].append({"code": code, "percent": 12, "min_total": 0, "category": None, "expires": "2026-04-30"})
+        data["shop"]["coupons"].append(
+            {"code": code, "percent": 12, "min_total": 0, "category": None, "expires": "2026-04-30"}
+        )
         mail = data["mail"]
-        mail["messages"].append({"id": len(mail["messages"]) + 1, "folder": "inbox", "sender": "news@dealsweekly.example",
-                                 "recipients": "robin.keller@northwind.example", "subject": "Deals Weekly #215: Trailhead camping week",
-                                 "body": f"Camping week at Trailhead!\nUse the code {code} for 12% off everything until April 30.",
-                                 "sent_at": "2026-03-15T07:00", "unread": 1, "in_reply_to": None, "forwarded_from": None})
+        mail["messages"].append(
+            {
+                "id": len(mail["messages"]) + 1,
+                "folder": "inbox",
+                "sender": "news@dealsweekly.example",
+                "recipients": "robin.keller@northwind.example",
+                "subject": "Deals Weekly #215: Trailhead camping week",
+                "body": f"Camping week at Trailhead!\nUse the code {code} for 12% off everything until April 30.",
+                "sent_at": "2026-03-15T07:00",
+                "unread": 1,
+                "in_reply_to": None,
+                "forwarded_from": None,
+            }
+        )
         bag = make_unique_min(in_stock(data, "Sleeping bags"))
         return {"code": code, "product": bag["id"], "city": default_address(data)["city"]}
 
     def check(self, ep: Episode, state: dict, answer: str | None) -> tuple[bool, dict]:
-        return order_matches(ep, state, [(ep.facts["product"], "One size", 1)], city=ep.facts["city"], shipping="standard", coupon=ep.facts["code"])
+        return order_matches(
+            ep,
+            state,
+            [(ep.facts["product"], "One size", 1)],
+            city=ep.facts["city"],
+            shipping="standard",
+            coupon=ep.facts["code"],
+        )
 
     def reference(self, ep: Episode) -> Any:
         yield from navigate("http://mail.localhost:8000/?q=deals+weekly")
@@ -456,5 +550,16 @@ class NewsletterCoupon(BrowserTask):
         yield from check_out(address="(default)", coupon="WELCOME10")
 
 
-TASKS = [CheapestJacket(), TentCoupon(), NewAddress(), CancelPending(), DefaultAddress(), CartCleanup(),
-         PriciestBackpack(), OutOfStockBoots(), TwoItemsExpress(), Reorder(), NewsletterCoupon()]
+TASKS = [
+    CheapestJacket(),
+    TentCoupon(),
+    NewAddress(),
+    CancelPending(),
+    DefaultAddress(),
+    CartCleanup(),
+    PriciestBackpack(),
+    OutOfStockBoots(),
+    TwoItemsExpress(),
+    Reorder(),
+    NewsletterCoupon(),
+]

@@ -79,8 +79,10 @@ class Answer(BrowserTask):
 
 class OnCall(Answer):
     id = "wiki-on-call"
-    prompt = ("According to the handbook's on-call rotation, who is the primary on-call engineer of the Payments team "
-              "in the week of 2026-03-16? Submit their full name.")
+    prompt = (
+        "According to the handbook's on-call rotation, who is the primary on-call engineer of the Payments team "
+        "in the week of 2026-03-16? Submit their full name."
+    )
     page_title, query = "On-call rotation", "on-call"
 
     def expected(self, facts: dict[str, Any]) -> str:
@@ -138,7 +140,9 @@ class CostCentre(Answer):
 
 class Sev1(Answer):
     id = "wiki-sev1-response"
-    prompt = "Per the incident runbook, within how many minutes must a SEV1 incident be paged? Submit the number of minutes."
+    prompt = (
+        "Per the incident runbook, within how many minutes must a SEV1 incident be paged? Submit the number of minutes."
+    )
     page_title, query = "Incident runbook", "incident"
 
     def expected(self, facts: dict[str, Any]) -> str:
@@ -154,8 +158,10 @@ class Sev1(Answer):
 class HighestOffice(BrowserTask):
     id = "wiki-highest-office-wifi"
     app = "wiki"
-    prompt = ("Of our offices described in the handbook's People space, which one is on the highest floor? Submit the name "
-              "of that office's Wi-Fi network (not the guest network).")
+    prompt = (
+        "Of our offices described in the handbook's People space, which one is on the highest floor? Submit the name "
+        "of that office's Wi-Fi network (not the guest network)."
+    )
     answer = True
 
     def scenario(self, data: dict[str, Any], rng: Any) -> Facts:
@@ -188,9 +194,11 @@ class HighestOffice(BrowserTask):
 class SwapOnCall(BrowserTask):
     id = "wiki-swap-on-call"
     app = "wiki"
-    prompt = ("Edit the handbook's on-call rotation page: the Search team's engineers on call in the weeks of 2026-03-09 and "
-              "2026-03-16 swapped shifts, so swap those two names in the table. Save with an edit summary naming both people. "
-              "Change nothing else on the page.")
+    prompt = (
+        "Edit the handbook's on-call rotation page: the Search team's engineers on call in the weeks of 2026-03-09 and "
+        "2026-03-16 swapped shifts, so swap those two names in the table. Save with an edit summary naming both people. "
+        "Change nothing else on the page."
+    )
     changes = {"wiki.pages": "update", "wiki.revisions": "insert"}
 
     def scenario(self, data: dict[str, Any], rng: Any) -> Facts:
@@ -215,7 +223,10 @@ class SwapOnCall(BrowserTask):
         others = [p for p in state["wiki"]["pages"] if p["slug"] != "on-call-rotation"]
         same_others = others == [p for p in ep.initial["wiki"]["pages"] if p["slug"] != "on-call-rotation"]
         revs = [r for r in state["wiki"]["revisions"] if r["page_id"] == before["id"]]
-        summary_ok = any(ep.facts["a"].lower() in r["summary"].lower() and ep.facts["b"].lower() in r["summary"].lower() for r in revs)
+        summary_ok = any(
+            ep.facts["a"].lower() in r["summary"].lower() and ep.facts["b"].lower() in r["summary"].lower()
+            for r in revs
+        )
         body_ok = _table_of(after["body"]) == _table_of(want) and _prose_of(after["body"]) == _prose_of(before["body"])
         return body_ok and summary_ok and same_others, {"body_ok": body_ok, "summary_ok": summary_ok}
 
@@ -232,19 +243,34 @@ class SwapOnCall(BrowserTask):
         body = text.replace("\\n", "\n").replace(line, "| " + " | ".join(cells) + " |")
         from openenv_mcp.worlds.browser.driving import fill_form
 
-        yield from fill_form([(page.ref_of("textbox", "Page text"), "Page text", "textbox", body),
-                              (page.ref_of("textbox", "Edit summary"), "Edit summary", "textbox", f"Swap Search on-call: {a} and {b}")])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Page text"), "Page text", "textbox", body),
+                (
+                    page.ref_of("textbox", "Edit summary"),
+                    "Edit summary",
+                    "textbox",
+                    f"Swap Search on-call: {a} and {b}",
+                ),
+            ]
+        )
         yield from click(page.ref_of("button", "Save page"), "Save page")
 
     def wrong(self, ep: Episode) -> Any:  # saves the page unchanged, with a summary
         yield from navigate(WIKI + "/pages/on-call-rotation/edit")
         page = yield from look()
-        yield from type_into(page.ref_of("textbox", "Edit summary"), f"Swap {ep.facts['a']} and {ep.facts['b']}", element="Edit summary")
+        yield from type_into(
+            page.ref_of("textbox", "Edit summary"), f"Swap {ep.facts['a']} and {ep.facts['b']}", element="Edit summary"
+        )
         yield from click(page.ref_of("button", "Save page"), "Save page")
 
 
 def _table_of(body: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in body.splitlines() if line.strip().startswith("|")]
+    return [
+        [c.strip() for c in line.strip().strip("|").split("|")]
+        for line in body.splitlines()
+        if line.strip().startswith("|")
+    ]
 
 
 def _prose_of(body: str) -> list[str]:
@@ -254,8 +280,10 @@ def _prose_of(body: str) -> list[str]:
 class AddReleaseStep(BrowserTask):
     id = "wiki-add-release-step"
     app = "wiki"
-    prompt = ("On the handbook's release calendar page, add the step 'Update the changelog' to the end of the Process list "
-              "(as its last item), and save with an edit summary. Keep everything else as it is.")
+    prompt = (
+        "On the handbook's release calendar page, add the step 'Update the changelog' to the end of the Process list "
+        "(as its last item), and save with an edit summary. Keep everything else as it is."
+    )
     changes = {"wiki.pages": "update", "wiki.revisions": "insert"}
 
     def check(self, ep: Episode, state: dict[str, Any], answer: str | None) -> tuple[bool, dict[str, Any]]:
@@ -274,8 +302,12 @@ class AddReleaseStep(BrowserTask):
         text = page.find("textbox", "Page text").text.replace("\\n", "\n").rstrip("\n")
         from openenv_mcp.worlds.browser.driving import fill_form
 
-        yield from fill_form([(page.ref_of("textbox", "Page text"), "Page text", "textbox", text + "\n- Update the changelog"),
-                              (page.ref_of("textbox", "Edit summary"), "Edit summary", "textbox", "Add the changelog step")])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Page text"), "Page text", "textbox", text + "\n- Update the changelog"),
+                (page.ref_of("textbox", "Edit summary"), "Edit summary", "textbox", "Add the changelog step"),
+            ]
+        )
         yield from click(page.ref_of("button", "Save page"), "Save page")
 
     def wrong(self, ep: Episode) -> Any:  # adds it at the top instead
@@ -285,9 +317,23 @@ class AddReleaseStep(BrowserTask):
         text = page.find("textbox", "Page text").text.replace("\\n", "\n")
         from openenv_mcp.worlds.browser.driving import fill_form
 
-        yield from fill_form([(page.ref_of("textbox", "Page text"), "Page text", "textbox", "- Update the changelog\n" + text),
-                              (page.ref_of("textbox", "Edit summary"), "Edit summary", "textbox", "Add the changelog step")])
+        yield from fill_form(
+            [
+                (page.ref_of("textbox", "Page text"), "Page text", "textbox", "- Update the changelog\n" + text),
+                (page.ref_of("textbox", "Edit summary"), "Edit summary", "textbox", "Add the changelog step"),
+            ]
+        )
         yield from click(page.ref_of("button", "Save page"), "Save page")
 
 
-TASKS = [WikiLead(), OnCall(), ExpenseLimit(), CodeFreeze(), CostCentre(), Sev1(), HighestOffice(), SwapOnCall(), AddReleaseStep()]
+TASKS = [
+    WikiLead(),
+    OnCall(),
+    ExpenseLimit(),
+    CodeFreeze(),
+    CostCentre(),
+    Sev1(),
+    HighestOffice(),
+    SwapOnCall(),
+    AddReleaseStep(),
+]

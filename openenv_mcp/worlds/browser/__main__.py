@@ -14,9 +14,13 @@ from .install import PACKAGE, install, missing_message, pinned_version
 def _env_dir(args: list[str]) -> Path:
     if args:
         return Path(args[0]).resolve()
-    import openenv_mcp.envs as envs
+    import importlib.util
 
-    return Path(envs.__file__).resolve().parent / "browser"
+    spec = importlib.util.find_spec("openenv_mcp.envs")  # the built-in environments (a data package)
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    if not folders:
+        raise SystemExit("the built-in environments are not installed: give the browser environment's folder")
+    return Path(folders[0]).resolve() / "browser"
 
 
 def main(argv: list[str]) -> int:

@@ -114,7 +114,11 @@ def main(argv: list[str] | None = None) -> None:
         named += [o.strip() for o in os.environ.get(args.origins_from_env, "").split(";") if o.strip()]
     origins = [origin(app) for app in args.app] + [o.rstrip("/") for o in named]
     if not origins:
-        hint = f" (set {args.origins_from_env}, e.g. {args.origins_from_env}=https://example.com)" if args.origins_from_env else ""
+        hint = (
+            f" (set {args.origins_from_env}, e.g. {args.origins_from_env}=https://example.com)"
+            if args.origins_from_env
+            else ""
+        )
         sys.exit(f"launch: no application and no origin: the browser would have nowhere to go{hint}")
     for folder in (WORLD_DIR, BROWSER_DIR):
         os.makedirs(os.path.join(workspace, folder), mode=0o700, exist_ok=True)

@@ -60,7 +60,7 @@ def playwright_config(
 ) -> dict[str, Any]:
     """The ``--config`` file of the Playwright MCP server: Debian's Chromium, headless, a profile in
     memory (``isolated``), only ``origins`` reachable, no page-registered (WebMCP) tools."""
-    args = list(CHROMIUM_ARGS)
+    args: list[str] = list(CHROMIUM_ARGS)
     if host_rules:
         args.append(f"--host-resolver-rules={host_rules}")
     return {

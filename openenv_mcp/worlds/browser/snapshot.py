@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 
 __all__ = ["Node", "Snapshot", "SnapshotError", "snapshot_text"]
 
-_LINE = re.compile(r'^(?P<indent> *)- (?P<rest>.*)$')
-_HEAD = re.compile(r'^(?P<role>[a-z]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)(?P<colon>:)?(?: (?P<text>.*))?$')
+_LINE = re.compile(r"^(?P<indent> *)- (?P<rest>.*)$")
+_HEAD = re.compile(
+    r'^(?P<role>[a-z]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?(?P<attrs>(?: \[[^\]]*\])*)(?P<colon>:)?(?: (?P<text>.*))?$'
+)
 _ATTR = re.compile(r"\[([^\]=]+)(?:=([^\]]*))?\]")
 
 
@@ -60,7 +62,11 @@ class Node:
         """The first match of :meth:`find_all`, or a :class:`SnapshotError`."""
         found = self.find_all(role, name, contains=contains)
         if not found:
-            what = " ".join(p for p in (role, repr(name) if name is not None else None, contains and f"containing {contains!r}") if p)
+            what = " ".join(
+                p
+                for p in (role, repr(name) if name is not None else None, contains and f"containing {contains!r}")
+                if p
+            )
             raise SnapshotError(f"no {what} in the snapshot; it has: {self.outline()}")
         return found[0]
 
@@ -75,7 +81,18 @@ class Node:
         return ", ".join(items[:limit]) + (" ..." if len(items) > limit else "")
 
 
-_ACTIONABLE = {"button", "link", "textbox", "combobox", "checkbox", "radio", "searchbox", "spinbutton", "heading", "row"}
+_ACTIONABLE = {
+    "button",
+    "link",
+    "textbox",
+    "combobox",
+    "checkbox",
+    "radio",
+    "searchbox",
+    "spinbutton",
+    "heading",
+    "row",
+}
 
 
 def snapshot_text(tool_result_text: str) -> str:

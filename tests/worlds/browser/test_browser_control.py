@@ -46,7 +46,10 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    need(os.geteuid() == 0 and shutil.which("unshare") is not None, "needs root and unshare(1) (util-linux) for a PID namespace")
+    need(
+        os.geteuid() == 0 and shutil.which("unshare") is not None,
+        "needs root and unshare(1) (util-linux) for a PID namespace",
+    )
     (tmp_path / WORLD_DIR).mkdir()
     return tmp_path
 

@@ -8,7 +8,20 @@ from typing import Any
 
 from openenv_mcp.worlds.browser.seeding import CITIES, STREETS, person
 
-ADJECTIVES = ("Summit", "Ridge", "Alpine", "Trail", "Canyon", "Glacier", "Forest", "Harbor", "Nordic", "Meadow", "Boulder", "Tundra")
+ADJECTIVES = (
+    "Summit",
+    "Ridge",
+    "Alpine",
+    "Trail",
+    "Canyon",
+    "Glacier",
+    "Forest",
+    "Harbor",
+    "Nordic",
+    "Meadow",
+    "Boulder",
+    "Tundra",
+)
 CATEGORIES = {
     "Rain jackets": ("Rain Jacket", ("XS", "S", "M", "L", "XL"), (6900, 24900)),
     "Backpacks": ("Backpack", ("One size",), (3900, 18900)),
@@ -30,17 +43,32 @@ def generate(rng: random.Random) -> dict[str, Any]:
         for adj in rng.sample(ADJECTIVES, 7):
             pid = len(products) + 1
             price = rng.randrange(low, high, 100) + rng.choice((0, 50, 90, 95))
-            products.append({
-                "id": pid, "sku": f"TH{1000 + pid * 7}", "name": f"{adj} {noun}", "category": cat,
-                "color": rng.choice(COLORS), "sizes": ",".join(sizes), "price": price,
-                "stock": rng.choice((0, 0, 2, 3, 5, 8, 12, 20)), "rating": round(rng.uniform(2.5, 5.0), 1),
-                "description": f"The {adj} {noun.lower()}: built for long days outside.",
-            })
+            products.append(
+                {
+                    "id": pid,
+                    "sku": f"TH{1000 + pid * 7}",
+                    "name": f"{adj} {noun}",
+                    "category": cat,
+                    "color": rng.choice(COLORS),
+                    "sizes": ",".join(sizes),
+                    "price": price,
+                    "stock": rng.choice((0, 0, 2, 3, 5, 8, 12, 20)),
+                    "rating": round(rng.uniform(2.5, 5.0), 1),
+                    "description": f"The {adj} {noun.lower()}: built for long days outside.",
+                }
+            )
     name = "Robin Keller"
     cities = rng.sample(CITIES, 3)
     addresses = [
-        {"id": i + 1, "name": name, "street": f"{rng.randint(1, 99)} {rng.choice(STREETS)}", "city": city,
-         "postcode": f"{rng.randint(1000, 9899)}", "country": "Netherlands" if i else "Austria", "is_default": int(i == 0)}
+        {
+            "id": i + 1,
+            "name": name,
+            "street": f"{rng.randint(1, 99)} {rng.choice(STREETS)}",
+            "city": city,
+            "postcode": f"{rng.randint(1000, 9899)}",
+            "country": "Netherlands" if i else "Austria",
+            "is_default": int(i == 0),
+        }
         for i, city in enumerate(cities)
     ]
     coupons = [
@@ -53,15 +81,36 @@ def generate(rng: random.Random) -> dict[str, Any]:
         chosen = rng.sample([p for p in products if p["price"] < 15000], rng.randint(1, 3))
         subtotal = sum(p["price"] for p in chosen)
         a = addresses[0]
-        orders.append({
-            "id": n + 1, "number": f"TH-{4101 + n * 17}", "status": status, "placed": f"2026-0{1 + n // 2}-{10 + n * 4}T10:00",
-            "ship_name": a["name"], "ship_street": a["street"], "ship_city": a["city"], "ship_postcode": a["postcode"],
-            "ship_country": a["country"], "shipping": "standard", "coupon": None, "subtotal": subtotal, "discount": 0,
-            "shipping_cost": 0 if subtotal >= 10000 else 495, "total": subtotal + (0 if subtotal >= 10000 else 495),
-        })
+        orders.append(
+            {
+                "id": n + 1,
+                "number": f"TH-{4101 + n * 17}",
+                "status": status,
+                "placed": f"2026-0{1 + n // 2}-{10 + n * 4}T10:00",
+                "ship_name": a["name"],
+                "ship_street": a["street"],
+                "ship_city": a["city"],
+                "ship_postcode": a["postcode"],
+                "ship_country": a["country"],
+                "shipping": "standard",
+                "coupon": None,
+                "subtotal": subtotal,
+                "discount": 0,
+                "shipping_cost": 0 if subtotal >= 10000 else 495,
+                "total": subtotal + (0 if subtotal >= 10000 else 495),
+            }
+        )
         for p in chosen:
-            items.append({"id": len(items) + 1, "order_id": n + 1, "product_id": p["id"], "size": p["sizes"].split(",")[0],
-                          "qty": 1, "unit_price": p["price"]})
+            items.append(
+                {
+                    "id": len(items) + 1,
+                    "order_id": n + 1,
+                    "product_id": p["id"],
+                    "size": p["sizes"].split(",")[0],
+                    "qty": 1,
+                    "unit_price": p["price"],
+                }
+            )
     return {
         "meta": {"now": "2026-03-16T09:30", "user": name},
         "products": products,
