@@ -20,6 +20,43 @@ def wrong(task: Any, seed: int | None = None) -> Any:
     return t.wrong(t.world(seed or 0))
 
 
+def samples(task: Any) -> list[dict[str, Any]]:
+    """Fixed calls that work on every task's start state (elements named by selectors, not refs): what
+    the conformance suite replays, the reference solutions being interactive."""
+    start = TASKS[task.id].start_url
+    nav = lambda url: {"name": "browser_navigate", "arguments": {"url": url}}  # noqa: E731
+    return [
+        nav(start),
+        {"name": "browser_snapshot", "arguments": {}},
+        {"name": "browser_click", "arguments": {"element": "second header link", "target": "header nav a >> nth=1"}},
+        {"name": "browser_snapshot", "arguments": {}},
+        {"name": "browser_navigate_back", "arguments": {}},
+        {"name": "browser_take_screenshot", "arguments": {"scale": "css"}},
+        {"name": "browser_evaluate", "arguments": {"function": "() => document.title"}},
+        {"name": "browser_find", "arguments": {"text": "Signed in"}},
+        {"name": "browser_hover", "arguments": {"element": "first header link", "target": "header nav a >> nth=0"}},
+        {"name": "browser_press_key", "arguments": {"key": "Tab"}},
+        {"name": "browser_console_messages", "arguments": {"level": "error"}},
+        {"name": "browser_network_requests", "arguments": {}},
+        {"name": "browser_tabs", "arguments": {"action": "list"}},
+        {"name": "browser_wait_for", "arguments": {"time": 0.1}},
+        {"name": "browser_resize", "arguments": {"width": 1200, "height": 800}},
+        nav("http://wiki.localhost:8000/"),
+        {"name": "browser_type", "arguments": {"element": "search", "target": "#q", "text": "on-call", "submit": True}},
+        {"name": "browser_snapshot", "arguments": {}},
+        {"name": "browser_navigate", "arguments": {"url": "http://shop.localhost:8000/?category=Tents"}},
+        {
+            "name": "browser_select_option",
+            "arguments": {"element": "sort", "target": "#sort", "values": ["Best rated"]},
+        },
+        {
+            "name": "browser_fill_form",
+            "arguments": {"fields": [{"name": "Search", "type": "textbox", "target": "#q", "value": "tent"}]},
+        },
+        {"name": "browser_snapshot", "arguments": {}},
+    ]
+
+
 # -- reward-hacking probes: each must score 0 on every task ---------------------------------------
 def _js(function: str) -> dict[str, Any]:
     return {"name": "browser_evaluate", "arguments": {"function": function}}

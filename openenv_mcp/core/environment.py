@@ -165,6 +165,14 @@ class Environment:
         (a :class:`ConfigError` when the solution is an interactive script: use :meth:`script`)."""
         return self.script(task, kind).actions()
 
+    def samples(self, task: Task) -> list[CallTool]:
+        """Calls known to work on ``task``'s start state (``samples(task)`` in the solutions module), for an
+        environment whose solutions are interactive scripts: what the conformance suite replays instead."""
+        module = self._solutions()
+        if module is None or not hasattr(module, "samples"):
+            return []
+        return Script(module.samples(self.tasks.full(task))).actions()
+
     def probes(self, task: Task, seed: int | None = None) -> dict[str, Script]:
         """The environment's own reward-hacking probes for ``task`` (``probes(task[, seed])`` in its
         solutions module, returning ``{name: actions or generator}``): each must score 0."""

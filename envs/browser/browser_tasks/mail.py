@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_mcp.worlds.browser.driving import click, fill_form, look, navigate, select, submit, type_into
+from openenv_mcp.worlds.browser.driving import click, fill_form, look, navigate, select, submit, type_into, value_of
 
 from .base import BrowserTask, Episode, Facts
 from .checks import changed_rows, new_rows, norm, same_answer
@@ -68,7 +68,8 @@ class ReplyManager(BrowserTask):
         page = yield from open_message("Quick question")
         yield from click(page.ref_of("link", "Reply"), "Reply")
         page = yield from look()
-        yield from send(page, body="Confirmed, I will be there.\n\n" + page.find("textbox", "Message").text)
+        quoted = yield from value_of(page.ref_of("textbox", "Message"), "Message")
+        yield from send(page, body="Confirmed, I will be there.\n" + quoted)
 
     def wrong(self, ep: Episode) -> Any:  # answers the older "Welcome back" message instead
         page = yield from open_message("Welcome back")
@@ -200,9 +201,10 @@ class ScheduleBudget(BrowserTask):
     def reference(self, ep: Episode) -> Any:
         yield from navigate(MAIL + "/?q=budget")
         page = yield from look()
-        emails = []
-        for link in [r.find("link") for r in page.find("table").find_all("row")[1:]]:
-            yield from click(link.ref or "", link.name)
+        emails: list[str] = []
+        for i in range(len(page.find("table").find_all("row")) - 1):
+            link = page.find("table").find_all("row")[1 + i].find("link")  # refs of the page just seen
+            yield from click(link.ref or "", link.all_text)
             message = yield from look()
             sender = message.find("paragraph", contains="From:").all_text
             emails.append(sender.split("<")[1].split(">")[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openenv_mcp.worlds.browser.driving import click, look, navigate, submit, type_into
+from openenv_mcp.worlds.browser.driving import click, fill_form, look, navigate, submit, type_into, value_of
 
 from .base import BrowserTask, Episode, Facts
 from .checks import same_answer
@@ -235,14 +235,12 @@ class SwapOnCall(BrowserTask):
         page = yield from look()
         yield from click(page.ref_of("link", "Edit this page"), "Edit this page")
         page = yield from look()
-        text = page.find("textbox", "Page text").text
-        line = next(line for line in text.replace("\\n", "\n").split("\n") if line.startswith("| Search |"))
+        text = yield from value_of(page.ref_of("textbox", "Page text"), "Page text")
+        line = next(line for line in text.split("\n") if line.startswith("| Search |"))
         cells = [c.strip() for c in line.strip("|").split("|")]
         a, b = cells[2], cells[3]
         cells[2], cells[3] = b, a
-        body = text.replace("\\n", "\n").replace(line, "| " + " | ".join(cells) + " |")
-        from openenv_mcp.worlds.browser.driving import fill_form
-
+        body = text.replace(line, "| " + " | ".join(cells) + " |")
         yield from fill_form(
             [
                 (page.ref_of("textbox", "Page text"), "Page text", "textbox", body),
@@ -299,9 +297,7 @@ class AddReleaseStep(BrowserTask):
         page = yield from open_page("Release calendar", "release")
         yield from click(page.ref_of("link", "Edit this page"), "Edit this page")
         page = yield from look()
-        text = page.find("textbox", "Page text").text.replace("\\n", "\n").rstrip("\n")
-        from openenv_mcp.worlds.browser.driving import fill_form
-
+        text = (yield from value_of(page.ref_of("textbox", "Page text"), "Page text")).rstrip("\n")
         yield from fill_form(
             [
                 (page.ref_of("textbox", "Page text"), "Page text", "textbox", text + "\n- Update the changelog"),
@@ -314,9 +310,7 @@ class AddReleaseStep(BrowserTask):
         page = yield from open_page("Release calendar", "release")
         yield from click(page.ref_of("link", "Edit this page"), "Edit this page")
         page = yield from look()
-        text = page.find("textbox", "Page text").text.replace("\\n", "\n")
-        from openenv_mcp.worlds.browser.driving import fill_form
-
+        text = yield from value_of(page.ref_of("textbox", "Page text"), "Page text")
         yield from fill_form(
             [
                 (page.ref_of("textbox", "Page text"), "Page text", "textbox", "- Update the changelog\n" + text),

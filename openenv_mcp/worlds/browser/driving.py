@@ -33,6 +33,7 @@ __all__ = [
     "select",
     "submit",
     "type_into",
+    "value_of",
 ]
 
 Steps = Generator[CallTool, Any, Any]
@@ -90,6 +91,20 @@ def fill_form(fields: list[tuple[str, str, str, str]]) -> Steps:
     """``browser_fill_form`` with ``(ref, name, type, value)`` per field."""
     items = [{"target": ref, "name": name, "type": kind, "value": value} for ref, name, kind, value in fields]
     return (yield from call("browser_fill_form", {"fields": items}))
+
+
+def value_of(ref: str, element: str = "field") -> Steps:
+    """A form field's exact value (a snapshot shows a textarea's lines joined by spaces), read with
+    ``browser_evaluate`` on the element."""
+    import json
+
+    obs = yield from call("browser_evaluate", {"element": element, "target": ref, "function": "(el) => el.value"})
+    text = result_text(obs)
+    section = text.split("### Result", 1)[-1].split("\n### ", 1)[0].strip()
+    try:
+        return json.loads(section)
+    except ValueError as e:
+        raise ScriptError(f"browser_evaluate did not return a JSON value: {section[:200]!r}") from e
 
 
 def submit(answer: str) -> Steps:

@@ -38,6 +38,8 @@ PR_SET_NO_NEW_PRIVS = 38
 SECBIT_ALL_LOCKED = 0x3F  # NOROOT, NO_SETUID_FIXUP, KEEP_CAPS_LOCKED and their locks
 POLICY_DIR = "/etc/chromium/policies/managed"
 CHROMIUM = "/usr/bin/chromium"
+WORLD_CLOCK = "2026-03-16T09:30:00Z"
+"""The Playwright server's wall clock in simulation: the applications' "now" (see ``clock.cjs``)."""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -140,7 +142,11 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as e:
         sys.exit(f"launch: {e}")
     os.chdir(os.path.join(workspace, BROWSER_DIR))
-    os.execv(node, [node, args.playwright, "--config", config_path, *args.extra])
+    node_args = [node]
+    if args.app:  # simulation: the server's wall clock is the world's (see clock.cjs)
+        node_args += ["--require", os.path.join(os.path.dirname(os.path.abspath(__file__)), "clock.cjs")]
+        os.environ["OPENENV_BROWSER_CLOCK"] = WORLD_CLOCK
+    os.execv(node, [*node_args, args.playwright, "--config", config_path, *args.extra])
 
 
 if __name__ == "__main__":

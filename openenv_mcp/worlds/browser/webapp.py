@@ -141,6 +141,9 @@ class WebApp:
     # -- sessions and forms -----------------------------------------------------------------------
     def session(self, request: Request) -> str:
         """This browser's session id (made on its first request)."""
+        made = getattr(request.state, "new_session", None)
+        if made is not None:  # made earlier in this request (its cookie is not sent back yet)
+            return made
         sid = request.cookies.get(SESSION_COOKIE, "")
         if sid not in self.sessions:
             sid = secrets.token_hex(16)
