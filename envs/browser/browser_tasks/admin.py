@@ -481,12 +481,12 @@ class RaisePriority(BrowserTask):
             yield from select(page.ref_of("combobox", "Priority"), ["high"], "Priority")
             yield from click(page.ref_of("button", "Change priority"), "Change priority")
 
-    def wrong(self, ep: Episode) -> Any:  # the closed ones too
+    def wrong(self, ep: Episode) -> Any:  # the closed ones too (first: the reward ends the episode on success)
         yield from navigate(ADMIN + "/tickets?q=app+crashes")
         page = yield from look()
-        for ticket in [
-            r.find("link").name for r in page.find("table").find_all("row")[1:] if "App crashes" in r.all_text
-        ]:
+        rows = [r for r in page.find("table").find_all("row")[1:] if "App crashes" in r.all_text]
+        rows.sort(key=lambda r: "closed" not in r.all_text.split())
+        for ticket in [r.find("link").name for r in rows]:
             yield from navigate(ADMIN + "/tickets/" + ticket.removeprefix("T-"))
             page = yield from look()
             yield from select(page.ref_of("combobox", "Priority"), ["high"], "Priority")
