@@ -54,9 +54,6 @@ class App(WebApp):
 document.querySelectorAll('select[data-autosubmit]').forEach(function (s) {
   s.addEventListener('change', function () { s.form.submit(); });
 });
-var count = document.getElementById('cart-count');
-if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(function (c) {
-  count.textContent = 'Cart (' + c.items + ')'; }); }
 """
 
     def routes(self) -> list[Route]:
@@ -74,7 +71,8 @@ if (count) { fetch('/api/cart').then(function (r) { return r.json(); }).then(fun
         ]
 
     def header_extra(self, request: Request) -> str:
-        return "<a id='cart-count' href='/cart'>Cart</a>"
+        row = self.row("SELECT COALESCE(SUM(qty), 0) AS n FROM cart_items")
+        return f"<a id='cart-count' href='/cart'>Cart ({row['n'] if row else 0})</a>"
 
     # -- catalogue -----------------------------------------------------------------------------------
     async def catalog(self, request: Request) -> Response:

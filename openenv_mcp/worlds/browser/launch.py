@@ -117,11 +117,11 @@ def main(argv: list[str] | None = None) -> None:
     origins = [origin(app) for app in args.app] + [o.rstrip("/") for o in named]
     if not origins:
         hint = (
-            f" (set {args.origins_from_env}, e.g. {args.origins_from_env}=https://example.com)"
+            f": set {args.origins_from_env}, e.g. {args.origins_from_env}=https://example.com"
             if args.origins_from_env
             else ""
         )
-        sys.exit(f"launch: no application and no origin: the browser would have nowhere to go{hint}")
+        print(f"launch: no application and no origin: every page is blocked{hint}", file=sys.stderr)
     for folder in (WORLD_DIR, BROWSER_DIR):
         os.makedirs(os.path.join(workspace, folder), mode=0o700, exist_ok=True)
     if args.app:
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     # apps only: names outside *.localhost never resolve (production reaches the user's site by DNS)
     rules = "MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE *.localhost" if args.app and not named else None
     with open(config_path, "w") as f:
-        json.dump(playwright_config(CHROMIUM, origins, host_rules=rules), f)
+        json.dump(playwright_config(CHROMIUM, origins, host_rules=rules, local=bool(args.app)), f)
     try:
         enter_browser_namespace(workspace, chromium_policy(origins))
     except OSError as e:

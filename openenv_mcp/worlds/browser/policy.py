@@ -55,11 +55,22 @@ def chromium_policy(origins: list[str]) -> dict[str, Any]:
     }
 
 
+LOCAL_TIMEOUTS = {"action": 2000, "navigation": 15000}
+"""Playwright's waits (ms) when the pages are the environment's own, served on the sandbox's loopback:
+an element that is not there after 2 s will not come (the defaults, 5 s and 60 s, are for the web)."""
+
+
 def playwright_config(
-    chromium: str, origins: list[str], *, host_rules: str | None, viewport: tuple[int, int] = (1280, 800)
+    chromium: str,
+    origins: list[str],
+    *,
+    host_rules: str | None,
+    local: bool = False,
+    viewport: tuple[int, int] = (1280, 800),
 ) -> dict[str, Any]:
     """The ``--config`` file of the Playwright MCP server: Debian's Chromium, headless, a profile in
-    memory (``isolated``), only ``origins`` reachable, no page-registered (WebMCP) tools."""
+    memory (``isolated``), only ``origins`` reachable, no page-registered (WebMCP) tools; ``local``:
+    the pages are the environment's own applications (shorter waits)."""
     args: list[str] = list(CHROMIUM_ARGS)
     if host_rules:
         args.append(f"--host-resolver-rules={host_rules}")
@@ -78,4 +89,5 @@ def playwright_config(
         "network": {"allowedOrigins": list(origins)},
         "webmcp": False,
         "imageResponses": "allow",
+        **({"timeouts": dict(LOCAL_TIMEOUTS)} if local else {}),
     }
