@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -34,14 +35,20 @@ def start(folder: Path, name: str, *, own_pid_namespace: bool = True) -> subproc
     argv = [sys.executable, "-c", SERVER, str(folder / WORLD_DIR / CONTROL_SOCKET), name]
     if own_pid_namespace:  # as the sandbox runs the applications: in a PID namespace of their own
         argv = ["unshare", "--pid", "--fork", "--kill-child", *argv]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
 
 
 def stop(proc: subprocess.Popen[str]) -> None:
-    proc.kill()
+    """Kill the server and its namespace's process (its own process group), and wait for it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
     proc.wait(timeout=10)
+    assert proc.stdout is not None
+    proc.stdout.close()
 
 
 @pytest.fixture
