@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test test-corpus corpus test-lowest lint bench conformance install clean validate-terminal
+.PHONY: demo test test-corpus corpus browser validate-browser test-lowest lint bench conformance install clean validate-terminal
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
@@ -45,7 +45,18 @@ corpus: $(STAMP)
 	@bash conformance/corpus/install.sh .cache/corpus .cache/node-tools || \
 	  echo "make: the conformance corpus could not be installed (no registry or Docker?): its tests will skip" >&2
 
-test: $(STAMP) lint corpus
+# The browser world's pinned Playwright MCP server (envs/browser/package-lock.json; npm ci, Debian's Chromium,
+# no browser download): idempotent, quick once installed. Offline it fails with a message and its tests skip.
+browser: $(STAMP)
+	@$(BIN)/python -m openenv_mcp.worlds.browser install envs/browser || \
+	  echo "make: the Playwright MCP server could not be installed (no npm registry?): the browser tests will skip" >&2
+
+# Every browser task: reference 1, wrong and probes 0 (make test runs a subset). Reports in artifacts/.
+validate-browser: browser
+	@mkdir -p artifacts
+	$(BIN)/openenv-mcp validate browser --json artifacts/validate-browser.json --html artifacts/validate-browser.html
+
+test: $(STAMP) lint corpus browser
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-corpus: corpus

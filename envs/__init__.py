@@ -8,6 +8,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+browser = HERE / "browser"
 coding = HERE / "coding"
 echo = HERE / "echo"
 files = HERE / "files"

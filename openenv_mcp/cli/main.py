@@ -70,9 +70,9 @@ async def run_reference(
                 if show_steps:
                     console.rule(f"episode {i} · task {episode.task.id} · seed {episode.seed}")
                     console.print(f"[bold]task:[/bold] {episode.task.prompt}")
-                for action in environment.trajectory(episode.task, policy):
-                    if episode.done or episode.truncated:
-                        break
+                script = environment.script(episode.task, policy, episode.seed)  # fixed, or reading observations
+                obs = None
+                while not (episode.done or episode.truncated) and (action := script.next(obs)) is not None:
                     obs = await episode.act(action)
                     if show_steps:
                         assert obs.result is not None  # a CallTool step always carries its result

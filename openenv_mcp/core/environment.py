@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from openenv_mcp.core.episode import Episode
+from openenv_mcp.core.scripts import Script, call_solution
 from openenv_mcp.core.warm import WarmPool, World
 from openenv_mcp.definitions.spec import EnvSpec, ToolServerSpec, load_module, load_object
 from openenv_mcp.definitions.surface import Surface
 from openenv_mcp.definitions.tasks import TaskSet, parse_tasks_value, resolve_tasks
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.isolation.host.workspace import UserWorkspace
-from openenv_mcp.types import CallTool, Task, action_from_json
+from openenv_mcp.types import CallTool, Task
 
 __all__ = ["Environment"]
 
@@ -85,6 +86,11 @@ class Environment:
         if reward is not None and not callable(reward):
             raise ConfigError(f"{spec.name}: reward must be 'module:function' or a callable, got {reward!r}")
         self.reward_fn: Callable[..., Any] | None = reward
+        setup = load_object(spec.setup, spec.base_dir) if spec.setup else None
+        if setup is not None and not callable(setup):
+            raise ConfigError(f"{spec.name}: setup must name a function ('module:function'), got {spec.setup!r}")
+        self.setup_fn: Callable[..., Any] | None = setup
+        """Prepares each simulation episode's world (``[env] setup``), or ``None``."""
         self.warm_pool_size = getattr(spec, "warm_pool", 0) if warm_pool is None else warm_pool
         if self.user_workspace is not None:
             self.warm_pool_size = 0  # the folder is the user's: no world is started on it ahead of time
@@ -145,33 +151,36 @@ class Environment:
     def has_solutions(self) -> bool:
         return self._solutions() is not None
 
-    def probe_trajectories(self, task: Task) -> dict[str, list[CallTool]]:
-        """The environment's own reward-hacking probes for ``task``: ``probes(task)`` of its solutions
-        module, ``{name: actions}`` (empty when it has none). Each must score 0 (``validate``)."""
-        module = self._solutions()
-        if module is None or not hasattr(module, "probes"):
-            return {}
-        task = self.tasks.full(task)
-        out: dict[str, list[CallTool]] = {}
-        for name, items in module.probes(task).items():
-            actions: list[Any] = [
-                action_from_json({"type": "call_tool", **a}) if isinstance(a, dict) else a for a in items
-            ]
-            out[str(name)] = actions
-        return out
-
-    def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool]:
-        """The scripted ``reference`` (solves) or ``wrong`` (does not) trajectory for ``task``."""
+    def script(self, task: Task, kind: str = "reference", seed: int | None = None) -> Script:
+        """The scripted ``reference`` (solves) or ``wrong`` (does not) policy for ``task`` played with
+        ``seed``: a fixed trajectory or an interactive script (see :mod:`openenv_mcp.core.scripts`)."""
         module = self._solutions()
         if module is None or not hasattr(module, kind):
             raise ConfigError(f"environment {self.name!r} has no scripted {kind!r} solutions")
         task = self.tasks.full(task)  # a task read off an observation lacks its grader-only fields
-        actions = []
-        for item in getattr(module, kind)(task):
-            if isinstance(item, dict):
-                item = action_from_json({"type": "call_tool", **item})
-            actions.append(item)
-        return actions
+        return Script(call_solution(getattr(module, kind), task, seed))
+
+    def trajectory(self, task: Task, kind: str = "reference") -> list[CallTool]:
+        """The scripted ``reference`` (solves) or ``wrong`` (does not) trajectory for ``task``, as a list
+        (a :class:`ConfigError` when the solution is an interactive script: use :meth:`script`)."""
+        return self.script(task, kind).actions()
+
+    def samples(self, task: Task) -> list[CallTool]:
+        """Calls known to work on ``task``'s start state (``samples(task)`` in the solutions module), for an
+        environment whose solutions are interactive scripts: what the conformance suite replays instead."""
+        module = self._solutions()
+        if module is None or not hasattr(module, "samples"):
+            return []
+        return Script(module.samples(self.tasks.full(task))).actions()
+
+    def probes(self, task: Task, seed: int | None = None) -> dict[str, Script]:
+        """The environment's own reward-hacking probes for ``task`` (``probes(task[, seed])`` in its
+        solutions module, returning ``{name: actions or generator}``): each must score 0."""
+        module = self._solutions()
+        if module is None or not hasattr(module, "probes"):
+            return {}
+        found = call_solution(module.probes, self.tasks.full(task), seed) or {}
+        return {str(name): Script(produced) for name, produced in found.items()}
 
 
 IN_PLACE_BOUNDARIES = ("inprocess", "remote")

@@ -11,6 +11,7 @@ to its servers (:mod:`~openenv_mcp.core.routing`), scoring
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
 import uuid
@@ -86,6 +87,8 @@ class Episode:
         self.closed = False
         self.interpreter: CodeInterpreter | None = None
         """The CodeAct interpreter, started by the first :class:`RunCode`."""
+        self.world: Any = None
+        """What the environment's ``setup`` returned (``RewardContext.world``)."""
 
     # -- lifecycle ---------------------------------------------------------
     async def start(self) -> None:
@@ -102,6 +105,9 @@ class Episode:
             await self._compose()
             if self.env.surface is None:
                 self.env.surface = self.surface()
+            if self.env.setup_fn is not None and self.env.mode == "sim":
+                value = self.env.setup_fn(self._context(None, None))
+                self.world = await value if inspect.isawaitable(value) else value
             if self.env.reward_fn is not None and self.env.mode == "sim":
                 self.score = await self._score(None, None)
         except BaseException:
@@ -313,14 +319,23 @@ class Episode:
     async def _score(
         self, action: CallTool | None, result: CallToolResult | None, extra: dict[str, Any] | None = None
     ) -> float:
-        ctx = RewardContext(
-            task=self.task, step=self.step_count, action=action, result=result, history=self.history, episode=self
-        )
+        ctx = self._context(action, result)
         reward_fn = self.env.reward_fn
         assert reward_fn is not None, "only an environment with a reward function is scored"  # callers check
         value, done = await evaluate(reward_fn, ctx, self.env.spec.name, extra)
         self.done = done if done is not None else value >= self.env.spec.success_score
         return value
+
+    def _context(self, action: CallTool | None, result: CallToolResult | None) -> RewardContext:
+        return RewardContext(
+            task=self.task,
+            step=self.step_count,
+            action=action,
+            result=result,
+            history=self.history,
+            episode=self,
+            world=self.world,
+        )
 
     def _reward_failed(self, error: Exception, extra: dict[str, Any]) -> float:
         """A reward that raised on this step: the score stays where it was (the step's

@@ -43,6 +43,13 @@ class RewardContext:
     """Every (action, result) of the episode so far."""
     episode: Episode | None = None
     """The episode, for :meth:`call_tool` (uncounted, unrewarded calls)."""
+    world: Any = None
+    """What the environment's ``setup`` returned for this episode (``None`` without a setup)."""
+
+    @property
+    def seed(self) -> int | None:
+        """The episode's seed (``None``: the task was picked by id without one)."""
+        return None if self.episode is None else self.episode.seed
 
     @property
     def workspace(self) -> Path:

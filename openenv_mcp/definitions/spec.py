@@ -170,9 +170,16 @@ class EnvSpec(_Spec):
     """``"module:function"`` or a callable ``f(ctx: RewardContext)`` returning the
     score (float or :class:`~openenv_mcp.types.Score`); or ``{command = [...]}``
     run inside the first tool server's boundary, printing a number."""
+    setup: str | None = None
+    """``"module:function"``: ``f(ctx: RewardContext)`` (sync or async) run in the environment server once
+    per simulation episode, after its tool servers started and before the first observation (the
+    initial score included): it prepares the world the task needs (seeds an application's data from the
+    full task and ``ctx.seed``...). What it returns is ``ctx.world`` for the reward. A setup that raises
+    fails the reset. Not run in production (no task there)."""
     solutions: str | None = None
     """Module with ``reference(task)`` and ``wrong(task)``, each returning the
-    list of actions of a scripted trajectory."""
+    list of actions of a scripted trajectory, or a generator of actions that receives each
+    action's observation (an interactive script, see :mod:`openenv_mcp.core.scripts`)."""
     prod_workspace: Literal["required", "optional", "none"] = "optional"
     """Production on the user's folder (``--mode prod --workspace DIR``): ``required``
     (the tools work on files: production needs the folder), ``none`` (the tools use no

@@ -248,16 +248,17 @@ async def validate(
     earlier: list[list[CallTool]] = []
     try:
         for index, task in enumerate(tasks):
-            solutions: dict[str, list[CallTool] | None] = {}
+            reference = None
             for kind in ("reference", "wrong"):
                 try:
-                    solutions[kind] = environment.trajectory(task, kind)
+                    script = environment.script(task, kind, seed)
                 except OpenEnvError as e:
-                    solutions[kind] = None
                     record(CheckResult(task_id=task.id, check=kind, error=str(e)))
-            for kind, actions in solutions.items():
-                if actions is not None:
-                    record(await play_script(make_env, task.id, kind, actions, seed, success))
+                    continue
+                result = await play_script(make_env, task.id, kind, script, seed, success)
+                record(result)
+                if kind == "reference":
+                    reference = result.played
             if tools is None:
                 probe_env = make_env()
                 try:
@@ -271,12 +272,10 @@ async def validate(
                     continue
                 actions = probe_actions(probe, tools, index, earlier, environment.max_steps)
                 record(await play_script(make_env, task.id, probe, actions, seed, success))
-            own = environment.probe_trajectories(task)
-            for name, actions in own.items():
+            for name, script in environment.probes(task, seed).items():
                 check = f"{HACK_PREFIX}{name}"
                 if "hack" in probes or check in probes:
-                    record(await play_script(make_env, task.id, check, actions, seed, success))
-            reference = solutions.get("reference")
+                    record(await play_script(make_env, task.id, check, script, seed, success))
             if reference:
                 earlier.append(reference)
     finally:

@@ -13,7 +13,10 @@ Probes (each on every task):
   strings, zeros, empty lists, wildcards);
 * ``replay``: the answer (last call) of every earlier task's reference
   trajectory, submitted to this task (an answer that scores on another task is
-  a hack, or a duplicate task).
+  a hack, or a duplicate task);
+* ``hack:NAME``: the environment's own probes (``probes(task[, seed])`` in its
+  solutions module: the hacks particular to its tools, e.g. a page's DOM edited to
+  show a confirmation), played like solutions, fixed or interactive.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from mcp.types import Tool
 
 from openenv_mcp.conformance.argsgen import generate_calls
+from openenv_mcp.core.scripts import Script
 from openenv_mcp.errors import OpenEnvError
 from openenv_mcp.types import CallTool
 
@@ -58,6 +62,8 @@ class CheckResult:
     reward_errors: list[str] = field(default_factory=list)
     error: str | None = None
     """The episode could not be played (reset failed, no solution...)."""
+    played: list[CallTool] = field(default_factory=list)
+    """The actions played (a script's depend on what the tools answered)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,10 +115,17 @@ def random_calls(tools: list[Tool], seed: int, count: int) -> list[CallTool]:
 
 
 async def play_script(
-    make_env: Any, task_id: str, check: str, actions: list[CallTool] | None, seed: int = 0, success_score: float = 1.0
+    make_env: Any,
+    task_id: str,
+    check: str,
+    actions: list[CallTool] | Script | None,
+    seed: int = 0,
+    success_score: float = 1.0,
 ) -> CheckResult:
-    """Play ``actions`` on ``task_id`` (``None``: reset only) and record the score's course."""
+    """Play ``actions`` (a list, or a :class:`Script` that reads each observation; ``None``: reset
+    only) on ``task_id`` and record the score's course. ``out.played`` is what was played."""
     out = CheckResult(task_id=task_id, check=check)
+    script = actions if isinstance(actions, Script) else Script(actions or [])
     env = make_env()
     try:
         obs = await env.reset(seed=seed, task_id=task_id)
@@ -120,8 +133,9 @@ async def play_script(
         out.score = out.final_score = score
         if score > 0:
             out.scoring_call = {"step": 0, "name": None, "arguments": None}
-        for action in actions or []:
-            o = await env.step(action)
+        last = None
+        while (action := _next(script, last, out)) is not None:
+            last = o = await env.step(action)
             out.steps += 1
             if "reward_error" in o.info:
                 out.reward_errors.append(o.info["reward_error"])
@@ -137,8 +151,21 @@ async def play_script(
     except OpenEnvError as e:
         out.error = f"{type(e).__name__}: {e}"
     finally:
+        script.close()
+        out.played = list(script.played)
         await env.close()
     return out
+
+
+def _next(script: Script, observation: Any, out: CheckResult) -> CallTool | None:
+    """The script's next action; a script that raises ends the episode with its error recorded."""
+    if out.error is not None:
+        return None
+    try:
+        return script.next(observation)
+    except Exception as e:  # noqa: BLE001 - a broken script is a finding, not a crash of validate
+        out.error = f"the script stopped at step {out.steps + 1}: {type(e).__name__}: {e}"
+        return None
 
 
 def probe_actions(

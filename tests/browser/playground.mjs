@@ -163,6 +163,36 @@ try {
     await page.screenshot({ path: join(artifacts, "playground-forms.png"), fullPage: true });
   }
 
+  if (scenario === "browser") {
+    // the browser world by hand: the real Playwright MCP tools, a snapshot as text, a screenshot as an image
+    await reset("wiki-team-lead", 0);
+    out.prompt = await text("#prompt");
+    out.tools = await page.locator("#tools .tool-name").allTextContents();
+    await openTool("browser_navigate");
+    await field("browser_navigate", "url").fill("http://wiki.localhost:8000/pages/team-directory");
+    let li = await call("browser_navigate");
+    out.navigate = await li.locator(".result pre").first().textContent();
+    await openTool("browser_snapshot");
+    li = await call("browser_snapshot");
+    out.snapshot = await li.locator(".result pre").first().textContent();
+    await openTool("browser_take_screenshot");
+    li = await call("browser_take_screenshot");
+    const img = li.locator(".result img");
+    await img.waitFor();
+    out.image = await img.evaluate((i) => ({ w: i.naturalWidth, h: i.naturalHeight, src: i.src.slice(0, 22) }));
+    const lead = /cell "Search"[^\n]*\n\s*- cell "([^"]+)"/.exec(out.snapshot);
+    out.answer = lead ? lead[1] : null;
+    await openTool("submit");
+    await field("submit", "answer").fill(out.answer || "");
+    li = await call("submit");
+    out.reward = await text("#reward");
+    out.done = await text("#done");
+    for (const name of ["browser_navigate", "browser_snapshot", "browser_take_screenshot", "submit"]) {
+      await page.locator(`details[data-tool-card='${name}']`).evaluate((d) => { d.open = false; });
+    }
+    await page.screenshot({ path: join(artifacts, "playground-browser.png"), fullPage: true });
+  }
+
   if (scenario === "prod") {
     await page.locator("#tools form").first().waitFor({ state: "attached" });
     out.reset_visible = await page.locator("#reset").isVisible();

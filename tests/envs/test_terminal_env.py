@@ -38,7 +38,7 @@ def test_the_terminal_set_is_registered_covers_every_category_and_hides_its_fold
     assert {t.data["category"] for t in tasks} == CATEGORIES
     for task in tasks:
         assert task.data["format"] == "harbor" and "harbor" not in task.public(environment.private_fields).data
-        assert environment.probe_trajectories(task)  # the Harbor hacking probes
+        assert environment.probes(task)  # the Harbor hacking probes
 
 
 @pytest.mark.docker

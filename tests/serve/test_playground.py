@@ -22,6 +22,7 @@ from openenv_mcp.testing import free_port, need
 
 from support import ROOT
 from support.browser import BROWSER, CHROMIUM, find_node
+from support.browser_world import need_browser
 
 pytestmark = pytest.mark.browser
 
@@ -223,3 +224,17 @@ def test_token_is_asked_for_and_sent(node, serve):
     assert out["token_box_visible"] is True
     assert out["prompt"] == "Use the echo tool to say exactly: reinforcement learning"
     assert (out["result"], out["reward"]) == ("reinforcement learning", "1")
+
+
+def test_play_a_browser_task_by_hand_in_chromium(node, serve):
+    """The browser world in the playground: Playwright MCP's snapshot as text, its screenshot as an image,
+    the answer submitted by hand scores 1. The page is checked in headless Chromium (the episode's own
+    Chromium runs in its sandbox, behind the server)."""
+    need_browser()
+    server = serve("browser")
+    out = drive(node, "browser", server.url)
+    assert "browser_snapshot" in out["tools"] and "submit" in out["tools"] and "browser_click" in out["tools"]
+    assert "Page URL: http://wiki.localhost:8000/pages/team-directory" in out["navigate"]
+    assert 'heading "Team directory"' in out["snapshot"] and "[ref=" in out["snapshot"]
+    assert out["image"]["src"] == "data:image/png;base64," and out["image"]["w"] >= 600
+    assert out["answer"] and out["reward"] == "1" and out["done"] == "true"

@@ -37,7 +37,7 @@ async def _play(target: str, actions: list[CallTool]):
 
 def _probe(folder: Path, name: str) -> list[CallTool]:
     environment = load_environment(f"harbor:{folder}")
-    return environment.probe_trajectories(environment.tasks.tasks[0])[name]
+    return environment.probes(environment.tasks.tasks[0])[name].actions()
 
 
 SOLVE = CallTool(name="shell_run", arguments={"command": SOLVE_HELLO.split("\n", 1)[1]})

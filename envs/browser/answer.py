@@ -1,0 +1,35 @@
+"""The ``submit`` tool of the ``browser`` environment (its second, in-process tool server).
+
+Question tasks ("find ... and answer") are scored on the answer given here. Only the FIRST submission
+of an episode counts (a second one is refused), and the tool never says whether it is right.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from pydantic import Field
+
+SUBMIT_TOOL = "submit"
+
+
+def create_server(ctx: Any) -> FastMCP:
+    """A fresh ``submit`` server for one episode."""
+    server = FastMCP("answer", instructions="Submit the final answer of a question task (once).")
+    state = {"submitted": False}
+
+    @server.tool(name=SUBMIT_TOOL, annotations={"readOnlyHint": False, "idempotentHint": False})
+    async def submit(
+        answer: Annotated[
+            str, Field(description="The answer, as text (a name, a number, a date...).", max_length=2000)
+        ],
+    ) -> str:
+        """Submit the final answer of the task. Only the first submission counts."""
+        if state["submitted"]:
+            raise ToolError("An answer was already submitted in this episode; only the first one counts.")
+        state["submitted"] = True
+        return "Answer recorded."
+
+    return server
