@@ -15,7 +15,7 @@ from openenv_mcp.serve.app import create_app
 from openenv_mcp.testing import serving
 from openenv_mcp.types import canonical_json
 
-from support import need_boundaries, representative_tasks
+from support import need_boundaries, representative_tasks, scripted_actions
 
 ENVS = [spec.name for spec in list_envs() if spec.solutions]
 
@@ -72,14 +72,15 @@ async def _via_mcp(trainer, seed, task_id, actions):
     return tools, results, state
 
 
-def _covering_tasks(environment):
+async def _covering_tasks(environment):
     """Tasks whose scripted trajectories together call every tool (the in-memory parity test runs all
     tasks; over the wire a covering few keep the suite fast). At least two, both kinds each."""
     chosen, called = [], set()
     for seed, task in enumerate(environment.tasks.tasks):
-        names = {a.name for kind in ("reference", "wrong") for a in environment.trajectory(task, kind)}
+        played = {kind: await scripted_actions(environment, task, kind, seed) for kind in ("reference", "wrong")}
+        names = {a.name for actions in played.values() for a in actions}
         if len(chosen) < 2 or not names <= called:
-            chosen.append((seed, task))
+            chosen.append((seed, task, played))
             called |= names
     return chosen, called
 
@@ -92,13 +93,12 @@ async def test_scripted_trajectories_agree_over_mcp_and_the_control_plane(name):
     app = create_app(environment)
     async with serving(app) as url, connect(url.replace("http", "ws") + "/ws", max_size=None) as ws:
         trainer = Trainer(ws)
-        chosen, called = _covering_tasks(environment)
+        chosen, called = await _covering_tasks(environment)
         all_tools = {t["name"] for t in (await trainer.ask(op="create", seed=0))["observation"]["tools"]}
         assert all_tools <= called, f"{name}: scripted trajectories never call {sorted(all_tools - called)}"
         await trainer.ask(op="close", episode_id=(await trainer.ask(op="list"))["episodes"][0])
-        for seed, task in chosen:
-            for kind in ("reference", "wrong"):
-                actions = environment.trajectory(task, kind)
+        for seed, task, played in chosen:
+            for kind, actions in played.items():
                 tools_a, results_a, state_a = await _via_control(trainer, seed, task.id, actions)
                 tools_b, results_b, state_b = await _via_mcp(trainer, seed, task.id, actions)
                 assert tools_a == tools_b, f"{name}/{task.id}: tool lists differ"

@@ -20,17 +20,19 @@ from support import need_boundaries, representative_tasks
 ENVS = [spec.name for spec in list_envs() if spec.solutions]
 
 
-async def _via_step(environment, seed, task_id, actions):
+async def _via_step(environment, seed, task_id, script):
+    """Play ``script`` (fixed, or interactive: it reads each observation) through ``act``; what it
+    played is ``script.played``, which the MCP side then replays."""
     episode = await environment.new_episode(seed=seed, task_id=task_id)
     try:
         tools = canonical_json([t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in episode.tools])
-        results = []
-        for action in actions:
-            if episode.done or episode.truncated:
-                break
-            results.append(canonical_json((await episode.act(action)).result))
+        results, observation = [], None
+        while not (episode.done or episode.truncated) and (action := script.next(observation)) is not None:
+            observation = await episode.act(action)
+            results.append(canonical_json(observation.result))
         return tools, results, episode.state()
     finally:
+        script.close()
         await episode.close()
 
 
@@ -59,9 +61,10 @@ async def test_step_and_mcp_client_agree_on_every_scripted_trajectory(name):
     called: set[str] = set()
     for seed, task in enumerate(environment.tasks.tasks):
         for kind in ("reference", "wrong"):
-            actions = environment.trajectory(task, kind)
+            script = environment.script(task, kind, seed)
+            tools_a, results_a, state_a = await _via_step(environment, seed, task.id, script)
+            actions = script.played
             called.update(a.name for a in actions)
-            tools_a, results_a, state_a = await _via_step(environment, seed, task.id, actions)
             tools_b, results_b, state_b = await _via_mcp(environment, seed, task.id, actions)
             assert tools_a == tools_b, f"{name}/{task.id}: tool lists differ"
             assert results_a == results_b, f"{name}/{task.id}/{kind}: results differ"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from openenv_mcp.testing import need
 
-__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker", "representative_tasks"]
+__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker", "representative_tasks", "scripted_actions"]
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout's root folder."""
@@ -26,6 +26,8 @@ def docker_problem(cli: str = "docker") -> str | None:
     try:
         import docker
 
+        if not hasattr(docker, "from_env"):  # a folder named docker/ on the path, not the SDK
+            raise ImportError("docker")
         docker.from_env(timeout=10).ping()
     except ImportError:
         return "the Docker SDK is missing: pip install 'openenv-mcp[docker]'"
@@ -67,3 +69,21 @@ def need_docker(*images: str, cli: str = "docker") -> None:
     need(problem is None, problem or "")
     if images:
         subprocess.run([str(ROOT / "docker" / "build.sh"), *images], check=True, timeout=900)
+
+
+async def scripted_actions(environment, task, kind: str = "reference", seed: int | None = None) -> list:
+    """The calls ``environment``'s scripted ``kind`` solution makes on ``task`` with ``seed``: a fixed
+    trajectory as it is; an interactive script (it reads each observation) played on a fresh in-process
+    episode with that seed, so another face can replay exactly what it did."""
+    script = environment.script(task, kind, seed)
+    if not script.interactive:
+        return script.actions()
+    episode = await environment.new_episode(seed=seed, task_id=task.id)
+    try:
+        observation = None
+        while not (episode.done or episode.truncated) and (action := script.next(observation)) is not None:
+            observation = await episode.act(action)
+    finally:
+        script.close()
+        await episode.close()
+    return list(script.played)
