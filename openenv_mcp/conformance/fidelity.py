@@ -28,7 +28,7 @@ from mcp.types import PromptReference
 
 from openenv_mcp.core.environment import Environment
 from openenv_mcp.definitions.spec import EnvSpec, ToolServerSpec
-from openenv_mcp.definitions.surface import compose_instructions
+from openenv_mcp.definitions.surface import compose_instructions, name_tools
 from openenv_mcp.errors import ConfigError
 
 __all__ = ["LEGITIMATE_DIFFERENCES", "Difference", "FidelityReport", "fidelity_diff"]
@@ -37,6 +37,8 @@ LEGITIMATE_DIFFERENCES: dict[str, str] = {
     "initialize.serverInfo": "the MCP face is the environment: its name and version, not the wrapped server's",
     "initialize.instructions": "composed with the environment's description and, with several servers, each "
     "server's name (openenv_mcp.definitions.surface.compose_instructions): compared with that composition",
+    "initialize.instructions.names": "a namespaced server's tool names in backticks in its instructions (`list`) "
+    "are the names the face offers (`fs_list`; openenv_mcp.definitions.surface.name_tools)",
     "initialize.capabilities.logging": "not passed through: the face does not forward a server's log messages "
     "(and logging is deprecated as of MCP 2026-07-28)",
     "initialize.capabilities.resources": "always declared (a simulation episode offers its task resource); "
@@ -235,13 +237,17 @@ async def fidelity_diff(
             report.normalized.add("initialize.serverInfo")
             several = len(spec.tool_servers) > 1
             face_instructions = mcp_init.instructions
+            own_names = [t.name for t in (await raw.list_tools()).tools]
+            raw_instructions = name_tools(raw_init.instructions, prefix, own_names)
+            if raw_instructions != raw_init.instructions:
+                report.normalized.add("initialize.instructions.names")
             if several:
                 report.normalized.add("several.servers")
-                expected = f"## {tool_server.name}\n{raw_init.instructions}" if raw_init.instructions else None
+                expected = f"## {tool_server.name}\n{raw_instructions}" if raw_instructions else None
                 if expected and face_instructions and f"\n\n{expected}" in f"\n\n{face_instructions}":
                     face_instructions = expected  # this server's section is there, whole
             else:
-                expected = compose_instructions(spec.description, [(tool_server.name, raw_init.instructions)])
+                expected = compose_instructions(spec.description, [(tool_server.name, raw_instructions)])
             if expected != raw_init.instructions:
                 report.normalized.add("initialize.instructions")
             record("initialize", "mcp", {"instructions": expected}, {"instructions": face_instructions})
