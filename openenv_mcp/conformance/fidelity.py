@@ -46,6 +46,8 @@ LEGITIMATE_DIFFERENCES: dict[str, str] = {
     "initialize.capabilities.prompts": "always declared (a simulation episode offers its task prompt); "
     "listChanged is not passed through",
     "initialize.capabilities.experimental": "not passed through (nor tasks, extensions)",
+    "in-process.meta": "an in-process FastMCP server's own bookkeeping (_meta.fastmcp: tags, version) is not its "
+    "wire and is not shown by the faces; run standalone, FastMCP adds it to every listed item",
     "tools/list.name": "a namespaced server's tools are named '<namespace>_<name>'",
     "resources/list.task": "a simulation episode adds its task resource (openenv://episode/task)",
     "prompts/list.task": "a simulation episode adds its task prompt ('task')",
@@ -144,6 +146,21 @@ def _pick_server(spec: EnvSpec, name: str | None) -> ToolServerSpec:
     if len(servers) != 1:
         raise ConfigError(f"{spec.name} has {len(servers)} tool servers: name the one to compare (server=...)")
     return servers[0]
+
+
+def _drop_library_meta(items: list[dict[str, Any]]) -> bool:
+    """Remove FastMCP's ``_meta.fastmcp`` from listed ``items`` (in place); whether any had it."""
+    found = False
+    for item in items:
+        meta = item.get("_meta")
+        if isinstance(meta, dict) and "fastmcp" in meta:
+            found = True
+            rest = {k: v for k, v in meta.items() if k != "fastmcp"}
+            if rest:
+                item["_meta"] = rest
+            else:
+                del item["_meta"]
+    return found
 
 
 def _stdio_params(spec: EnvSpec, server: ToolServerSpec, workspace: Path) -> Any:
@@ -256,6 +273,13 @@ async def fidelity_diff(
             # tools/list
             report.requests.append("tools/list")
             raw_tools = [_wire(t) for t in (await raw.list_tools()).tools]
+            in_process = tool_server.object is not None
+
+            def library_meta(items: list[dict[str, Any]]) -> None:
+                if in_process and _drop_library_meta(items):
+                    report.normalized.add("in-process.meta")
+
+            library_meta(raw_tools)
             if prefix:
                 report.normalized.add("tools/list.name")
                 for t in raw_tools:
@@ -285,6 +309,7 @@ async def fidelity_diff(
             # resources
             report.requests.append("resources/list")
             raw_res = await _answer(raw.list_resources)
+            library_meta(raw_res.get("result", {}).get("resources", []))
             got_res = await _answer(mcp.list_resources)
             if "result" in got_res and environment.mode == "sim":
                 report.normalized.add("resources/list.task")
@@ -298,6 +323,7 @@ async def fidelity_diff(
             record("resources/list", "mcp", raw_res, got_res)
             report.requests.append("resources/templates/list")
             raw_tpl = await _answer(raw.list_resource_templates)
+            library_meta(raw_tpl.get("result", {}).get("resourceTemplates", []))
             got_tpl = await _answer(mcp.list_resource_templates)
             if "error" in raw_tpl:
                 raw_tpl, got_tpl = _none_listed(got_tpl, "resourceTemplates")
@@ -318,6 +344,7 @@ async def fidelity_diff(
             # prompts
             report.requests.append("prompts/list")
             raw_pr = await _answer(raw.list_prompts)
+            library_meta(raw_pr.get("result", {}).get("prompts", []))
             got_pr = await _answer(mcp.list_prompts)
             if "result" in got_pr and environment.mode == "sim":
                 report.normalized.add("prompts/list.task")
