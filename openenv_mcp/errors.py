@@ -13,7 +13,9 @@ Catch a base to handle a kind of failure, as with httpx::
     │   ├── ResetNeeded          step()/state() before the first reset()
     │   ├── EpisodeEnded         step() after done or truncated
     │   ├── UnknownEpisode       no live episode has this id
-    │   └── UnknownEnvironment   make() was given no environment
+    │   ├── UnknownEnvironment   make() was given no environment
+    │   └── ForkError            this episode cannot be forked (a server refuses, it ran code, it is closed)
+    │       └── ForkDiverged     a replayed fork got another result than the original
     ├── ConfigError              an environment definition is invalid: fix the file
     │   ├── ToolNameError        two tools share a name, or a tool takes a reserved one
     │   ├── TaskFormatError      a Harbor / Terminal-Bench task folder that cannot be read or run
@@ -55,6 +57,8 @@ __all__ = [
     "EpisodeEnded",
     "EpisodeLimit",
     "EpisodeLost",
+    "ForkDiverged",
+    "ForkError",
     "ImageBuildError",
     "NotConformant",
     "OpenEnvError",
@@ -117,6 +121,32 @@ class UnknownEnvironment(UsageError):
     """``make()`` was given a name or path that is no environment."""
 
     code = "unknown_environment"
+
+
+class ForkError(UsageError):
+    """An episode cannot be forked: a tool server refuses (``fork = "refuse"``, a remote server),
+    the episode ran code (``run_code``), it is closed, or copying its world failed. Nothing is
+    half copied: no fork of the attempt stays live."""
+
+    code = "fork_error"
+
+
+class ForkDiverged(ForkError):
+    """A replayed fork got another result than the original at some step (the world is not
+    deterministic, or a server keeps state a replay does not rebuild)."""
+
+    code = "fork_diverged"
+
+    def __init__(self, message: str, step: int, recorded: object, replayed: object) -> None:
+        super().__init__(message)
+        self.step = step
+        self.recorded = recorded
+        self.replayed = replayed
+
+    @classmethod
+    def from_message(cls, message: str) -> OpenEnvError:
+        """Rebuilt from the wire, which carries only the message (step -1, nothing recorded or replayed)."""
+        return cls(message, -1, None, None)
 
 
 # -- an environment definition is invalid ------------------------------------------------------------------

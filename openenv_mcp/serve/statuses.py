@@ -1,7 +1,7 @@
 """The HTTP status of every error (:mod:`openenv_mcp.errors`), in one table: the edge's only mapping.
 
 An error takes the status of the nearest class in its MRO that the table names: a caller's mistake on an
-episode is a conflict (409) or not found (404), a busy server 503, a failed service behind the server 502,
+episode is a conflict (409: reset needed, ended, cannot fork) or not found (404), a busy server 503, a failed service behind the server 502,
 a body over the cap 413, anything else the caller sent 400.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 from openenv_mcp.errors import (
     EpisodeEnded,
     EpisodeLimit,
+    ForkError,
     OpenEnvError,
     RequestTooLarge,
     ResetNeeded,
@@ -24,6 +25,7 @@ HTTP_STATUS: dict[type[OpenEnvError], int] = {
     OpenEnvError: 400,
     ResetNeeded: 409,
     EpisodeEnded: 409,
+    ForkError: 409,
     UnknownEpisode: 404,
     UnknownEnvironment: 404,
     RequestTooLarge: 413,

@@ -21,6 +21,8 @@ DOCUMENTED = {
     "tool_server_error": 502,
     "image_build_error": 502,
     "policy_error": 502,
+    "fork_error": 409,
+    "fork_diverged": 409,
 }
 
 
