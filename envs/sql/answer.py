@@ -15,6 +15,15 @@ from pydantic import Field
 
 Answer = str | int | float | None | list[Any]
 
+ANNOTATIONS = {
+    "title": "Submit the answer",
+    "readOnlyHint": False,
+    "destructiveHint": False,  # it records the answer, changes nothing else
+    "idempotentHint": False,  # a second submission is refused
+    "openWorldHint": False,
+}
+"""The tool's MCP annotations (every hint explicit: a harness running unattended trusts only those)."""
+
 
 def create_server(ctx: Any) -> FastMCP:
     """A fresh ``submit_answer`` server for one episode."""
@@ -24,7 +33,7 @@ def create_server(ctx: Any) -> FastMCP:
     server.openenv_snapshot = lambda: dict(state)  # type: ignore[attr-defined]
     server.openenv_restore = state.update  # type: ignore[attr-defined]
 
-    @server.tool
+    @server.tool(title=ANNOTATIONS["title"], annotations=ANNOTATIONS)
     async def submit_answer(
         answer: Annotated[
             Answer,

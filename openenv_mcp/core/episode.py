@@ -35,7 +35,7 @@ from openenv_mcp.core.fork import fork_episode
 from openenv_mcp.core.routing import RESERVED_TOOL_NAMES, Routes, task_required_message
 from openenv_mcp.core.scoring import RewardContext, evaluate, reward_failed
 from openenv_mcp.core.warm import prepare
-from openenv_mcp.definitions.surface import Surface, server_surface
+from openenv_mcp.definitions.surface import Surface, name_tools, server_surface
 from openenv_mcp.errors import BoundaryError, EpisodeEnded, ToolNameError
 from openenv_mcp.isolation import Connection
 from openenv_mcp.isolation.codeact.interpreter import CodeInterpreter
@@ -135,9 +135,15 @@ class Episode:
 
     def surface(self) -> Surface:
         """What the MCP face declares for this episode's servers (instructions, capabilities)."""
+        own: dict[int, list[str]] = {}  # a server's own tool names, for its instructions
+        for conn, name, _ in self.routes.calls.values():
+            own.setdefault(id(conn), []).append(name)
         return server_surface(
             self.env.spec.description,
-            [(c.spec.name, c.instructions, c.capabilities) for c in self.connections],
+            [
+                (c.spec.name, name_tools(c.instructions, c.spec.prefix, own.get(id(c), [])), c.capabilities)
+                for c in self.connections
+            ],
         )
 
     # -- tool-list changes -----------------------------------------------------
