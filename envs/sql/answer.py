@@ -29,6 +29,9 @@ def create_server(ctx: Any) -> FastMCP:
     """A fresh ``submit_answer`` server for one episode."""
     server = FastMCP("answer", instructions="Submit the final answer of a question task (once).")
     state = {"submitted": False}
+    # the fork hook (docs/fork.md): a fork's server starts with the original's submission state
+    server.openenv_snapshot = lambda: dict(state)  # type: ignore[attr-defined]
+    server.openenv_restore = state.update  # type: ignore[attr-defined]
 
     @server.tool(title=ANNOTATIONS["title"], annotations=ANNOTATIONS)
     async def submit_answer(

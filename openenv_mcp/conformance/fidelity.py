@@ -30,6 +30,7 @@ from openenv_mcp.core.environment import Environment
 from openenv_mcp.definitions.spec import EnvSpec, ToolServerSpec
 from openenv_mcp.definitions.surface import compose_instructions, name_tools
 from openenv_mcp.errors import ConfigError
+from openenv_mcp.isolation.host.workspace import copy_seed
 
 __all__ = ["LEGITIMATE_DIFFERENCES", "Difference", "FidelityReport", "fidelity_diff"]
 
@@ -231,7 +232,7 @@ async def fidelity_diff(
     norm = normalize or (lambda v: v)
     try:
         if tool_server.workspace:
-            shutil.copytree(spec.path(tool_server.workspace), tmp, dirs_exist_ok=True)
+            copy_seed(spec.path(tool_server.workspace), tmp)
         async with AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(stdio_client(_stdio_params(spec, tool_server, tmp)))
             raw = await stack.enter_async_context(ClientSession(read, write))

@@ -117,6 +117,9 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
     server = FastMCP(name, instructions=INSTRUCTIONS.format(max_rows=max_rows, engine=backend.engine))
     server.sql_backend = backend  # type: ignore[attr-defined]  # for callers that own the backend
     server.openenv_close = backend.close  # type: ignore[attr-defined]  # called when the episode closes
+    if hasattr(backend, "snapshot"):  # the fork hook (docs/fork.md): the database through the backup API
+        server.openenv_snapshot = backend.snapshot  # type: ignore[attr-defined]
+        server.openenv_restore = backend.restore  # type: ignore[attr-defined]
 
     @server.tool(title=ANNOTATIONS["query"]["title"], annotations=ANNOTATIONS["query"])
     async def query(

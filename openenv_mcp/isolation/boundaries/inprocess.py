@@ -227,6 +227,24 @@ class InProcessConnection(Connection):
             raise KeyError(name) from None
         return result.to_mcp_prompt_result()
 
+    async def snapshot(self) -> Any:
+        """The server's own ``openenv_snapshot()`` (sync or async), if a factory-made server has one:
+        the fork hook of in-process servers (docs/fork.md); ``None`` without one."""
+        hook = getattr(self._require(), "openenv_snapshot", None) if getattr(self, "_owned", False) else None
+        if hook is None:
+            return None
+        state = hook()
+        return await state if inspect.isawaitable(state) else state
+
+    async def restore(self, state: Any) -> None:
+        """The server's own ``openenv_restore(state)`` with what the original's snapshot returned."""
+        hook = getattr(self._require(), "openenv_restore", None) if getattr(self, "_owned", False) else None
+        if hook is None:
+            return
+        done = hook(state)
+        if inspect.isawaitable(done):
+            await done
+
     async def close(self) -> None:
         server, self.server = self.server, None
         self._tools, self._threaded = {}, {}
