@@ -175,6 +175,16 @@ ENV_CASES = [
         ),
     ),
     (
+        "forgetful",
+        "env.fork_faithful",
+        re.compile(
+            r"forked by snapshot after step 3 \(seed 0\), the same 1 calls on each: step 1 tools/call 'add' "
+            r"\{\"amount\": 4\} returned \"total 4\" structured \{\"result\": \"total 4\"\} in fork 1 and "
+            r"\"total 10\" structured \{\"result\": \"total 10\"\} in the original: the fork, played before the "
+            r"original, lost or changed the original's state"
+        ),
+    ),
+    (
         "leaks_answer",
         "env.answer_hidden",
         "task 'capital-fr': MCP resources/read 'quiz://tasks' shows the grader-only answer \"Paris (Île-de-France)\"; "
