@@ -19,7 +19,7 @@ import pytest
 
 from support import ROOT
 
-BUILTINS = ["coding", "echo", "files", "sql", "terminal"]
+BUILTINS = ["browser", "coding", "echo", "files", "sql", "terminal"]
 TOOL_SERVERS = ["filesystem", "python", "shell", "sql"]
 
 
@@ -191,6 +191,104 @@ def test_the_installed_cli_runs_and_checks_environments(installed):
     assert "2 episodes" in out
     proc = run([str(cli), "conformance", "echo"], cwd=scratch, timeout=600)
     assert "passed" in proc.stdout
+
+
+# Where the checkout's data folders go in the wheel (pyproject's package-dir), and what never ships.
+DATA = {"envs/": "openenv_mcp/envs/", "openenv_mcp/scaffold/templates/": "openenv_mcp/scaffold/templates/"}
+NOT_SHIPPED = ("envs/browser/node_modules/",)  # `make browser` installs it; a user runs the install command
+
+
+def checkout_data() -> dict[str, str]:
+    """Every file of the checkout's data folders (``git ls-files`` in a git checkout, else the tree without
+    bytecode caches), by its path in the wheel."""
+    if (ROOT / ".git").exists():
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", *DATA], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split("\0")
+        files = [f for f in listed if f and (ROOT / f).is_file()]
+    else:
+        files = [
+            p.relative_to(ROOT).as_posix()
+            for top in DATA
+            for p in (ROOT / top).rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        ]
+    out = {}
+    for f in files:
+        if f.startswith(NOT_SHIPPED):
+            continue
+        src = next(s for s in DATA if f.startswith(s))
+        out[DATA[src] + f[len(src) :]] = f
+    return out
+
+
+def test_the_wheel_is_typed(installed):
+    *_, wheel = installed
+    assert "openenv_mcp/py.typed" in zipfile.ZipFile(wheel).namelist()
+
+
+def test_the_wheel_holds_the_checkouts_envs_and_templates_byte_for_byte(installed):
+    """Every file of every built-in env and template, dotfiles included (a seed's ``.env`` was dropped),
+    with the same bytes; nothing else under those folders (no bytecode, no node_modules)."""
+    *_, wheel = installed
+    shipped = zipfile.ZipFile(wheel)
+    expected = checkout_data()
+    assert "openenv_mcp/envs/files/seeds/create-gitignore/.env" in expected
+    in_wheel = {n for n in shipped.namelist() if n.startswith(tuple(DATA.values())) and not n.endswith("/")}
+    assert sorted(set(expected) - in_wheel) == [] and sorted(in_wheel - set(expected)) == []
+    assert [n for n in sorted(expected) if shipped.read(n) != (ROOT / expected[n]).read_bytes()] == []
+
+
+def test_a_workspace_from_the_installed_wheel_holds_no_bytecode_pip_compiled(installed):
+    """pip byte-compiles a seed's ``.py`` files where it installs them; an agent's workspace is the seed
+    as the checkout holds it, without those ``__pycache__`` folders."""
+    py, _, scratch, _ = installed
+    code = textwrap.dedent("""
+        import json, openenv_mcp
+        from pathlib import Path
+        from openenv_mcp import CallTool
+        seed = Path(openenv_mcp.__file__).parent / "envs" / "files" / "seeds" / "bump-copyright"
+        with openenv_mcp.make("files") as env:
+            env.reset(seed=0, task_id="bump-copyright")
+            obs = env.step(CallTool(name="fs_list", arguments={"path": ".", "recursive": True}))
+        print(json.dumps([sorted(p.name for p in seed.rglob("__pycache__")), obs.result.content[0].text]))
+    """)
+    compiled, listing = json.loads(run([str(py), "-c", code], cwd=scratch).stdout)
+    assert compiled == ["__pycache__"]  # pip did compile src/*.py next to the installed seed
+    assert "a.py" in listing and "__pycache__" not in listing and ".pyc" not in listing, listing
+
+
+# validate from the wheel: the fast envs whole, one task of the sandboxed ones; create-gitignore is the seed whose
+# .env the wheel dropped, bump-copyright one whose .py files pip compiles. (terminal and browser: the data test
+# above and their own validate tests in the checkout; `make validate-browser`, `make validate-terminal`.)
+VALIDATED = {
+    "echo": [],
+    "files": ["create-gitignore", "bump-copyright"],
+    "sql": ["q01-customer-count"],
+    "coding": ["paginate-off-by-one"],
+}
+
+
+def test_validate_of_the_builtins_is_green_from_the_installed_wheel(installed):
+    from openenv_mcp.isolation.boundaries.sandbox import bwrap_path
+
+    py, _, scratch, _ = installed
+    envs = dict(VALIDATED)
+    try:
+        bwrap_path()
+    except Exception:  # noqa: BLE001 - coding's tools run in bubblewrap; the others do not need it
+        envs.pop("coding")
+    code = textwrap.dedent(f"""
+        import anyio, json
+        from openenv_mcp.validate import validate
+        async def main():
+            return {{env: (await validate(env, task_ids=ids or None)).findings() for env, ids in {envs!r}.items()}}
+        print(json.dumps(anyio.run(main)))
+    """)
+    assert json.loads(run([str(py), "-c", code], cwd=scratch, timeout=600).stdout) == {env: [] for env in envs}
+    from openenv_mcp.testing import need
+
+    need("coding" in envs, "bubblewrap is not installed (apt-get install bubblewrap): coding not validated")
 
 
 @pytest.mark.parametrize("server", TOOL_SERVERS)

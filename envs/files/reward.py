@@ -155,15 +155,32 @@ def check(item: dict[str, Any], workspace: Path, seed: Path) -> bool:
     raise ValueError(f"unknown check {item!r}")
 
 
+_KINDS = ("equals", "same_as_seed", "answer", "json", "json_at", "ini", "lines_include")
+
+
+def describe(item: dict[str, Any]) -> str:
+    """A check named by its kind and path, never by what it expects (``info`` shows it)."""
+    for kind in ("absent", "unchanged", "glob"):
+        if kind in item:
+            return f"{kind} {item[kind]}"
+    kind = next((k for k in _KINDS if k in item), "?")
+    return f"{item.get('file')} ({kind} {item[kind]})" if kind == "json_at" else f"{item.get('file')} ({kind})"
+
+
 def evaluate(data: dict[str, Any], workspace: Path, seed: Path) -> tuple[float, dict[str, Any]]:
-    """(score, info) for a task's ``data`` against a workspace."""
+    """(score, info) for a task's ``data`` against a workspace; ``info`` names the first failing check of
+    each goal not met (``unmet``) and each guard broken (``broken``)."""
     goals = data["goals"]
-    met = [all(check(c, workspace, seed) for c in goal) for goal in goals]
+    failing = [next((c for c in goal if not check(c, workspace, seed)), None) for goal in goals]
     broken = [c for c in data.get("keep", []) if not check(c, workspace, seed)]
-    score = 0.0 if broken else sum(met) / len(goals)
-    info = {"goals_met": sum(met), "goals": len(goals)}
+    met = sum(c is None for c in failing)
+    score = 0.0 if broken else met / len(goals)
+    info: dict[str, Any] = {"goals_met": met, "goals": len(goals)}
+    if met < len(goals):
+        info["unmet"] = [f"goal {i}: {describe(c)}" for i, c in enumerate(failing, 1) if c is not None]
     if broken:
         info["guards_broken"] = len(broken)
+        info["broken"] = [describe(c) for c in broken]
     return score, info
 
 

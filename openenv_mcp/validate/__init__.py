@@ -137,7 +137,7 @@ class ValidationReport:
         """One line per problem found (empty: the environment passed every check)."""
         out = [
             f"reference solution of task {c.task_id!r} "
-            + (f"could not run: {c.error}" if c.error else f"does not reach success (score {c.score:g})")
+            + (f"could not run: {c.error}" if c.error else f"does not reach success (score {c.score:g}{_why(c)})")
             for c in self.reference_failures
         ]
         out += [
@@ -196,6 +196,11 @@ class ValidationReport:
             "checks": [c.to_json() for c in self.checks],
             "rollouts": [s.to_json() for s in self.rollouts],
         }
+
+
+def _why(check: CheckResult) -> str:
+    """``; the reward said: ...`` from what the reward's info said at the end (empty: it said nothing)."""
+    return f"; the reward said: {_short(check.info, 400)}" if check.info else ""
 
 
 def _short(value: Any, limit: int = 120) -> str:

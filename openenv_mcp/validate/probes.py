@@ -62,6 +62,9 @@ class CheckResult:
     reward_errors: list[str] = field(default_factory=list)
     error: str | None = None
     """The episode could not be played (reset failed, no solution...)."""
+    info: dict[str, Any] = field(default_factory=dict)
+    """What the reward said at the last observation (its ``Score.info``: which goal is unmet, which
+    guard broke), the episode's own keys left out."""
     played: list[CallTool] = field(default_factory=list)
     """The actions played (a script's depend on what the tools answered)."""
 
@@ -77,7 +80,12 @@ class CheckResult:
             "scoring_call": self.scoring_call,
             "reward_errors": self.reward_errors,
             "error": self.error,
+            "info": self.info,
         }
+
+
+EPISODE_KEYS = frozenset({"episode_id", "step", "score", "elapsed_ms", "reward_error"})
+"""Keys of an observation's ``info`` the episode writes; the rest is the reward's."""
 
 
 def _degenerate_values(schema: Any) -> list[Any]:
@@ -131,6 +139,7 @@ async def play_script(
         obs = await env.reset(seed=seed, task_id=task_id)
         score = float(obs.info.get("score", 0.0))
         out.score = out.final_score = score
+        out.info = {k: v for k, v in obs.info.items() if k not in EPISODE_KEYS}
         if score > 0:
             out.scoring_call = {"step": 0, "name": None, "arguments": None}
         last = None
@@ -140,6 +149,7 @@ async def play_script(
             if "reward_error" in o.info:
                 out.reward_errors.append(o.info["reward_error"])
             score = float(o.info.get("score", score))
+            out.info = {k: v for k, v in o.info.items() if k not in EPISODE_KEYS}
             if score > out.score:
                 out.score = score
             if score > 0 and out.scoring_call is None:

@@ -63,6 +63,7 @@ async def test_partial_credit_per_goal_and_guards_zero_it():
             )
         )
         assert obs.reward == 0.5 and not obs.done and obs.info["goals_met"] == 1 and obs.info["goals"] == 2
+        assert obs.info["unmet"] == ["goal 2: config/app.json (json_at debug)"] and "broken" not in obs.info
         obs = await episode.act(
             CallTool(
                 name="fs_edit",
@@ -70,6 +71,7 @@ async def test_partial_credit_per_goal_and_guards_zero_it():
             )
         )
         assert obs.reward == -0.5 and obs.info["guards_broken"] == 1  # a setting it had to keep changed
+        assert obs.info["broken"] == ["config/app.json (json_at server.workers)"]  # which one, not its value
         assert episode.state().cumulative_reward == 0.0
     finally:
         await episode.close()

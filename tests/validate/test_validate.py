@@ -81,6 +81,25 @@ def test_validate_names_every_probe_that_scores_and_every_bad_solution(tmp_path)
     } | {("t2", "replay"), ("t3", "replay")}
 
 
+def test_a_failing_reference_names_the_goal_and_the_guard_the_reward_reported(tmp_path):
+    """A reference that does not reach success says why: what the reward's info said at the end."""
+    env = hackable_env(tmp_path)
+    (tmp_path / "reward.py").write_text(
+        "from openenv_mcp.types import Score\n"
+        "def score(ctx):\n"
+        "    return Score(score=0.5, info={'unmet': ['goal 2: notes.txt (equals)'], 'broken': ['unchanged .env']})\n"
+    )
+    report = anyio.run(lambda: validate(str(env), task_ids=["t1"], probes=()))
+    assert report.findings()[0] == (
+        "reference solution of task 't1' does not reach success (score 0.5; the reward said: "
+        '{"broken": ["unchanged .env"], "unmet": ["goal 2: notes.txt (equals)"]})'
+    )
+    assert report.to_json()["checks"][0]["info"] == {
+        "unmet": ["goal 2: notes.txt (equals)"],
+        "broken": ["unchanged .env"],
+    }
+
+
 def test_validate_passes_on_echo_and_the_cli_exit_code_says_so(tmp_path, capsys):
     assert main(["validate", "echo", "--json", str(tmp_path / "v.json")]) == 0
     data = json.loads((tmp_path / "v.json").read_text())

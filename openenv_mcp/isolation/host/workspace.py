@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 __all__ = [
+    "BYTECODE_CACHES",
     "UserWorkspace",
     "Workspace",
     "copy_seed",
@@ -38,10 +39,21 @@ PREFIX = "openenv-mcp-"
 _OWNED = re.compile(r"^openenv-mcp-(?:home-)?([0-9a-f]{8})\.(\d+)\.(\d+)-")
 
 
+BYTECODE_CACHES = frozenset({"__pycache__"})
+"""Folders never copied out of a seed or a task folder: bytecode caches are not data. pip byte-compiles
+every ``.py`` file of a wheel it installs (a built-in env's seeds and projects included), so a copy that
+kept them would hand an agent ``__pycache__`` folders the checkout does not hold."""
+
+
 def copy_seed(seed: Path, dest: Path) -> None:
-    """Copy the tree ``seed`` into ``dest`` (merging), links kept as links; ``dest`` stays ``0700``."""
-    shutil.copytree(seed, dest, symlinks=True, dirs_exist_ok=True)
+    """Copy the tree ``seed`` into ``dest`` (merging), links kept as links, :data:`BYTECODE_CACHES`
+    left out; ``dest`` stays ``0700``."""
+    shutil.copytree(seed, dest, symlinks=True, dirs_exist_ok=True, ignore=_skip_caches)
     os.chmod(dest, 0o700)  # copytree copies the seed folder's mode onto dest
+
+
+def _skip_caches(folder: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in BYTECODE_CACHES and os.path.isdir(os.path.join(folder, n))}
 
 
 # -- owners ----------------------------------------------------------------------------

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from openenv_mcp.isolation.host.workspace import BYTECODE_CACHES
+
 __all__ = [
     "Capped",
     "Entry",
@@ -203,15 +205,16 @@ def folder_tar(
 
 
 def walk(folder: Path, skip: set[str]) -> Iterator[Path]:
+    """Every path under ``folder`` in a stable order, links not followed; top-level names in ``skip``
+    and bytecode caches (at any depth: pip's, in an installed wheel) left out."""
     if not folder.is_dir():
         return
     for root, dirs, files in os.walk(folder, followlinks=False):
         base = Path(root)
+        dirs[:] = sorted(d for d in dirs if d not in BYTECODE_CACHES)
         if base == folder:
-            dirs[:] = sorted(d for d in dirs if d not in skip)
+            dirs[:] = [d for d in dirs if d not in skip]
             files = [f for f in files if f not in skip]
-        else:
-            dirs.sort()
         for d in dirs:
             if (base / d).is_symlink():
                 yield base / d

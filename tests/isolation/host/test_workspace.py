@@ -46,6 +46,22 @@ def test_seeded_workspace_is_0700_so_other_episodes_cannot_read_it(tmp_path):
         ws.remove()
 
 
+def test_a_seeds_bytecode_caches_pip_compiled_stay_out_of_the_workspace(tmp_path):
+    """pip byte-compiles an installed wheel's seed ``.py`` files; the workspace holds the seed without them."""
+    seed = tmp_path / "seed"
+    (seed / "shop" / "__pycache__").mkdir(parents=True)
+    (seed / "shop" / "cart.py").write_text("TOTAL = 1\n")
+    (seed / "shop" / "__pycache__" / "cart.cpython-311.pyc").write_bytes(b"\0")
+    (seed / "notes__pycache__.txt").write_text("a file, not a cache folder")
+    ws = Workspace(tmp_path / "work")
+    ws.seed(seed)
+    try:
+        found = sorted(p.relative_to(ws.path).as_posix() for p in ws.path.rglob("*"))
+        assert found == ["notes__pycache__.txt", "shop", "shop/cart.py"]
+    finally:
+        ws.remove()
+
+
 def test_a_1500_deep_tree_does_not_kill_the_workspace_reaper(tmp_path):
     deep = Workspace(tmp_path)
     _deep_tree(deep.path, 1500)
