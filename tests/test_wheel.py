@@ -324,3 +324,20 @@ def test_the_installed_sandbox_starts_the_installed_tool_servers(installed):
     _, cli, scratch, _ = installed
     out = run([str(cli), "run", "coding", "--episodes", "1"], cwd=scratch, timeout=600).stdout
     assert "1 episodes" in out and "reward mean 1.000" in out, out
+
+
+def test_no_canary_nor_sealed_path_is_visible_from_any_sandbox_of_the_installed_wheel(installed):
+    """Issue 23 item 1 from a wheel: the envs sit in ``site-packages/openenv_mcp/envs`` inside the virtualenv
+    every sandbox binds; the canary walk (tests/hostile/test_hostile_canary_walk.py) finds none of them."""
+    import shutil
+
+    from openenv_mcp.testing import need
+
+    from support.canary_walk import problems
+
+    need(shutil.which("bwrap") is not None and os.geteuid() == 0, "the canary walk needs bubblewrap and root")
+    py, _, scratch, _ = installed
+    out = run([str(py), str(ROOT / "tests" / "support" / "canary_walk.py"), str(ROOT)], cwd=scratch, timeout=600)
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert problems(report) == [], json.dumps(report)[:4000]
+    assert len(report["walks"]) == 8
