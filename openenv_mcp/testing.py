@@ -109,7 +109,7 @@ def _stop(proc: subprocess.Popen[Any]) -> None:
 
 @contextlib.contextmanager
 def running_server(
-    env: str = "echo", *args: str, token: str | None = None, timeout: float = 30.0, cwd: str | None = None
+    env: str = "echo", *args: str, token: str | None = None, timeout: float = 60.0, cwd: str | None = None
 ) -> Iterator[str]:
     """``openenv-mcp serve ENV ARGS`` in a child process on a free loopback port; yields
     ``http://127.0.0.1:PORT`` once ``/health`` answers. Stopped (killed if it must be) however the block ends."""

@@ -25,7 +25,7 @@ lets it decide whether a test passed. After every step:
    workspace; files owned by the server's user and made read-only to others,
    no set-id bits) and ``runner.py`` evaluates the actual sides there, behind
    the ``sandbox`` boundary (:class:`SandboxConnection`): an unprivileged uid of
-   its own, no network, the env folder masked, with the limits of the env's
+   its own, no network, no env folder, checkout or ``.git`` bound, with the limits of the env's
    sandboxed tool servers (memory, processes, CPU) and :data:`TIMEOUT` s.
    The folder is removed afterwards and every process of that uid killed.
 4. **Judge.** The runner prints the values as tagged JSON. This process
@@ -408,6 +408,16 @@ def _limits(episode: Any) -> Limits:
     return Limits()
 
 
+def runner_connection(argv: list[str], project: Path, limits: Limits) -> SandboxConnection:
+    """The sandbox the runner runs ``argv`` in, the folder ``project`` at ``/workspace``: a uid of its own,
+    killed whole on close; this env folder (hidden tests, tasks, solutions) is not bound, nor the checkout."""
+    spec = ToolServerSpec(
+        name="coding-reward", command=argv, isolation="sandbox", hide=[".", "../../.git"], limits=limits
+    )
+    ctx = ServerContext(episode_id=f"coding-reward-{secrets.token_hex(8)}", workspace=project)
+    return SandboxConnection(spec, ctx, base_dir=ENV_DIR)
+
+
 async def run_hidden(project: Path, hidden: Hidden, limits: Limits) -> tuple[int, str | None, bool]:
     """Evaluate ``hidden`` against the folder ``project`` in the sandbox:
     (tests passed, error, whether that is a verdict on the project rather than a failed run)."""
@@ -421,11 +431,7 @@ async def run_hidden(project: Path, hidden: Hidden, limits: Limits) -> tuple[int
         hidden.plan(),
         SANDBOX_WORKSPACE,
     ]
-    spec = ToolServerSpec(
-        name="coding-reward", command=argv, isolation="sandbox", hide=[".", "../../.git"], limits=limits
-    )
-    ctx = ServerContext(episode_id=f"coding-reward-{secrets.token_hex(8)}", workspace=project)
-    conn = SandboxConnection(spec, ctx, base_dir=ENV_DIR)  # a uid of its own, killed whole on close
+    conn = runner_connection(argv, project, limits)
     try:
         with anyio.move_on_after(TIMEOUT) as scope:
             code, out, err = await conn.run_command(argv, {}, TIMEOUT + 10)

@@ -1,5 +1,5 @@
 import sys
 
-from openenv_mcp.cli.main import main
+from openenv_mcp.cli import main
 
 sys.exit(main())

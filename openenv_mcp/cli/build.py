@@ -20,15 +20,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.errors import BuildError, ConfigError
 
 __all__ = ["Project", "add_parser", "build_image", "build_wheel", "find_project", "local_source", "run"]
 
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
-
-
-class BuildError(OpenEnvError):
-    """A wheel or image build failed (the tool's output is in the message)."""
 
 
 @dataclass

@@ -1,8 +1,9 @@
 """``openenv-mcp export FORMAT ...``: an environment or its rollouts in the formats the field reads.
 
 ``export harbor ENV --out DIR``: the environment's tasks as Harbor task folders
-(:mod:`openenv_mcp.worlds.harbor.export`). Other formats register their subcommand here
-(``add_format``).
+(:mod:`openenv_mcp.worlds.harbor.export`). ``export atif ROLLOUTS.jsonl --out DIR``: each line of a
+rollout file as a Harbor (ATIF) trajectory, ``DIR/episode-E-sample-S.json``
+(:mod:`openenv_mcp.rollout.atif`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,49 @@ def add_parser(sub: Any) -> Any:
     h.add_argument("--task", action="append", default=None, metavar="ID", help="export only this task (repeatable)")
     h.add_argument("--force", action="store_true", help="write into a folder that is not empty")
     h.set_defaults(func=_harbor)
+    a = formats.add_parser(
+        "atif",
+        help="each line of a rollout file as a Harbor trajectory (ATIF v1.4 JSON)",
+        description="Write DIR/episode-E-sample-S.json per line of an `openenv-mcp rollout --out` file: the "
+        "conversation as ATIF steps, tool calls with their results, rewards, token ids and logprobs when recorded.",
+    )
+    a.add_argument("rollouts", help="a JSONL file written by `openenv-mcp rollout --out`")
+    a.add_argument("--out", required=True, metavar="DIR", help="folder for the trajectories (created)")
+    a.set_defaults(func=_atif)
     return formats
+
+
+def _atif(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from openenv_mcp.errors import ConfigError
+    from openenv_mcp.rollout.atif import to_atif
+    from openenv_mcp.rollout.trajectory import TRAJECTORY_FORMAT
+
+    source = Path(args.rollouts)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read {str(source)!r}: {e}") from None
+    documents: dict[str, dict[str, Any]] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            raise ConfigError(f"{source}:{n} is not JSON; give a file written by `openenv-mcp rollout --out`") from None
+        if not isinstance(line, dict) or line.get("format") != TRAJECTORY_FORMAT:
+            raise ConfigError(f"{source}:{n} is not a rollout line (format {TRAJECTORY_FORMAT!r}); nothing was written")
+        documents[f"episode-{int(line.get('episode') or 0)}-sample-{int(line.get('sample') or 0)}.json"] = to_atif(line)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, document in documents.items():
+        (out / name).write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    Console().print(f"{len(documents)} trajectories (ATIF v1.4) written to {out}")
+    return 0 if documents else 1
 
 
 def _harbor(args: argparse.Namespace) -> int:

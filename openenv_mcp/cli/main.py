@@ -18,6 +18,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from openenv_mcp.cli.stdio import add_arguments as add_stdio_arguments
+from openenv_mcp.cli.stdio import add_prod_flags
 from openenv_mcp.errors import OpenEnvError
 
 console = Console()
@@ -265,22 +267,6 @@ def _prod_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"workspace": args.workspace, "read_only": args.read_only}
 
 
-def _add_prod_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--workspace",
-        default=None,
-        metavar="DIR",
-        help="production: the folder the tools work on, in place (bound at /workspace in a sandbox)",
-    )
-    p.add_argument("--read-only", action="store_true", help="production: the tools may read --workspace, not change it")
-    p.add_argument(
-        "--database-url",
-        default=None,
-        metavar="URL",
-        help="production: the database of SQL tool servers (default: $DATABASE_URL)",
-    )
-
-
 # -- parser ---------------------------------------------------------------------
 def add_task_arguments(p: argparse.ArgumentParser) -> None:
     """``--all-tasks``, ``--repeat``, ``--tasks``, ``--split``: which tasks a command plays."""
@@ -452,15 +438,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="JSON",
         help="--ray: custom Ray resources each replica reserves, e.g. '{\"env_node\": 1}'",
     )
-    _add_prod_flags(p)
+    add_prod_flags(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("stdio", help="serve one episode as an MCP server over stdin/stdout (IDE configs)")
-    p.add_argument("env", help="environment name, env.toml path or folder")
-    p.add_argument("--mode", choices=["sim", "prod"], default="sim")
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--task", default=None, help="task id of the episode")
-    _add_prod_flags(p)
+    add_stdio_arguments(p)
     p.set_defaults(func=_cmd_stdio)
 
     from openenv_mcp.cli.conformance import add_parser as add_conformance  # openenv-mcp conformance TARGET ...

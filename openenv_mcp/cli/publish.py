@@ -19,13 +19,9 @@ from typing import Any
 import anyio
 
 from openenv_mcp.cli.build import build_wheel, find_project
-from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.errors import ConfigError, NotConformant, OpenEnvError
 
 __all__ = ["NotConformant", "add_parser", "run", "upload"]
-
-
-class NotConformant(OpenEnvError):
-    """publish refused: the environment failed conformance (and --force was not given)."""
 
 
 def add_parser(sub: Any) -> None:

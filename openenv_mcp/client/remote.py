@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from openenv_mcp import errors as _errors
 from openenv_mcp.client.env import Env, _coerce, _Portal
 from openenv_mcp.client.schemes import Scheme
-from openenv_mcp.errors import ConfigError, OpenEnvError, ResetNeeded
+from openenv_mcp.errors import ConfigError, OpenEnvError, ResetNeeded, from_wire
 from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, State
 
 __all__ = ["SCHEME", "AsyncVectorEnv", "ControlConnection", "RemoteAsyncEnv", "VectorEnv", "ws_url"]
@@ -34,23 +34,10 @@ __all__ = ["SCHEME", "AsyncVectorEnv", "ControlConnection", "RemoteAsyncEnv", "V
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
-def _error_classes() -> dict[str, type[OpenEnvError]]:
-    out: dict[str, type[OpenEnvError]] = {}
-    stack: list[type[OpenEnvError]] = [OpenEnvError]
-    while stack:
-        cls = stack.pop()
-        out.setdefault(cls.code, cls)
-        stack.extend(cls.__subclasses__())
-    return out
-
-
 def _raise(error: dict[str, Any]) -> OpenEnvError:
-    code = str(error.get("code", "openenv_error"))
-    cls = _error_classes().get(code, OpenEnvError)
-    err = cls(str(error.get("message", code)))
-    if cls is OpenEnvError:
-        err.code = code
-    return err
+    """The error a control-plane reply carries (``{"code", "message"}``), rebuilt as its class."""
+    code = str(error.get("code", OpenEnvError.code))
+    return from_wire(code, str(error.get("message", code)))
 
 
 def ws_url(url: str) -> str:
@@ -325,7 +312,7 @@ class AsyncVectorEnv:
                 continue
             err = _raise(item.get("error") or {})
             if not return_exceptions:
-                raise type(err)(f"episode {i}: {err}")
+                raise from_wire(err.code, f"episode {i}: {err}")
             out.append(err)
         return out
 

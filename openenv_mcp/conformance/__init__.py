@@ -23,6 +23,7 @@ from typing import Any
 from openenv_mcp.conformance.base import RULES, Context, Failed, Rule, Skipped, rule
 from openenv_mcp.conformance.report import KnownFailures, Report, Result, load_known_failures
 from openenv_mcp.conformance.runner import check_env, check_env_async, select_rules
+from openenv_mcp.errors import ConformanceError
 
 __all__ = [
     "RULES",
@@ -42,15 +43,6 @@ __all__ = [
     "rule",
     "select_rules",
 ]
-
-
-class ConformanceError(AssertionError):
-    """Raised by :func:`assert_conformant`; ``.report`` holds the full report."""
-
-    def __init__(self, report: Report) -> None:
-        self.report = report
-        lines = [report.summary()] + [f"  {r.rule} [{r.severity}]: {r.message}" for r in report.errors]
-        super().__init__("\n".join(lines))
 
 
 def assert_conformant(target: Any, **kwargs: Any) -> Report:

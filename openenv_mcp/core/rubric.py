@@ -31,14 +31,10 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openenv_mcp.definitions.spec import load_object
-from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.errors import ConfigError, CriterionError
 from openenv_mcp.types import Score
 
 __all__ = ["Criterion", "CriterionError", "Rubric", "RubricSpec", "candidate_answer", "trajectory_text"]
-
-
-class CriterionError(OpenEnvError):
-    """One criterion of a rubric could not score this step."""
 
 
 class Criterion(BaseModel):

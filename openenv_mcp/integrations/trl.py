@@ -56,7 +56,7 @@ from typing import Any
 
 from openenv_mcp.client.registry import make
 from openenv_mcp.core.codeact import RUN_CODE, RUN_CODE_TOOL
-from openenv_mcp.errors import ConfigError, EpisodeEnded, ResetNeeded
+from openenv_mcp.errors import ConfigError, EpisodeEnded, ResetNeeded, ToolSchemaError
 from openenv_mcp.integrations.text import result_text
 from openenv_mcp.integrations.toolschema import (
     NO_DEFAULT,
@@ -71,12 +71,6 @@ from openenv_mcp.types import CallTool, RunCode, State
 __all__ = ["EnvironmentFactory", "ToolSchemaError", "environment_factory", "tool_function"]
 
 _RESERVED = {"reset", "get_reward"}
-
-
-class ToolSchemaError(ConfigError):
-    """Tools whose ``inputSchema`` TRL cannot be given exactly (the message lists them and why)."""
-
-    code = "tool_schema_error"
 
 
 def _docstring(description: str, params: list[tuple[str, str]]) -> str:

@@ -25,6 +25,7 @@ from openenv_mcp.errors import EpisodeLost, OpenEnvError, UnknownEpisode
 from openenv_mcp.ray.pool import RayPool, ReplicaInfo
 from openenv_mcp.serve.edge import DEFAULT_MAX_REQUEST_BYTES
 from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY
+from openenv_mcp.serve.statuses import http_status
 
 __all__ = ["FrontDoor", "error_body", "lost_message"]
 
@@ -125,7 +126,7 @@ class FrontDoor:
             else:
                 replica = await self.pool.choose()
         except OpenEnvError as e:
-            await self._send_json(send, e.http_status, error_body(e.code, str(e)))
+            await self._send_json(send, http_status(e), error_body(e.code, str(e)))
             return
         await self.forward(scope, receive, send, replica, session_pin=session is None)
 
@@ -164,7 +165,7 @@ class FrontDoor:
                     replica = await self.pool.choose()  # a new MCP session loses nothing: another replica
                     continue
                 lost = EpisodeLost(f"the replica at {replica.url} (Ray node {replica.node_id}) did not answer: {e}")
-                await self._send_json(send, lost.http_status, error_body(lost.code, str(lost)))
+                await self._send_json(send, http_status(lost), error_body(lost.code, str(lost)))
                 return
         try:
             if session_pin and "mcp-session-id" in response.headers:

@@ -13,19 +13,12 @@ from typing import Any
 import anyio
 import httpx
 
-from openenv_mcp.errors import ConfigError, OpenEnvError
+from openenv_mcp.errors import ConfigError, PolicyError
 
 __all__ = ["RETRY_STATUS", "OpenAIPolicy", "Policy", "PolicyError", "Turn"]
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 """HTTP statuses from a model server that are retried with backoff."""
-
-
-class PolicyError(OpenEnvError):
-    """The policy (a model server) could not give the next turn; the rollout stops."""
-
-    code = "policy_error"
-    http_status = 502
 
 
 @dataclass

@@ -10,7 +10,7 @@ Every operation goes through :class:`ControlPlane`, which reaches episodes via
 the :class:`~openenv_mcp.serve.manager.EpisodeManager` and steps them with
 :meth:`Episode.act` (the one dispatch path the MCP face uses too). Errors are
 :class:`~openenv_mcp.errors.OpenEnvError` subclasses raised deep and translated
-here, once, with their ``code`` and ``http_status``.
+here, once: their ``code`` on the wire, their HTTP status from :mod:`openenv_mcp.serve.statuses`.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from openenv_mcp.core.codeact import RUN_CODE
 from openenv_mcp.errors import BadRequest, EpisodeEnded, OpenEnvError, RequestTooLarge, UnknownEpisode
 from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from openenv_mcp.serve.openenv_compat import OpenEnvSocket, is_openenv_message
+from openenv_mcp.serve.statuses import http_status
 from openenv_mcp.types import CallTool, ListTools, RunCode, action_from_json
 
 if TYPE_CHECKING:
@@ -396,7 +397,7 @@ class ControlPlane:
                 text = await self.run(msg, caller, base)
             return Response(text, status_code=status, media_type="application/json")
         except OpenEnvError as e:
-            return Response(_dumps({"error": error_body(e)}), status_code=e.http_status, media_type="application/json")
+            return Response(_dumps({"error": error_body(e)}), status_code=http_status(e), media_type="application/json")
 
     async def _create_while_connected(
         self, request: Request, msg: dict[str, Any], caller: Caller, base: str

@@ -36,6 +36,7 @@ from openenv_mcp.isolation.boundaries.inprocess import error_result
 from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY
 from openenv_mcp.serve.mcp_http import EPISODE_SCOPE_KEY, UNKNOWN_EPISODE_CODE
 from openenv_mcp.serve.mcp_server import EPISODE_ENDED_MESSAGE
+from openenv_mcp.serve.statuses import http_status
 from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, action_from_json
 
 if TYPE_CHECKING:
@@ -412,7 +413,7 @@ def openenv_routes(control: ControlPlane, environment: Environment, mode: str) -
     from openenv_mcp.serve.openapi import metadata, openapi_document, schemas
 
     def error(e: OpenEnvError) -> Response:
-        return JSONResponse({"error": {"code": e.code, "message": str(e)}}, status_code=e.http_status)
+        return JSONResponse({"error": {"code": e.code, "message": str(e)}}, status_code=http_status(e))
 
     async def body(request: Request) -> dict[str, Any]:
         raw = await request.body()

@@ -84,9 +84,12 @@ async def serve_stdio(
     task_id: str | None = None,
     workspace: str | Path | None = None,
     read_only: bool = False,
+    streams: tuple[Any, Any] | None = None,
 ) -> None:
     """Serve one episode of ``target`` as an MCP server over stdin/stdout (IDE and desktop clients);
-    in production on the user's folder ``workspace`` (see ``docs/deploy.md``)."""
+    in production on the user's folder ``workspace`` (see ``docs/deploy.md``). ``streams``: the
+    client's lines and a writer for the SDK's ``stdio_server(stdin, stdout)`` instead of fd 0 and 1
+    (``openenv_mcp.cli.stdio.Wire``, which took them before the environment started)."""
     from mcp.server.stdio import stdio_server
 
     from openenv_mcp.client.registry import load_environment
@@ -96,7 +99,7 @@ async def serve_stdio(
     episode = await environment.new_episode(seed=seed, task_id=task_id)
     try:
         server = episode_server(episode)
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server(*(streams or ())) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
         await episode.close()

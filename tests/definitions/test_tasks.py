@@ -289,7 +289,10 @@ def test_named_sets_inherit_the_top_tables_keys_but_not_its_source():
 
 
 def test_a_jsonl_files_filter_limit_and_ids_were_silently_ignored(tmp_path):
-    rows = [{"id": i, "prompt": f"task {i}", "data": {"level": lvl}} for i, lvl in zip("abcd", ["easy", "hard"] * 2)]
+    rows = [
+        {"id": i, "prompt": f"task {i}", "data": {"level": lvl}}
+        for i, lvl in zip("abcd", ["easy", "hard"] * 2, strict=True)
+    ]
     (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     env_file = _env(
         tmp_path,

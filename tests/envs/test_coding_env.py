@@ -115,7 +115,7 @@ async def test_hidden_tests_cannot_be_read_through_any_tool(coding):
             assert out["exit_code"] == 1 and out["stdout"] == ""
             assert out["stderr"].endswith("No such file or directory\n")
             obs = await act(episode, "shell_run", command=f"ls -A {ENV_DIR}; ls {ENV_DIR / 'hidden'}")
-            assert obs.result.structured_content["stdout"] == ""  # the env folder is masked: empty
+            assert obs.result.structured_content["stdout"] == ""  # the env folder is not there
             obs = await act(
                 episode,
                 "shell_run",
@@ -126,8 +126,8 @@ async def test_hidden_tests_cannot_be_read_through_any_tool(coding):
             assert obs.result.structured_content["exit_code"] != 0
             obs = await act(episode, "python_run", code=f"open({str(hidden)!r}).read()")
             assert obs.result.structured_content["error"].splitlines()[-1].startswith("FileNotFoundError")
-            obs = await act(episode, "python_run", code=f"import os\nos.listdir({str(ENV_DIR)!r})")
-            assert obs.result.structured_content["result"] == "[]"
+            obs = await act(episode, "python_run", code=f"import os\nos.path.exists({str(ENV_DIR)!r})")
+            assert obs.result.structured_content["result"] == "False"  # the env folder is not bound at all
             obs = await act(episode, "fs_read", path=str(hidden))
             assert obs.result.is_error and "outside the workspace" in obs.result.content[0].text
             obs = await act(episode, "fs_read", path="../" * 12 + str(hidden).lstrip("/"))

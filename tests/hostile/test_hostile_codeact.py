@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,6 +22,8 @@ import openenv_mcp
 from openenv_mcp import RunCode
 from openenv_mcp.client.registry import find_env
 from openenv_mcp.definitions.spec import Limits
+from openenv_mcp.isolation.host.allowlist import checkout_roots, inside
+from openenv_mcp.isolation.host.runtime import package_dirs
 
 from support.containment import Listener, world_dir
 
@@ -87,6 +90,24 @@ def test_code_cannot_read_the_grader_only_task_data_on_disk():
         )
         assert out["exception"] is None and out["value"] == "[False, False, False, True]", out
         assert '"goals"' not in json.dumps(out)
+
+
+def test_code_cannot_read_other_envs_hidden_tests_the_checkouts_git_or_what_lies_beside_it():
+    """Issue 23 item 1: ``RunCode`` in ``files`` read ``envs/coding/hidden`` and ``envs/sql/tasks.jsonl`` (the
+    bundled envs' folder was bound for the package), the checkout's ``.git`` and the checkout's parent."""
+    envs = Path(str(find_env("coding").base_dir)).parent
+    targets = [envs / "coding" / "hidden", envs / "sql" / "tasks.jsonl", envs / "coding" / "solutions.py"]
+    targets += [Path(root) / ".git" for root in checkout_roots()]
+    with files_env() as env:
+        env.reset(seed=0)
+        out, _ = run(env, f"import os\n[os.path.exists(p) for p in {[str(t) for t in targets]!r}]")
+        assert out["exception"] is None and out["value"] == repr([False] * len(targets)), (targets, out)
+        for root in checkout_roots():  # only the mount points of the package and its virtualenv show
+            runtime = {Path(p).relative_to(root).parts[0] for p in [*package_dirs(), sys.prefix] if inside(p, root)}
+            look = f"import os\n[sorted(os.listdir({root!r})), os.listdir({os.path.dirname(root)!r})]"
+            out, _ = run(env, look)
+            assert out["value"] == repr([sorted(runtime), [os.path.basename(root)]]), out
+        still_answers(env)
 
 
 def test_code_cannot_write_outside_its_sandbox():

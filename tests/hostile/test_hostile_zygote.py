@@ -24,7 +24,7 @@ from openenv_mcp.isolation.host import cgroup
 from openenv_mcp.isolation.host.proctree import uid_processes
 from openenv_mcp.testing import need
 
-from support.containment import assert_no_leak, marked_processes
+from support.containment import assert_no_leak, marked_processes, runtime_mount_points
 
 
 @pytest.fixture
@@ -57,12 +57,10 @@ def uid_of(env) -> int:
 
 def assert_tmp_and_shm_empty(listing: str, first: str) -> None:
     """``first`` then the listing of ``ls -A /tmp /dev/shm`` in a sandbox: both empty, but /tmp may show the
-    mount point of a bound folder under the host's /tmp (the tests' workdir, ``tempfile.tempdir`` here, when
-    pytest's temp folders are under /tmp)."""
-    work = Path(tempfile.gettempdir())
-    mount_point = {work.relative_to("/tmp").parts[0]} if work.is_relative_to("/tmp") and work != Path("/tmp") else set()
+    mount point of the runtime when the checkout or its virtualenv is under the host's /tmp (never the
+    tests' workdir nor an env folder: those are not bound)."""
     words = listing.split()
-    assert words[:3] == [first, "/dev/shm:", "/tmp:"] and set(words[3:]) <= mount_point, listing
+    assert words[:3] == [first, "/dev/shm:", "/tmp:"] and set(words[3:]) <= runtime_mount_points(), listing
 
 
 def assert_sibling_untouched(sibling, marker: str = "") -> None:

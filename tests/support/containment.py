@@ -170,3 +170,17 @@ class Listener:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def runtime_mount_points() -> set[str]:
+    """What a sandbox's private ``/tmp`` may show: the first folder under the host's ``/tmp`` of each
+    runtime folder bound there (the virtualenv, the package's folders, the base interpreter) when the
+    checkout or the virtualenv lives under ``/tmp``; nothing else of the host (no workdir, no env folder)."""
+    from openenv_mcp.isolation.host.runtime import package_dirs
+
+    out = set()
+    for folder in [sys.prefix, sys.base_prefix, *package_dirs()]:
+        path = Path(os.path.realpath(folder))
+        if path.is_relative_to("/tmp") and path != Path("/tmp"):
+            out.add(path.relative_to("/tmp").parts[0])
+    return out

@@ -10,9 +10,11 @@ environment, whole-tree kill, bounded reads), plus:
   ``/mnt``, ``/media``, ``/srv``), which are empty;
 * **a private ``/tmp``** (also its ``HOME`` and ``TMPDIR``) and the episode's
   workspace, read-write, at ``/workspace`` (what ``{workspace}`` expands to);
-* what the command needs from private folders, read-only at the same path:
-  the environment's folder (``{env_dir}``), absolute paths in the command,
-  and for Python commands the interpreter, the virtualenv and ``sys.path``;
+* what the command needs from private folders, read-only at the same path (never an
+  environment folder, a checkout or its ``.git``: :mod:`openenv_mcp.isolation.host.allowlist`):
+  the environment's folder when the command names it (``{env_dir}``), absolute paths in
+  the command, and for Python commands the interpreter, the virtualenv, its ``.pth`` folders
+  and the package's own folders;
 * the spec's ``hide`` paths masked (an empty folder or file over each), so
   files in a bound folder (e.g. an environment's hidden tests) stay unseen;
 * as root, bwrap runs privileged (no user namespace) and the server drops to
@@ -36,6 +38,7 @@ from openenv_mcp.errors import BoundaryError, ConfigError
 from openenv_mcp.isolation.base import ServerContext
 from openenv_mcp.isolation.boundaries.process import ProcessConnection, _ProcessHost
 from openenv_mcp.isolation.faststart.template import fast_process
+from openenv_mcp.isolation.host.allowlist import allowlisted, inside
 from openenv_mcp.isolation.host.exposure import outermost
 from openenv_mcp.isolation.host.launch import SYSTEM_PATH, Launch, rlimits_for
 from openenv_mcp.isolation.host.runtime import command_paths
@@ -155,10 +158,21 @@ class SandboxConnection(ProcessConnection):
             out.append(path)
         return out
 
+    def names_env_dir(self, argv: list[str]) -> bool:
+        """Whether the command or its variables name the env folder (``{env_dir}``, or a path in it):
+        only then is the env folder bound (a bundled environment's: only the paths named in it)."""
+        own = str(self.base_dir)
+        if any("{env_dir}" in a for a in [*(self.spec.command or []), *self.spec.env.values()]):
+            return True
+        return any(inside(os.path.realpath(a), own) for a in argv[1:] if a.startswith("/"))
+
     def needed_paths(self, argv: list[str]) -> list[str]:
         """Host paths the command needs (outside the system folders), bound read-only at the
-        same place: its program and runtime, what it imports, ``{env_dir}``, ``ro_bind``."""
-        paths = command_paths(argv, self.base_dir) + self._env_paths(self.spec.ro_bind)
+        same place: its program and runtime, what it imports, ``{env_dir}`` when named, ``ro_bind``;
+        never a sealed path nor a checkout (:func:`~openenv_mcp.isolation.host.allowlist.allowlisted`)."""
+        own = str(self.base_dir)
+        paths = [p for p in command_paths(argv, self.base_dir) if p != own or self.names_env_dir(argv)]
+        paths = allowlisted([*paths, *self._env_paths(self.spec.ro_bind)], own_env=own)
         seen = []
         for path in paths:
             if not _system(path) and path not in seen and os.path.exists(path):
@@ -235,14 +249,17 @@ class SandboxConnection(ProcessConnection):
         for name in HIDDEN:
             args += ["--perms", "1777" if "tmp" in name else "0755", "--tmpfs", "/" + name]
         made: set[str] = set()
-        writable = self._env_paths(self.spec.bind)
-        for path in self.needed_paths(argv) + writable:
+        writable = allowlisted(self._env_paths(self.spec.bind), own_env=str(self.base_dir))
+        bound = self.needed_paths(argv) + writable
+        for path in bound:
             for parent in reversed(Path(path).parents[:-1]):  # folders bwrap must create: searchable
                 if str(parent) not in made and not _system(str(parent)):
                     made.add(str(parent))
                     args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--bind" if path in writable else "--ro-bind", path, path]
         for path in self.hidden_paths():
+            if not any(inside(path, b) for b in bound):
+                continue  # not there anyway: masking it would only make its mount point (and show its name)
             args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
         args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
         args += ["--remount-ro", "/", "--"]

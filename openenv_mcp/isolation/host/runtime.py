@@ -17,7 +17,9 @@ the rest of ``/root``.
 
 :func:`command_paths` is the whole list for one command: its program and prefix, the absolute paths
 it names, the environment's folder, the runtime above and, for this interpreter, its prefixes,
-``sys.path`` and the folders ``openenv_mcp`` is imported from (:func:`package_dirs`).
+the folders ``.pth`` files add to its ``sys.path`` (:func:`site_paths`) and the folders ``openenv_mcp``
+is imported from (:func:`package_dirs`). The rest of this process's ``sys.path`` (a script's folder,
+what pytest inserts) is not the child's: it is not bound.
 """
 
 from __future__ import annotations
@@ -29,7 +31,16 @@ from pathlib import Path
 
 from openenv_mcp.isolation.host.launch import SYSTEM_PATH
 
-__all__ = ["command_paths", "node_root_of", "package_dirs", "runtime_paths", "shebang_of", "too_wide", "virtualenv_of"]
+__all__ = [
+    "command_paths",
+    "node_root_of",
+    "package_dirs",
+    "runtime_paths",
+    "shebang_of",
+    "site_paths",
+    "too_wide",
+    "virtualenv_of",
+]
 
 NODE_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".mts", ".cts")
 _WALK = 6
@@ -140,7 +151,7 @@ def runtime_paths(argv: list[str], search_path: str) -> list[str]:
 
 def command_paths(argv: list[str], base_dir: Path) -> list[str]:
     """Host paths a command needs to run: its program and prefix, absolute paths in it, the
-    environment's folder and, for this interpreter, its prefixes, ``sys.path`` and this package."""
+    environment's folder and, for this interpreter, its prefixes, its ``.pth`` folders and this package."""
     program = os.path.realpath(argv[0])
     prefix = os.path.dirname(os.path.dirname(program))
     # as named, without ``..`` (``{env_dir}/../runtime/...`` is not inside ``{env_dir}``): a folder bound at
@@ -150,8 +161,7 @@ def command_paths(argv: list[str], base_dir: Path) -> list[str]:
     paths += [a for a in named if os.path.exists(a)]
     paths += runtime_paths(argv, f"{os.path.dirname(argv[0])}:{SYSTEM_PATH}")
     if argv[0] == sys.executable or program == os.path.realpath(sys.executable):
-        paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs()]
-        paths += [p for p in sys.path if p.startswith("/") and os.path.exists(p)]
+        paths += [sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix), *package_dirs(), *site_paths()]
     out: list[str] = []
     for path in paths:
         if path and os.path.exists(path) and path not in out:
@@ -159,17 +169,43 @@ def command_paths(argv: list[str], base_dir: Path) -> list[str]:
     return out
 
 
+def site_paths() -> list[str]:
+    """The folders this interpreter's ``.pth`` files (in its site-packages) add to ``sys.path``: a child
+    interpreter of the same virtualenv adds them too (an editable install in compat mode, say)."""
+    import site
+
+    out: list[str] = []
+    for folder in site.getsitepackages():
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".pth"))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                lines = Path(folder, name).read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            for line in lines:
+                line = line.strip()
+                if line and not line.startswith(("#", "import ", "import\t")):
+                    path = os.path.realpath(os.path.join(folder, line))
+                    if os.path.isdir(path) and path not in out:
+                        out.append(path)
+    return out
+
+
 def package_dirs() -> list[str]:
-    """The folders the import system loads ``openenv_mcp`` and its tool servers and environments from.
+    """The folders the import system loads ``openenv_mcp`` and its tool servers from.
 
     Found through the import system, not assumed: in a wheel they are one folder in site-packages; in
-    an editable install ``openenv_mcp.tool_servers`` and ``openenv_mcp.envs`` map to the checkout's
-    top-level ``tool_servers/`` and ``envs/`` (the rest of the checkout is not needed, so not bound).
+    an editable install ``openenv_mcp.tool_servers`` maps to the checkout's top-level ``tool_servers/``
+    (the rest of the checkout is not needed, so not bound; nor is ``envs/``: no sandbox imports an
+    environment, and their folders hold grader data, see :mod:`openenv_mcp.isolation.host.allowlist`).
     """
     import importlib.util
 
     out: list[str] = []
-    for name in ("openenv_mcp", "openenv_mcp.tool_servers", "openenv_mcp.envs"):
+    for name in ("openenv_mcp", "openenv_mcp.tool_servers"):
         spec = importlib.util.find_spec(name)
         for folder in (spec.submodule_search_locations or []) if spec else []:
             if os.path.realpath(folder) not in out:

@@ -26,25 +26,13 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.errors import WorldTampered, WorldUnavailable
 from openenv_mcp.worlds.browser import CONTROL_SOCKET, WORLD_DIR
 
 __all__ = ["MAX_MESSAGE", "WorldClient", "WorldTampered", "WorldUnavailable", "peer_pid", "serve_control"]
 
 MAX_MESSAGE = 32 * 1024 * 1024
 """Largest line either side reads (a whole state export)."""
-
-
-class WorldUnavailable(OpenEnvError):
-    """The applications of an episode did not answer on their state socket."""
-
-    code = "world_unavailable"
-
-
-class WorldTampered(OpenEnvError):
-    """The state socket is answered by another process than the one the grader seeded."""
-
-    code = "world_tampered"
 
 
 def peer_pid(sock: socket.socket) -> int:
