@@ -15,6 +15,8 @@ __all__ = [
     "EpisodeEnded",
     "EpisodeLost",
     "EpisodeLimit",
+    "ForkDiverged",
+    "ForkError",
     "ImageBuildError",
     "OpenEnvError",
     "RequestTooLarge",
@@ -140,3 +142,25 @@ class ToolServerError(OpenEnvError):
         self.rpc_code = rpc_code
         self.message = message
         self.data = data
+
+
+class ForkError(OpenEnvError):
+    """An episode cannot be forked: a tool server refuses (``fork = "refuse"``, a remote server),
+    the episode ran code (``run_code``), it is closed, or copying its world failed. Nothing is
+    half copied: no fork of the attempt stays live."""
+
+    code = "fork_error"
+    http_status = 409
+
+
+class ForkDiverged(ForkError):
+    """A replayed fork got another result than the original at some step (the world is not
+    deterministic, or a server keeps state a replay does not rebuild)."""
+
+    code = "fork_diverged"
+
+    def __init__(self, message: str, step: int, recorded: object, replayed: object) -> None:
+        super().__init__(message)
+        self.step = step
+        self.recorded = recorded
+        self.replayed = replayed

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from fastmcp import FastMCP
 
-server = FastMCP("echo", instructions="Echoes text back.")
+from .lean import hints
+
+server = FastMCP("echo", instructions="`echo` returns the text it is given.")
+TITLE = "Echo text"
 
 
-@server.tool
+@server.tool(
+    title=TITLE, annotations=hints(TITLE, read_only=True, destructive=False, idempotent=True, open_world=False)
+)
 async def echo(text: str) -> str:
     """Return ``text`` unchanged."""
     return text

@@ -23,10 +23,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HANDSHAKE_VERSIONS", "Reply", "ToolFailure", "serve"]
+__all__ = ["HANDSHAKE_VERSIONS", "Reply", "ToolFailure", "hints", "serve"]
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """Protocol revisions negotiated by ``initialize`` (the newest is offered when the client's is unknown)."""
+
+
+def hints(title: str, *, read_only: bool, destructive: bool, idempotent: bool, open_world: bool) -> dict[str, Any]:
+    """A tool's MCP ``annotations`` with every hint explicit.
+
+    MCP's defaults are the cautious ones (``destructiveHint`` and ``openWorldHint`` true), and a harness
+    running unattended (Codex with ``approval_policy = "never"``) refuses what it cannot tell is safe, so
+    every reference tool says all four. ``title`` is the tool's display name (also its ``title``)."""
+    return {
+        "title": title,
+        "readOnlyHint": read_only,
+        "destructiveHint": destructive,
+        "idempotentHint": idempotent,
+        "openWorldHint": open_world,
+    }
 
 
 @dataclass

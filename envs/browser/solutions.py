@@ -37,7 +37,18 @@ def samples(task: Any) -> list[dict[str, Any]]:
         {"name": "browser_hover", "arguments": {"element": "first header link", "target": "header nav a >> nth=0"}},
         {"name": "browser_press_key", "arguments": {"key": "Tab"}},
         {"name": "browser_console_messages", "arguments": {"level": "error"}},
-        {"name": "browser_network_requests", "arguments": {}},
+        {"name": "browser_network_requests", "arguments": {"static": False}},
+        {"name": "browser_network_request", "arguments": {"index": 1, "part": "request-headers"}},
+        {"name": "browser_emulate_media", "arguments": {"colorScheme": "dark"}},
+        {
+            "name": "browser_drag",
+            "arguments": {
+                "startElement": "first header link",
+                "startTarget": "header nav a >> nth=0",
+                "endElement": "second header link",
+                "endTarget": "header nav a >> nth=1",
+            },
+        },
         {"name": "browser_tabs", "arguments": {"action": "list"}},
         {"name": "browser_wait_for", "arguments": {"time": 0.1}},
         {"name": "browser_resize", "arguments": {"width": 1200, "height": 800}},
@@ -54,6 +65,12 @@ def samples(task: Any) -> list[dict[str, Any]]:
             "arguments": {"fields": [{"name": "Search", "type": "textbox", "target": "#q", "value": "tent"}]},
         },
         {"name": "browser_snapshot", "arguments": {}},
+        {"name": "browser_run_code_unsafe", "arguments": {"code": "async (page) => await page.title()"}},
+        # no dialog, no file chooser, no drop target: the answers are the server's errors, the same on both faces
+        {"name": "browser_handle_dialog", "arguments": {"accept": True}},
+        {"name": "browser_file_upload", "arguments": {}},
+        {"name": "browser_drop", "arguments": {"element": "search", "target": "#q", "data": {"text/plain": "tent"}}},
+        {"name": "browser_close", "arguments": {}},
     ]
 
 

@@ -15,13 +15,25 @@ from pydantic import Field
 
 Answer = str | int | float | None | list[Any]
 
+ANNOTATIONS = {
+    "title": "Submit the answer",
+    "readOnlyHint": False,
+    "destructiveHint": False,  # it records the answer, changes nothing else
+    "idempotentHint": False,  # a second submission is refused
+    "openWorldHint": False,
+}
+"""The tool's MCP annotations (every hint explicit: a harness running unattended trusts only those)."""
+
 
 def create_server(ctx: Any) -> FastMCP:
     """A fresh ``submit_answer`` server for one episode."""
     server = FastMCP("answer", instructions="Submit the final answer of a question task (once).")
     state = {"submitted": False}
+    # the fork hook (docs/fork.md): a fork's server starts with the original's submission state
+    server.openenv_snapshot = lambda: dict(state)  # type: ignore[attr-defined]
+    server.openenv_restore = state.update  # type: ignore[attr-defined]
 
-    @server.tool
+    @server.tool(title=ANNOTATIONS["title"], annotations=ANNOTATIONS)
     async def submit_answer(
         answer: Annotated[
             Answer,

@@ -36,9 +36,11 @@ def _coerce(action: Any) -> CallTool | ListTools | RunCode:
 class AsyncEnv:
     """One environment, one episode at a time (async)."""
 
-    def __init__(self, environment: Environment) -> None:
+    def __init__(self, environment: Environment, episode: Episode | None = None) -> None:
         self.environment = environment
-        self._episode: Episode | None = None
+        self._episode: Episode | None = episode
+        self._owns_environment = episode is None
+        """A fork's env shares its parent's environment (and warm pool): closing it closes its episode only."""
 
     @property
     def name(self) -> str:
@@ -68,12 +70,19 @@ class AsyncEnv:
         """Episode id, step count, task id, seed and cumulative reward."""
         return self.episode.state()
 
+    async def fork(self, n: int = 1, strategy: str | None = None) -> list[AsyncEnv]:
+        """``n`` envs, each on a new episode equal to the current one now (workspace, tool servers'
+        state, step count, task, cumulative reward, trajectory); this one goes on unchanged.
+        ``strategy``: ``snapshot`` | ``replay`` | ``None`` (see docs/fork.md). Close each fork."""
+        return [AsyncEnv(self.environment, episode) for episode in await self.episode.fork(n, strategy)]
+
     async def close(self) -> None:
         """End the episode and stop its tool servers (idempotent)."""
         episode, self._episode = self._episode, None
         if episode is not None:
             await episode.close()
-        await self.environment.aclose()  # the warm pool's servers, if any
+        if self._owns_environment:
+            await self.environment.aclose()  # the warm pool's servers, if any
 
     async def __aenter__(self) -> AsyncEnv:
         return self
@@ -141,6 +150,9 @@ class Env:
 
     def state(self) -> State:
         return self.run_async(self._async.state)
+
+    def fork(self, n: int = 1, strategy: str | None = None) -> list[Env]:
+        return [Env(forked) for forked in self.run_async(self._async.fork, n, strategy)]
 
     def close(self) -> None:
         self.run_async(self._async.close)

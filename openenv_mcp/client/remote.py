@@ -196,6 +196,14 @@ class RemoteAsyncEnv:
         self._name: str | None = None
         self.mcp_url: str | None = None
         """The current episode's MCP address (hand it to any MCP client)."""
+        self._owns_connection = True
+
+    def _adopt(self, result: dict[str, Any]) -> None:
+        self._episode_id = result["episode_id"]
+        self.episode_key = result.get("episode_key")
+        """The episode's trainer key (sent with every operation, see docs/protocol.md)."""
+        self.mcp_url = result.get("mcp_url")
+        self._name = result.get("env", self._name)
 
     @property
     def name(self) -> str:
@@ -215,12 +223,23 @@ class RemoteAsyncEnv:
         else:
             msg["op"], msg["episode_id"], msg["episode_key"] = "reset", self._episode_id, self.episode_key
         result = await self.connection.request(msg)
-        self._episode_id = result["episode_id"]
-        self.episode_key = result.get("episode_key")
-        """The episode's trainer key (sent with every operation, see docs/protocol.md)."""
-        self.mcp_url = result.get("mcp_url")
-        self._name = result.get("env", self._name)
+        self._adopt(result)
         return Observation.model_validate(result["observation"])
+
+    async def fork(self, n: int = 1, strategy: str | None = None) -> list[RemoteAsyncEnv]:
+        """``n`` envs on new episodes equal to the current one (op ``fork``, docs/fork.md). They share
+        this env's connection (and close with it: the server closes a connection's episodes)."""
+        result = await self.connection.request(
+            {"op": "fork", "episode_id": self.episode_id, "episode_key": self.episode_key, "n": n, "strategy": strategy}
+        )
+        forks = []
+        for created in result["forks"]:
+            forked = RemoteAsyncEnv.__new__(RemoteAsyncEnv)
+            forked.__dict__.update(self.__dict__)
+            forked._owns_connection = False
+            forked._adopt(created)
+            forks.append(forked)
+        return forks
 
     async def step(self, action: CallTool | ListTools | RunCode | dict[str, Any]) -> Observation:
         """Take one action; agent errors come back as ``result.isError``."""
@@ -254,7 +273,8 @@ class RemoteAsyncEnv:
                 except OpenEnvError:
                     pass
         finally:
-            await self.connection.close()
+            if self._owns_connection:
+                await self.connection.close()
 
     async def __aenter__(self) -> RemoteAsyncEnv:
         return self
@@ -294,6 +314,7 @@ class AsyncVectorEnv:
         self.episode_keys: dict[str, str | None] = {}
         """Each episode's trainer key, by id (sent with every operation)."""
         self.mcp_urls: list[str] = []
+        self._owns_connection = True
 
     async def _batch(self, items: list[dict[str, Any]], return_exceptions: bool) -> list[Any]:
         result = await self.connection.request({"op": "batch", "items": items})
@@ -400,6 +421,33 @@ class AsyncVectorEnv:
         )
         return [r if isinstance(r, Exception) else State.model_validate(r["state"]) for r in results]
 
+    async def fork(self, n: int = 1, strategy: str | None = None) -> AsyncVectorEnv:
+        """Fork every episode ``n`` times in one batch message (docs/fork.md): a vector of
+        ``num_envs * n`` episodes, episode ``i``'s forks at ``i * n ... i * n + n - 1``, on this
+        vector's connection (closed with it). A failed fork closes the others and raises."""
+        ids = self._ids()
+        items = [
+            {"op": "fork", "episode_id": e, "episode_key": self.episode_keys.get(e), "n": n, "strategy": strategy}
+            for e in ids
+        ]
+        results = await self._batch(items, True)
+        made = [c for r in results if not isinstance(r, Exception) for c in r["forks"]]
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:  # do not keep half a vector
+            await self._batch(
+                [{"op": "close", "episode_id": c["episode_id"], "episode_key": c.get("episode_key")} for c in made],
+                True,
+            )
+            raise failed[0]
+        forked = AsyncVectorEnv.__new__(AsyncVectorEnv)
+        forked.__dict__.update(self.__dict__)
+        forked.num_envs = len(made)
+        forked.episode_ids = [c["episode_id"] for c in made]
+        forked.episode_keys = {c["episode_id"]: c.get("episode_key") for c in made}
+        forked.mcp_urls = [c.get("mcp_url", "") for c in made]
+        forked._owns_connection = False
+        return forked
+
     async def close(self) -> None:
         """Close every episode and the connection (idempotent)."""
         ids, self.episode_ids = self.episode_ids, None
@@ -409,7 +457,8 @@ class AsyncVectorEnv:
                     [{"op": "close", "episode_id": e, "episode_key": self.episode_keys.get(e)} for e in ids], True
                 )
         finally:
-            await self.connection.close()
+            if self._owns_connection:
+                await self.connection.close()
 
     async def __aenter__(self) -> AsyncVectorEnv:
         return self
@@ -485,6 +534,13 @@ class VectorEnv:
 
     def state(self, *, return_exceptions: bool = False) -> list[State] | list[State | Exception]:
         return self._portal.call(lambda: self._async.state(return_exceptions=return_exceptions))
+
+    def fork(self, n: int = 1, strategy: str | None = None) -> VectorEnv:
+        """The sync twin of :meth:`AsyncVectorEnv.fork`."""
+        forked = VectorEnv.__new__(VectorEnv)
+        forked._async = self._portal.call(lambda: self._async.fork(n, strategy))
+        forked._portal = self._portal
+        return forked
 
     def close(self) -> None:
         self._portal.call(self._async.close)

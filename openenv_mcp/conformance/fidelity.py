@@ -28,7 +28,7 @@ from mcp.types import PromptReference
 
 from openenv_mcp.core.environment import Environment
 from openenv_mcp.definitions.spec import EnvSpec, ToolServerSpec
-from openenv_mcp.definitions.surface import compose_instructions
+from openenv_mcp.definitions.surface import compose_instructions, name_tools
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.isolation.host.workspace import copy_seed
 
@@ -38,6 +38,8 @@ LEGITIMATE_DIFFERENCES: dict[str, str] = {
     "initialize.serverInfo": "the MCP face is the environment: its name and version, not the wrapped server's",
     "initialize.instructions": "composed with the environment's description and, with several servers, each "
     "server's name (openenv_mcp.definitions.surface.compose_instructions): compared with that composition",
+    "initialize.instructions.names": "a namespaced server's tool names in backticks in its instructions (`list`) "
+    "are the names the face offers (`fs_list`; openenv_mcp.definitions.surface.name_tools)",
     "initialize.capabilities.logging": "not passed through: the face does not forward a server's log messages "
     "(and logging is deprecated as of MCP 2026-07-28)",
     "initialize.capabilities.resources": "always declared (a simulation episode offers its task resource); "
@@ -45,6 +47,8 @@ LEGITIMATE_DIFFERENCES: dict[str, str] = {
     "initialize.capabilities.prompts": "always declared (a simulation episode offers its task prompt); "
     "listChanged is not passed through",
     "initialize.capabilities.experimental": "not passed through (nor tasks, extensions)",
+    "in-process.meta": "an in-process FastMCP server's own bookkeeping (_meta.fastmcp: tags, version) is not its "
+    "wire and is not shown by the faces; run standalone, FastMCP adds it to every listed item",
     "tools/list.name": "a namespaced server's tools are named '<namespace>_<name>'",
     "resources/list.task": "a simulation episode adds its task resource (openenv://episode/task)",
     "prompts/list.task": "a simulation episode adds its task prompt ('task')",
@@ -145,6 +149,21 @@ def _pick_server(spec: EnvSpec, name: str | None) -> ToolServerSpec:
     return servers[0]
 
 
+def _drop_library_meta(items: list[dict[str, Any]]) -> bool:
+    """Remove FastMCP's ``_meta.fastmcp`` from listed ``items`` (in place); whether any had it."""
+    found = False
+    for item in items:
+        meta = item.get("_meta")
+        if isinstance(meta, dict) and "fastmcp" in meta:
+            found = True
+            rest = {k: v for k, v in meta.items() if k != "fastmcp"}
+            if rest:
+                item["_meta"] = rest
+            else:
+                del item["_meta"]
+    return found
+
+
 def _stdio_params(spec: EnvSpec, server: ToolServerSpec, workspace: Path) -> Any:
     from mcp.client.stdio import StdioServerParameters
 
@@ -236,13 +255,17 @@ async def fidelity_diff(
             report.normalized.add("initialize.serverInfo")
             several = len(spec.tool_servers) > 1
             face_instructions = mcp_init.instructions
+            own_names = [t.name for t in (await raw.list_tools()).tools]
+            raw_instructions = name_tools(raw_init.instructions, prefix, own_names)
+            if raw_instructions != raw_init.instructions:
+                report.normalized.add("initialize.instructions.names")
             if several:
                 report.normalized.add("several.servers")
-                expected = f"## {tool_server.name}\n{raw_init.instructions}" if raw_init.instructions else None
+                expected = f"## {tool_server.name}\n{raw_instructions}" if raw_instructions else None
                 if expected and face_instructions and f"\n\n{expected}" in f"\n\n{face_instructions}":
                     face_instructions = expected  # this server's section is there, whole
             else:
-                expected = compose_instructions(spec.description, [(tool_server.name, raw_init.instructions)])
+                expected = compose_instructions(spec.description, [(tool_server.name, raw_instructions)])
             if expected != raw_init.instructions:
                 report.normalized.add("initialize.instructions")
             record("initialize", "mcp", {"instructions": expected}, {"instructions": face_instructions})
@@ -251,6 +274,13 @@ async def fidelity_diff(
             # tools/list
             report.requests.append("tools/list")
             raw_tools = [_wire(t) for t in (await raw.list_tools()).tools]
+            in_process = tool_server.object is not None
+
+            def library_meta(items: list[dict[str, Any]]) -> None:
+                if in_process and _drop_library_meta(items):
+                    report.normalized.add("in-process.meta")
+
+            library_meta(raw_tools)
             if prefix:
                 report.normalized.add("tools/list.name")
                 for t in raw_tools:
@@ -280,6 +310,7 @@ async def fidelity_diff(
             # resources
             report.requests.append("resources/list")
             raw_res = await _answer(raw.list_resources)
+            library_meta(raw_res.get("result", {}).get("resources", []))
             got_res = await _answer(mcp.list_resources)
             if "result" in got_res and environment.mode == "sim":
                 report.normalized.add("resources/list.task")
@@ -293,6 +324,7 @@ async def fidelity_diff(
             record("resources/list", "mcp", raw_res, got_res)
             report.requests.append("resources/templates/list")
             raw_tpl = await _answer(raw.list_resource_templates)
+            library_meta(raw_tpl.get("result", {}).get("resourceTemplates", []))
             got_tpl = await _answer(mcp.list_resource_templates)
             if "error" in raw_tpl:
                 raw_tpl, got_tpl = _none_listed(got_tpl, "resourceTemplates")
@@ -313,6 +345,7 @@ async def fidelity_diff(
             # prompts
             report.requests.append("prompts/list")
             raw_pr = await _answer(raw.list_prompts)
+            library_meta(raw_pr.get("result", {}).get("prompts", []))
             got_pr = await _answer(mcp.list_prompts)
             if "result" in got_pr and environment.mode == "sim":
                 report.normalized.add("prompts/list.task")

@@ -31,10 +31,11 @@ from mcp.types import (
 )
 
 from openenv_mcp.core.codeact import RUN_CODE, RUN_CODE_TOOL, grader_files, run_code
+from openenv_mcp.core.fork import fork_episode
 from openenv_mcp.core.routing import RESERVED_TOOL_NAMES, Routes, task_required_message
 from openenv_mcp.core.scoring import RewardContext, evaluate, reward_failed
 from openenv_mcp.core.warm import prepare
-from openenv_mcp.definitions.surface import Surface, server_surface
+from openenv_mcp.definitions.surface import Surface, name_tools, server_surface
 from openenv_mcp.errors import BoundaryError, EpisodeEnded, ToolNameError
 from openenv_mcp.isolation import Connection
 from openenv_mcp.isolation.codeact.interpreter import CodeInterpreter
@@ -89,14 +90,20 @@ class Episode:
         """The CodeAct interpreter, started by the first :class:`RunCode`."""
         self.world: Any = None
         """What the environment's ``setup`` returned (``RewardContext.world``)."""
+        self.forked_from: tuple[str, int] | None = None
+        """``(episode id, step count)`` of the episode this one is a fork of (``None``: not a fork)."""
 
     # -- lifecycle ---------------------------------------------------------
-    async def start(self) -> None:
-        """Seed the workspace, start every tool server, compose the tool list."""
+    async def start(self, *, cloned: bool = False) -> None:
+        """Seed the workspace, start every tool server, compose the tool list.
+
+        ``cloned``: the workspace already holds a copy of another episode's (a fork by snapshot):
+        it is not seeded, and neither ``setup`` nor the first score runs (the fork takes the
+        original's)."""
         try:
-            world = self.env.warm_world(self.task)  # pre-started by the warm pool (see warm.py), or None
+            world = None if cloned else self.env.warm_world(self.task)  # pre-started by the warm pool, or None
             if world is None:
-                world = await prepare(self.env, self.id, self.task, self.workspace)
+                world = await prepare(self.env, self.id, self.task, self.workspace, seed=not cloned)
             else:
                 self.workspace.remove()
             self.workspace, self.connections = world.workspace, world.connections
@@ -105,6 +112,8 @@ class Episode:
             await self._compose()
             if self.env.surface is None:
                 self.env.surface = self.surface()
+            if cloned:
+                return
             if self.env.setup_fn is not None and self.env.mode == "sim":
                 value = self.env.setup_fn(self._context(None, None))
                 self.world = await value if inspect.isawaitable(value) else value
@@ -126,9 +135,15 @@ class Episode:
 
     def surface(self) -> Surface:
         """What the MCP face declares for this episode's servers (instructions, capabilities)."""
+        own: dict[int, list[str]] = {}  # a server's own tool names, for its instructions
+        for conn, name, _ in self.routes.calls.values():
+            own.setdefault(id(conn), []).append(name)
         return server_surface(
             self.env.spec.description,
-            [(c.spec.name, c.instructions, c.capabilities) for c in self.connections],
+            [
+                (c.spec.name, name_tools(c.instructions, c.spec.prefix, own.get(id(c), [])), c.capabilities)
+                for c in self.connections
+            ],
         )
 
     # -- tool-list changes -----------------------------------------------------
@@ -185,6 +200,20 @@ class Episode:
             for tool in await conn.list_tools_now():
                 out.append(tool.model_copy(update={"name": f"{prefix}_{tool.name}"}) if prefix else tool)
         return out
+
+    # -- forks -----------------------------------------------------------------
+    async def fork(self, n: int = 1, strategy: str | None = None) -> list[Episode]:
+        """``n`` new, started episodes equal to this one now (workspace, every server's state, step
+        count, task, score, cumulative reward, trajectory), each with its own id; this one goes on
+        unchanged. ``strategy``: ``snapshot`` | ``replay`` | ``None`` (snapshot when every server
+        allows it). See :mod:`openenv_mcp.core.fork`; a server that can do neither raises
+        :class:`~openenv_mcp.errors.ForkError`."""
+        return await fork_episode(self, n, strategy, lambda: Episode(self.env, self.task, self.seed))
+
+    @property
+    def step_lock(self) -> anyio.Lock:
+        """Held while an action runs: whoever holds it sees the episode between two steps."""
+        return self._lock
 
     async def close(self) -> None:
         """Stop every tool server and remove the workspace (idempotent)."""

@@ -58,9 +58,15 @@ class World:
 
 
 async def prepare(
-    env: Environment, episode_id: str, task: Task | None = None, workspace: Workspace | None = None
+    env: Environment,
+    episode_id: str,
+    task: Task | None = None,
+    workspace: Workspace | None = None,
+    *,
+    seed: bool = True,
 ) -> World:
-    """Seed a workspace and start every tool server of ``env`` on it."""
+    """Seed a workspace (unless ``seed`` is false: it holds a fork's copy) and start every tool
+    server of ``env`` on it."""
     spec = env.spec
     user = env.user_workspace  # production on the user's folder: used in place, never seeded
     if user is not None and workspace is not None:
@@ -70,7 +76,9 @@ async def prepare(
         seeds = [spec.path(s.workspace) for s in spec.tool_servers if s.workspace]
         if task is not None and task.workspace and env.mode == "sim":
             seeds.append(spec.path(task.workspace))
-        if seeds and user is None:  # copying a large seed must not stall the event loop (other episodes, the MCP face)
+        if (
+            seeds and user is None and seed
+        ):  # copying a large seed must not stall the event loop (other episodes, the MCP face)
             await anyio.to_thread.run_sync(world.workspace.seed, *seeds)
         for server in env.servers:
             ctx = ServerContext(

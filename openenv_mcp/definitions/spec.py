@@ -107,6 +107,12 @@ class ToolServerSpec(_Spec):
     turns it off for the whole process)."""
     limits: Limits = Field(default_factory=Limits)
     """Resource limits."""
+    fork: Literal["snapshot", "replay", "refuse"] | None = None
+    """How :meth:`Episode.fork <openenv_mcp.core.episode.Episode.fork>` copies this server's state
+    (docs/fork.md): ``snapshot`` (the workspace is copied, plus what the server's own
+    snapshot/restore hook returns: the author declares there is no other state), ``replay`` (a
+    fresh episode re-runs the recorded calls and checks every result) or ``refuse``. Default:
+    ``replay``, ``refuse`` for a ``remote`` server (its state is not the episode's to copy)."""
     prod: dict[str, Any] | None = None
     """Production variant: keys overriding this spec in ``--mode prod``
     (e.g. another ``object`` backed by PostgreSQL). Same tool names and
@@ -129,6 +135,13 @@ class ToolServerSpec(_Spec):
             }
             self.isolation = default[kinds[0]]
         return self
+
+    @property
+    def fork_strategy(self) -> str:
+        """:attr:`fork` with its default filled in."""
+        if self.fork is not None:
+            return self.fork
+        return "refuse" if self.isolation == "remote" else "replay"
 
     @property
     def prefix(self) -> str:

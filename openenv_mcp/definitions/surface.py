@@ -10,6 +10,8 @@ A wrapped server is not trusted: every text it hands the face is cut by :func:`b
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,7 @@ __all__ = [
     "Surface",
     "bounded",
     "compose_instructions",
+    "name_tools",
     "server_surface",
 ]
 
@@ -34,6 +37,17 @@ def bounded(text: str, limit: int, what: str) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n[{what} truncated: {len(text)} characters, the limit is {limit}]"
+
+
+def name_tools(text: str | None, prefix: str, tools: Collection[str]) -> str | None:
+    """``text`` with every backticked tool name of a namespaced server (`` `list` ``) given the name the
+    agent is offered (`` `fs_list` ``): a server's instructions then name the tools that exist.
+
+    Only a whole backticked name of one of ``tools`` changes; without a ``prefix`` the text is kept."""
+    if not text or not prefix or not tools:
+        return text
+    names = "|".join(re.escape(t) for t in sorted(tools, key=len, reverse=True))
+    return re.sub(rf"`({names})`", lambda m: f"`{prefix}_{m[1]}`", text)
 
 
 def compose_instructions(description: str, servers: list[tuple[str, str | None]]) -> str | None:

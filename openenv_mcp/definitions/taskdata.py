@@ -13,7 +13,7 @@ import string
 from pathlib import Path
 from typing import Any
 
-from openenv_mcp.definitions.tasks import TasksTable, check_tasks
+from openenv_mcp.definitions.tasks import TasksTable, check_tasks, compile_filter
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.types import Task
 
@@ -164,13 +164,7 @@ def tasks_from_dataset(dataset: Any, table: TasksTable) -> list[Task]:
     render = _template(table.prompt, columns)
     keep = None
     if table.filter:
-        from jinja2 import TemplateSyntaxError
-        from jinja2.sandbox import SandboxedEnvironment
-
-        try:
-            keep = SandboxedEnvironment().compile_expression(table.filter)
-        except TemplateSyntaxError as e:
-            raise ConfigError(f"[tasks] filter {table.filter!r}: {e}") from e
+        keep = compile_filter(table.filter)
     tasks: list[Task] = []
     for index, row in enumerate(dataset):
         try:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import random
 import secrets
+from collections.abc import Callable
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -75,6 +76,9 @@ class TasksTable(BaseModel):
     (``"difficulty != 'hard'"``)."""
     limit: int | None = Field(default=None, ge=1)
     """Keep the first ``limit`` tasks (after ``filter``)."""
+    ids: list[str] | None = None
+    """Keep only the tasks with these ids, in this order (a named subset such as ``[tasks.ci]``; every
+    id must exist). Applied after ``filter`` and before ``limit``; needs no extra package."""
     private: list[str] = Field(default_factory=list)
     """Keys of ``Task.data`` that are grader-only (as the env's ``private_task_fields``)."""
 
@@ -207,13 +211,46 @@ def resolve_tasks(spec_tasks: Any, base_dir: Path, override: Any = None, split: 
         if table.kind() == "file":
             if split is not None:
                 raise ConfigError("--split applies to dataset-backed tasks; these come from a JSONL file")
-            return _with_private(load_tasks(table.file, base_dir), table.private)
+            return _with_private(_kept(load_tasks(table.file, base_dir), table), table.private)
         from openenv_mcp.definitions.taskdata import load_dataset_tasks
 
+        if table.ids is not None:  # the dataset's limit then applies to the chosen ids
+            chosen_ids = table.model_copy(update={"limit": None})
+            return _kept(load_dataset_tasks(chosen_ids, base_dir, split), table.model_copy(update={"filter": None}))
         return load_dataset_tasks(table, base_dir, split)
     if split is not None and chosen is not None:
         raise ConfigError("--split applies to dataset-backed tasks; these come from a JSONL file or a list")
     return load_tasks(chosen, base_dir)
+
+
+def compile_filter(expression: str) -> Callable[..., Any]:
+    """A ``[tasks] filter`` expression (Jinja, sandboxed) as a function of a row's columns."""
+    from jinja2 import TemplateSyntaxError
+    from jinja2.sandbox import SandboxedEnvironment
+
+    try:
+        return SandboxedEnvironment().compile_expression(expression)
+    except TemplateSyntaxError as e:
+        raise ConfigError(f"[tasks] filter {expression!r}: {e}") from e
+
+
+def _kept(tasks: list[Task], table: TasksTable) -> list[Task]:
+    """Tasks after the table's ``filter`` (over each task's fields), ``ids`` and ``limit``."""
+    if table.filter:
+        keep = compile_filter(table.filter)
+        try:
+            tasks = [t for t in tasks if keep(**t.model_dump())]
+        except Exception as e:  # a filter that fails on a task: say which expression
+            raise ConfigError(f"[tasks] filter {table.filter!r}: {type(e).__name__}: {e}") from e
+        if not tasks:
+            raise ConfigError(f"[tasks] file {table.file!r}: no task left after filter {table.filter!r}")
+    if table.ids is not None:
+        by_id = {t.id: t for t in tasks}
+        missing = [i for i in table.ids if i not in by_id]
+        if missing:
+            raise ConfigError(f"[tasks] ids names task(s) {missing} the set does not have")
+        tasks = [by_id[i] for i in table.ids]
+    return tasks[: table.limit] if table.limit is not None else tasks
 
 
 def _is_dataset(value: Any) -> bool:

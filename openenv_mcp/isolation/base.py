@@ -164,6 +164,16 @@ class Connection(abc.ABC):
         (the sandbox's ``/workspace``) leaves it out."""
         return {"the workspace path": str(self.ctx.workspace)}
 
+    # -- forks (docs/fork.md) -------------------------------------------------------
+    async def snapshot(self) -> Any:
+        """The server's state outside the workspace, for a fork (``fork = "snapshot"``): what
+        :meth:`restore` gives a fork's fresh server. Default ``None``: the server declares all its
+        state is in the workspace (which the fork copies). In-process servers offer a hook."""
+        return None
+
+    async def restore(self, state: Any) -> None:  # noqa: B027  (an optional hook: nothing by default)
+        """Give this fresh server (a fork's) the state :meth:`snapshot` took from the original's."""
+
     async def healthy(self) -> bool:
         """Whether the server still answers."""
         return True

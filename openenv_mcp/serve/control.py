@@ -60,7 +60,7 @@ class Caller:
         return Caller(self.owner, key, self.admin)
 
 
-OPS = ("create", "reset", "step", "state", "close", "batch", "list")
+OPS = ("create", "reset", "step", "state", "close", "fork", "batch", "list")
 """The operations of the control plane (the ``op`` of a WebSocket message)."""
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
@@ -172,6 +172,15 @@ class ControlPlane:
             episode.id, _int_or_none(msg, "seed"), _str_or_none(msg, "task_id"), **_overrides(msg)
         )
 
+    async def fork(self, msg: dict[str, Any], caller: Caller, base: str) -> str:
+        """``n`` (default 1) forks of the episode, each answered like a create (its id, keys, MCP address;
+        the observation is the original's at the fork, with the fork's state)."""
+        episode = self._episode(msg, caller)
+        n = _int_or_none(msg, "n")
+        strategy = _str_or_none(msg, "strategy")
+        forks = await self.manager.fork(episode.id, 1 if n is None else n, strategy)
+        return f'{{"forks":[{",".join(self._created(f, base) for f in forks)}]}}'
+
     async def step(self, msg: dict[str, Any], caller: Caller) -> str:
         episode = self._episode(msg, caller)
         action = _action(msg)
@@ -231,6 +240,8 @@ class ControlPlane:
             return await self.reset(msg, caller, base)
         if op == "close":
             return await self.close(msg, caller)
+        if op == "fork":
+            return await self.fork(msg, caller, base)
         if op == "list":
             return self.list(caller)
         if op == "batch" and not nested:
@@ -434,6 +445,9 @@ class ControlPlane:
         async def step(request: Request) -> Response:
             return await self._http(request, "step")
 
+        async def fork(request: Request) -> Response:
+            return await self._http(request, "fork", status=201)
+
         async def state(request: Request) -> Response:
             return await self._http(request, "state", with_body=False)
 
@@ -446,6 +460,7 @@ class ControlPlane:
             Route("/episodes", list_, methods=["GET"], name="control-list"),
             Route("/episodes/{episode_id}/reset", reset, methods=["POST"], name="control-reset"),
             Route("/episodes/{episode_id}/step", step, methods=["POST"], name="control-step"),
+            Route("/episodes/{episode_id}/fork", fork, methods=["POST"], name="control-fork"),
             Route("/episodes/{episode_id}/state", state, methods=["GET"], name="control-state"),
             Route("/episodes/{episode_id}", close, methods=["DELETE"], name="control-close"),
         ]

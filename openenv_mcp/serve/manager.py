@@ -238,6 +238,25 @@ class EpisodeManager:
         self._add(episode, owner, trainer_key)
         return episode
 
+    async def fork(self, episode_id: str, n: int = 1, strategy: str | None = None) -> list[Episode]:
+        """``n`` forks of a live episode (see :meth:`Episode.fork <openenv_mcp.core.episode.Episode.fork>`),
+        each counted against the cap, owned by the original's owner, with fresh keys of its own.
+        Only a trainer reaches this (the control plane authorizes by owner, trainer key or admin:
+        an agent key never forks)."""
+        episode = self.get(episode_id)
+        reserved = 0
+        try:
+            for _ in range(max(n, 0)):
+                self._reserve()
+                reserved += 1
+            forks = await episode.fork(n, strategy)
+        finally:
+            self._creating -= reserved
+        owner = self._owner_of.get(episode_id)
+        for forked in forks:
+            self._add(forked, owner)
+        return forks
+
     def _add(self, episode: Episode, owner: str | None, trainer_key: str | None = None) -> None:
         self._episodes[episode.id] = episode
         self._keys[episode.id] = (trainer_key or secrets.token_urlsafe(24), secrets.token_urlsafe(24))

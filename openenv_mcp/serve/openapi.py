@@ -289,6 +289,33 @@ def _paths(mode: str, refs: dict[str, Any]) -> dict[str, Any]:
                     },
                 }
             },
+            "/episodes/{episode_id}/fork": {
+                "post": {
+                    "summary": "n independent copies of the episode as it is now (trainer only; docs/fork.md)",
+                    "parameters": [_ID, _KEY],
+                    "requestBody": {
+                        "required": False,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "n": {"type": "integer", "minimum": 1, "default": 1},
+                                        "strategy": {"type": ["string", "null"], "enum": ["snapshot", "replay", None]},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "201": _json({"type": "object", "properties": {"forks": {"type": "array", "items": created}}}),
+                        "400": _ERROR,
+                        "404": _ERROR,
+                        "409": _ERROR,
+                        "503": _ERROR,
+                    },
+                }
+            },
             "/episodes/{episode_id}/state": {
                 "get": {
                     "summary": "the trainer's view",

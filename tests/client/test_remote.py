@@ -117,3 +117,31 @@ async def test_the_remote_client_carries_its_episode_key_and_other_connections_s
     finally:
         await other.close()
         await env.close()
+
+
+def test_remote_fork_and_vector_fork(server):
+    with openenv_mcp.make(server) as env:
+        obs = env.reset(seed=2)
+        phrase = obs.task.data["phrase"]
+        env.step(CallTool(name="echo", arguments={"text": "warm up"}))
+        left, right = env.fork(2)
+        assert len({left.state().episode_id, right.state().episode_id, env.state().episode_id}) == 3
+        assert left.unwrapped.mcp_url != env.unwrapped.mcp_url
+        done = left.step(CallTool(name="echo", arguments={"text": phrase}))
+        assert (done.reward, done.done, left.state().step_count) == (1.0, True, 2)
+        assert env.state().step_count == 1 and not env.state().done  # the original goes on unchanged
+        left.close()  # closes the fork's episode only: the shared connection stays open
+        assert right.state().step_count == 1
+        assert env.step(CallTool(name="echo", arguments={"text": phrase})).done
+    with VectorEnv(server, num_envs=2) as venv:
+        venv.reset(seeds=[0, 1])
+        venv.step([CallTool(name="echo", arguments={"text": "a"})] * 2)
+        forked = venv.fork(3)
+        assert forked.num_envs == 6
+        states = forked.state()
+        originals = venv.state()
+        assert [s.seed for s in states] == [0, 0, 0, 1, 1, 1]
+        assert all(s.step_count == 1 for s in states)
+        assert not {s.episode_id for s in states} & {s.episode_id for s in originals}
+        forked.close()
+        assert [s.step_count for s in venv.state()] == [1, 1]

@@ -32,8 +32,12 @@ broken_subjects = load_module("broken_subjects", FIXTURES)
 
 
 # -- every built-in environment passes --------------------------------------------------
+OWN_CONFORMANCE_TEST = {"browser": "tests/envs/test_browser_conformance.py"}
+"""Built-in worlds whose (longer) conformance run has a test file of its own, with the rules it must pass."""
+
+
 @pytest.mark.anyio
-@pytest.mark.parametrize("name", [spec.name for spec in list_envs()])
+@pytest.mark.parametrize("name", [spec.name for spec in list_envs() if spec.name not in OWN_CONFORMANCE_TEST])
 async def test_every_builtin_environment_passes(name, request, monkeypatch):
     spec = next(s for s in list_envs() if s.name == name)
     need_boundaries(spec)
@@ -423,6 +427,30 @@ async def test_a_known_failure_is_accepted_with_its_reason(tmp_path):
     assert report.ok and report.exit_code == 0
 
 
+@pytest.mark.anyio
+async def test_a_face_that_drops_tool_annotations_fails_the_annotation_rule():
+    subject = broken_subjects.UnannotatedMcpSubject(load_environment("echo"))
+    report = await check_env_async(subject, only="tools.annotations", official=False)
+    result = report.result("tools.annotations")
+    assert result.status == "failed", result
+    assert result.message == (
+        'tool \'echo\': its server declares {"annotations":{"destructiveHint":false,"idempotentHint":true,'
+        '"openWorldHint":false,"readOnlyHint":true,"title":"Echo text"},"title":"Echo text"} but tools/list over '
+        "MCP offers {}: a harness that approves or shows tools by their annotations (Codex unattended runs only "
+        "tools marked safe) sees another tool than the server's"
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["echo", "files", "sql"])
+async def test_the_reference_tools_annotations_pass_through_both_faces(name):
+    report = await check_env_async(name, only="tools.annotations", official=False)
+    result = report.result("tools.annotations")
+    assert result.status == "passed", result
+    hinted, total = re.match(r"(\d+) of (\d+) tools carry annotations", result.message).groups()  # type: ignore[union-attr]
+    assert hinted == total, result.message
+
+
 def test_rule_selection_by_id_and_prefix():
     assert [r.id for r in select_rules(only="env.parity")] == ["env.parity"]
     assert {r.id for r in select_rules(only="tools")} == {
@@ -432,6 +460,7 @@ def test_rule_selection_by_id_and_prefix():
         "tools.names_portable",
         "tools.descriptions",
         "tools.list_changed",
+        "tools.annotations",
     }
     assert "env.parity" not in {r.id for r in select_rules(skip=["env", "wire"])}
     with pytest.raises(ConfigError, match="unknown rule 'nope'"):
@@ -487,6 +516,7 @@ def test_every_rule_has_a_fixture_that_fails_it():
         "containment.host_file": "tests/conformance/test_containment.py",
         "containment.network": "tests/conformance/test_containment.py",
         "tools.list_changed": "tests/conformance/test_planted_interface.py (tools_change)",
+        "tools.annotations": test_a_face_that_drops_tool_annotations_fails_the_annotation_rule,
     }
     covered = {c[1] for c in RAW_CASES} | {c[1] for c in ENV_CASES} | set(named)
     assert set(RULES) <= covered, f"rules no fixture fails: {sorted(set(RULES) - covered)}"

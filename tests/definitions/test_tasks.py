@@ -299,3 +299,34 @@ def test_named_sets_inherit_the_top_tables_keys_but_not_its_source():
     assert sets["eval"] == {"private": ["x"], "dataset": "d.parquet"}
     assert sets["small"] == {"file": "all.jsonl", "private": ["x"], "limit": 2}
     assert (default, private) == ("default", ["x"]) and sets["default"] == {"file": "all.jsonl", "private": ["x"]}
+
+
+def test_a_jsonl_files_filter_limit_and_ids_were_silently_ignored(tmp_path):
+    rows = [
+        {"id": i, "prompt": f"task {i}", "data": {"level": lvl}}
+        for i, lvl in zip("abcd", ["easy", "hard"] * 2, strict=True)
+    ]
+    (tmp_path / "t.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env_file = _env(
+        tmp_path,
+        """[tasks]
+file = "t.jsonl"
+
+[tasks.ci]
+file = "t.jsonl"
+ids = ["c", "a"]
+
+[tasks.easy]
+file = "t.jsonl"
+filter = "data.level == 'easy'"
+limit = 1
+
+[tasks.typo]
+file = "t.jsonl"
+ids = ["a", "z"]""",
+    )
+    assert [t.id for t in load_environment(env_file).tasks.tasks] == ["a", "b", "c", "d"]
+    assert [t.id for t in load_environment(env_file, tasks="ci").tasks.tasks] == ["c", "a"]
+    assert [t.id for t in load_environment(env_file, tasks="easy").tasks.tasks] == ["a"]
+    with pytest.raises(ConfigError, match=r"ids names task\(s\) \['z'\]"):
+        load_environment(env_file, tasks="typo")

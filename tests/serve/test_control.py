@@ -88,7 +88,7 @@ async def test_ws_errors_are_named_and_the_connection_goes_on():
         bad_op = await ws.ask(op="fly")
         assert bad_op["error"] == {
             "code": "bad_request",
-            "message": "unknown op 'fly'; expected one of: create, reset, step, state, close, batch, list",
+            "message": "unknown op 'fly'; expected one of: create, reset, step, state, close, fork, batch, list",
         }
         created = (await ws.ask(op="create", seed=1))["result"]
         eid = created["episode_id"]
@@ -219,3 +219,62 @@ async def test_http_equivalents():
         gone = await http.get(f"/episodes/{eid}/state")
         assert gone.status_code == 404 and gone.json()["error"]["code"] == "unknown_episode"
         assert (await http.post("/episodes/nope/step", json={"action": call("x")})).status_code == 404
+
+
+async def test_fork_over_ws_and_http_makes_new_episodes_with_their_own_keys():
+    app = echo_app()
+    async with serving(app) as url, connect(url.replace("http", "ws") + "/ws") as raw:
+        ws = WS(raw)
+        a = (await ws.ask(op="create", seed=1))["result"]
+        await ws.ask(op="step", episode_id=a["episode_id"], action=call("before"))
+        forks = (await ws.ask(op="fork", episode_id=a["episode_id"], n=2))["result"]["forks"]
+        assert len(forks) == 2
+        ids = {f["episode_id"] for f in forks}
+        assert a["episode_id"] not in ids and len(ids) == 2
+        keys = {f["episode_key"] for f in forks} | {f["mcp_path"].split("/")[3] for f in forks}
+        assert len(keys) == 4 and a["episode_key"] not in keys
+        for f in forks:
+            state = (await ws.ask(op="state", episode_id=f["episode_id"]))["result"]["state"]
+            assert (state["step_count"], state["seed"], state["task_id"]) == (1, 1, a["observation"]["task"]["id"])
+        assert sorted(app.state.manager.ids()) == sorted([a["episode_id"], *ids])
+        bad = await ws.ask(op="fork", episode_id=a["episode_id"], strategy="magic")
+        assert bad["error"]["code"] == "config_error"
+    assert app.state.manager.ids() == []  # the forks were the connection's: closed with it
+
+    async with serving(echo_app()) as url, httpx.AsyncClient(base_url=url) as http:
+        created = (await http.post("/episodes", json={"seed": 2})).json()
+        eid = created["episode_id"]
+        http.headers["OpenEnv-Episode-Key"] = created["episode_key"]
+        forked = await http.post(f"/episodes/{eid}/fork", json={"n": 1})
+        assert forked.status_code == 201
+        (fork,) = forked.json()["forks"]
+        key = {"OpenEnv-Episode-Key": fork["episode_key"]}
+        state = await http.get(f"/episodes/{fork['episode_id']}/state", headers=key)
+        assert state.json()["state"]["seed"] == 2
+
+
+async def test_an_agent_key_can_never_fork():
+    app = echo_app()
+    async with serving(app) as url, httpx.AsyncClient(base_url=url) as http:
+        created = (await http.post("/episodes", json={"seed": 2})).json()
+        eid, agent_key = created["episode_id"], created["mcp_path"].split("/")[3]
+        for attempt in (
+            http.post(f"/episodes/{eid}/fork", headers={"OpenEnv-Episode-Key": agent_key}),
+            http.post(f"/episodes/{eid}/fork", json={"episode_key": agent_key}),
+            http.post(f"/episodes/{eid}/{agent_key}/fork"),
+        ):
+            answer = await attempt
+            assert answer.status_code in (404, 405), answer.text
+        assert app.state.manager.ids() == [eid]  # no fork was made
+
+
+async def test_forks_count_against_the_episode_cap():
+    app = echo_app(max_episodes=2)
+    async with serving(app) as url, connect(url.replace("http", "ws") + "/ws") as raw:
+        ws = WS(raw)
+        a = (await ws.ask(op="create"))["result"]
+        full = await ws.ask(op="fork", episode_id=a["episode_id"], n=2)
+        assert full["error"]["code"] == "episode_limit"
+        assert app.state.manager.ids() == [a["episode_id"]]
+        assert len((await ws.ask(op="fork", episode_id=a["episode_id"]))["result"]["forks"]) == 1
+        assert (await ws.ask(op="create"))["error"]["code"] == "episode_limit"

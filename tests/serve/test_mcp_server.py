@@ -111,3 +111,27 @@ async def test_sql_in_production_serves_the_database_at_database_url_with_the_si
             assert (tool.description, tool.input_schema) == (expected[name].description, expected[name].input_schema)
         result = await client.call_tool("query", {"sql": "SELECT 40 + 2 AS answer"})
         assert not result.is_error and "42" in result.content[0].text, result
+
+
+@pytest.mark.parametrize("name", ["files", "sql"])
+async def test_a_harness_over_stdio_gets_annotated_tools_without_fastmcp_meta_and_instructions_naming_them(name):
+    """What Claude Code, Codex, Gemini CLI and opencode put in front of their model: the instructions told it to
+    use `list`, `read`, `edit` (no such tools: they are fs_list...), each tool carried FastMCP's
+    `_meta: {"fastmcp": {"tags": []}}`, and no tool said it was safe to run unattended."""
+    import re
+    import sys
+
+    from mcp import StdioServerParameters
+
+    params = StdioServerParameters(
+        command=sys.executable, env={"PATH": "/usr/bin:/bin"}, args=["-m", "openenv_mcp.cli", "stdio", name]
+    )
+    async with Client(params, mode="legacy") as client:
+        instructions = client.instructions
+        listed = (await client.list_tools()).tools
+    wire = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
+    names = {t["name"] for t in wire}
+    assert all("_meta" not in t for t in wire), [t.get("_meta") for t in wire]
+    assert all(t.get("title") and len(t.get("annotations", {})) == 5 for t in wire), wire
+    named = set(re.findall(r"`([a-z_]+)`", instructions or ""))
+    assert named and named <= names, (named - names, instructions)

@@ -13,7 +13,15 @@ from pathlib import Path
 
 from openenv_mcp.testing import need
 
-__all__ = ["ROOT", "docker_problem", "need_boundaries", "need_docker", "representative_tasks", "scripted_actions"]
+__all__ = [
+    "ROOT",
+    "docker_problem",
+    "need_boundaries",
+    "need_docker",
+    "env_params",
+    "representative_tasks",
+    "scripted_actions",
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout's root folder."""
@@ -87,3 +95,14 @@ async def scripted_actions(environment, task, kind: str = "reference", seed: int
         script.close()
         await episode.close()
     return list(script.played)
+
+
+SLOW_WORLDS = {"browser": 900}
+"""Built-in worlds whose episodes start a real browser: seconds per episode, a longer test timeout."""
+
+
+def env_params(names: list[str]) -> list:
+    """Environment names as ``pytest.param``s, a slow world's with its longer timeout."""
+    import pytest
+
+    return [pytest.param(n, marks=pytest.mark.timeout(SLOW_WORLDS[n])) if n in SLOW_WORLDS else n for n in names]

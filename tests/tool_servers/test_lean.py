@@ -126,3 +126,67 @@ def test_lean_mode_imports_no_mcp_library(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+# -- annotations: what a harness running unattended decides by --------------------------
+HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
+def _reference_listings(tmp_path) -> dict[str, list[dict]]:
+    """Every reference tool as MCP lists it: the FastMCP servers and the lean definitions."""
+    import anyio
+
+    from openenv_mcp.tool_servers import echo
+    from openenv_mcp.tool_servers.filesystem.server import create_server as filesystem
+    from openenv_mcp.tool_servers.filesystem.stdio import TOOLS_FILE
+    from openenv_mcp.tool_servers.python.core import limits as python_limits
+    from openenv_mcp.tool_servers.python.core import tool_definitions as python_tools
+    from openenv_mcp.tool_servers.shell.core import limits as shell_limits
+    from openenv_mcp.tool_servers.shell.core import tool_definitions as shell_tools
+    from openenv_mcp.tool_servers.shell.server import create_server as shell
+    from openenv_mcp.tool_servers.sql.server import build_server
+    from openenv_mcp.tool_servers.sql.sqlite import SQLiteBackend
+
+    async def fastmcp(server) -> list[dict]:
+        return [
+            t.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True) for t in await server.list_tools()
+        ]
+
+    async def main() -> dict[str, list[dict]]:
+        backend = SQLiteBackend(tmp_path / "db.sqlite")
+        try:
+            return {
+                "filesystem": await fastmcp(filesystem(tmp_path)),
+                "filesystem --lean": json.loads(TOOLS_FILE.read_text()),
+                "shell": await fastmcp(shell(tmp_path)),
+                "shell --lean": shell_tools(shell_limits({})),
+                "python --lean": python_tools(python_limits({})),
+                "sql": await fastmcp(build_server(backend)),
+                "echo": await fastmcp(echo.server),
+            }
+        finally:
+            await backend.close()
+
+    return anyio.run(main)
+
+
+def test_every_reference_tool_has_a_title_and_all_four_hints(tmp_path):
+    """Codex under approval_policy "never" refused every call of the reference servers: they marked nothing
+    (MCP's defaults say destructive and open-world), only sql's reads were marked."""
+    listings = _reference_listings(tmp_path)
+    missing = [
+        f"{server}: {tool['name']} {tool.get('annotations')}"
+        for server, tools in listings.items()
+        for tool in tools
+        if not isinstance(tool.get("annotations"), dict)
+        or any(not isinstance(tool["annotations"].get(h), bool) for h in HINTS)
+        or not tool.get("title")
+        or tool["annotations"].get("title") != tool["title"]
+    ]
+    assert not missing, missing
+    hints = {(server, t["name"]): t["annotations"] for server, tools in listings.items() for t in tools}
+    for read_only in [("filesystem", "read"), ("filesystem", "list"), ("filesystem", "search"), ("sql", "query")]:
+        assert hints[read_only]["readOnlyHint"] is True and hints[read_only]["destructiveHint"] is False, read_only
+    for changing in [("filesystem", "write"), ("filesystem", "delete"), ("shell", "run"), ("sql", "execute")]:
+        assert hints[changing]["readOnlyHint"] is False and hints[changing]["destructiveHint"] is True, changing
+    assert hints[("shell", "run")]["openWorldHint"] is True  # arbitrary commands reach whatever the boundary lets

@@ -32,12 +32,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..lean import hints
 from .changing import CHANGING_TOOLS, READ_ONLY, changing_tools, refusing
 from .fdpath import Root
 from .reading import reading_tools
 from .refusals import NOT_REGULAR, OUTSIDE, Refused
 
 __all__ = [
+    "ANNOTATIONS",
     "CHANGING_TOOLS",
     "DEFAULT_LIMITS",
     "INSTRUCTIONS",
@@ -64,9 +66,24 @@ DEFAULT_LIMITS: dict[str, int] = {
 INSTRUCTIONS = (
     "Files of one workspace folder. Every path is relative to the workspace root "
     "('.' is the root); paths leading outside it are refused. Use `list` to look around, "
-    "`read` to see a file, `edit` for small exact replacements, `write` to create or "
-    "overwrite, `search` to find text across files."
+    "`read` to see a file, `search` to find text across files, `edit` for small exact "
+    "replacements, `write` to create or overwrite, `move` to move or rename, `delete` to remove."
 )
+"""Tool names are in backticks: an environment (or ``--namespace``) that prefixes the tools renames them
+here too, so the text names the tools the agent is offered (``fs_list``...)."""
+
+ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "list": hints("List a folder", read_only=True, destructive=False, idempotent=True, open_world=False),
+    "read": hints("Read a file", read_only=True, destructive=False, idempotent=True, open_world=False),
+    "write": hints("Write a file", read_only=False, destructive=True, idempotent=True, open_world=False),
+    "edit": hints("Edit a file", read_only=False, destructive=True, idempotent=False, open_world=False),
+    "move": hints("Move or rename", read_only=False, destructive=True, idempotent=False, open_world=False),
+    "delete": hints("Delete a file or folder", read_only=False, destructive=True, idempotent=True, open_world=False),
+    "search": hints("Search file contents", read_only=True, destructive=False, idempotent=True, open_world=False),
+}
+"""Each tool's MCP annotations (its ``title`` is the tool's title too): the workspace is the whole world
+(closed), only ``list``, ``read`` and ``search`` change nothing; ``write`` and ``delete`` repeated change
+nothing more, ``edit`` and ``move`` repeated do (or fail)."""
 
 
 def root_of(ctx: Any) -> Path:

@@ -17,7 +17,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from .core import DEFAULT_LIMITS, INSTRUCTIONS, NOT_REGULAR, OUTSIDE, Refused, make_tools
+from .core import ANNOTATIONS, DEFAULT_LIMITS, INSTRUCTIONS, NOT_REGULAR, OUTSIDE, Refused, make_tools
 
 __all__ = ["DEFAULT_LIMITS", "NOT_REGULAR", "OUTSIDE", "create_server"]
 
@@ -33,7 +33,14 @@ def _tool(server: FastMCP, name: str, body: Callable[..., str]) -> Callable[[Cal
             except Refused as e:
                 raise ToolError(str(e)) from None
 
-        return server.tool(name=name, description=inspect.cleandoc(body.__doc__ or ""), output_schema=None)(run)
+        hinted = ANNOTATIONS[name]
+        return server.tool(
+            name=name,
+            title=hinted["title"],
+            description=inspect.cleandoc(body.__doc__ or ""),
+            output_schema=None,
+            annotations=hinted,
+        )(run)
 
     return register
 

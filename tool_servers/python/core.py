@@ -39,6 +39,8 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from ..lean import hints
+
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "Interpreter", "render", "tool_definitions"]
 
 WORKER = str(Path(__file__).resolve().with_name("worker.py"))
@@ -286,9 +288,9 @@ def render(result: dict[str, Any], notes: list[str]) -> str:
 
 
 INSTRUCTIONS = (
-    "A persistent Python interpreter working in the workspace folder: variables, imports and "
-    "functions stay defined across calls (until restart). The value of a final expression is returned "
-    "as `result`, like in a notebook. Print to see intermediate values."
+    "A persistent Python interpreter working in the workspace folder: `run` executes code; variables, "
+    "imports and functions stay defined across calls until `restart`. The value of a final expression is "
+    "returned as result, like in a notebook. Print to see intermediate values."
 )
 RUN_DESCRIPTION = """Run Python code in the persistent interpreter; returns stdout, stderr, result and error (traceback).
 
@@ -353,12 +355,21 @@ async def call(
     return render(result, notes), result, result["error"] is not None
 
 
+ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "run": hints("Run Python code", read_only=False, destructive=True, idempotent=False, open_world=True),
+    "restart": hints("Restart the interpreter", read_only=False, destructive=True, idempotent=True, open_world=False),
+}
+"""Each tool's MCP annotations: arbitrary code may change or remove anything it can reach and, where the
+boundary allows a network, reach out of the workspace (open world). Restarting forgets the interpreter's state.
+"""
+
+
 def tool_definitions(cap: dict[str, float]) -> list[dict[str, Any]]:
     """The tools as MCP lists them (what the FastMCP server lists, without its ``_meta``)."""
     return [
         {
             "name": "run",
-            "title": "Run",
+            "title": ANNOTATIONS["run"]["title"],
             "description": RUN_DESCRIPTION,
             "inputSchema": {
                 "additionalProperties": False,
@@ -374,12 +385,14 @@ def tool_definitions(cap: dict[str, float]) -> list[dict[str, Any]]:
                 "type": "object",
             },
             "outputSchema": OUTPUT_SCHEMA,
+            "annotations": ANNOTATIONS["run"],
         },
         {
             "name": "restart",
-            "title": "Restart",
+            "title": ANNOTATIONS["restart"]["title"],
             "description": RESTART_DESCRIPTION,
             "inputSchema": {"additionalProperties": False, "properties": {}, "type": "object"},
+            "annotations": ANNOTATIONS["restart"],
         },
     ]
 

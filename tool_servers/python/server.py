@@ -11,6 +11,7 @@ from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
 from .core import (
+    ANNOTATIONS,
     CODE_HELP,
     DEFAULT_LIMITS,
     INSTRUCTIONS,
@@ -42,7 +43,13 @@ def create_server(ctx: Any, **overrides: float) -> FastMCP:
     server.interpreter = interpreter  # type: ignore[attr-defined]  # for tests and embedding
     server.openenv_close = interpreter.close  # type: ignore[attr-defined]  # an in-process episode's close ends the child
 
-    @server.tool(name="run", description=RUN_DESCRIPTION, output_schema=OUTPUT_SCHEMA)
+    @server.tool(
+        name="run",
+        title=ANNOTATIONS["run"]["title"],
+        description=RUN_DESCRIPTION,
+        output_schema=OUTPUT_SCHEMA,
+        annotations=ANNOTATIONS["run"],
+    )
     async def run(
         code: Annotated[str, Field(description=CODE_HELP)],
         timeout: Annotated[float | None, Field(gt=0, description=timeout_help(cap))] = None,
@@ -53,7 +60,13 @@ def create_server(ctx: Any, **overrides: float) -> FastMCP:
             raise ToolError(str(e)) from None
         return ToolResult(content=text, structured_content=structured, is_error=is_error)
 
-    @server.tool(name="restart", description=RESTART_DESCRIPTION, output_schema=None)
+    @server.tool(
+        name="restart",
+        title=ANNOTATIONS["restart"]["title"],
+        description=RESTART_DESCRIPTION,
+        output_schema=None,
+        annotations=ANNOTATIONS["restart"],
+    )
     async def restart() -> str:
         await interpreter.restart()
         return RESTARTED

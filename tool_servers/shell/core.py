@@ -26,6 +26,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from ..lean import hints
+
 __all__ = ["DEFAULT_LIMITS", "OUTPUT_SCHEMA", "TRUNCATED", "render", "run_command", "tool_definitions"]
 
 DEFAULT_LIMITS: dict[str, float] = {
@@ -168,7 +170,7 @@ def render(result: dict[str, Any], timeout: float) -> str:
 
 
 INSTRUCTIONS = (
-    "Run shell commands (bash) in the workspace folder, which is the working directory. "
+    "`run` runs a shell command (bash) in the workspace folder, which is the working directory. "
     "Each call is a fresh shell: `cd` and variables do not carry over (chain with && instead). "
     "Long outputs are cut with a marker; redirect to a file and read it in parts."
 )
@@ -231,12 +233,20 @@ async def call(
     return render(result, seconds), result, result["timed_out"]
 
 
+ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "run": hints("Run a shell command", read_only=False, destructive=True, idempotent=False, open_world=True),
+}
+"""Each tool's MCP annotations: arbitrary commands may change or remove anything it can reach and, where the
+boundary allows a network, reach out of the workspace (open world). Restarting forgets the interpreter's state.
+"""
+
+
 def tool_definitions(cap: dict[str, float]) -> list[dict[str, Any]]:
     """The tools as MCP lists them (what the FastMCP server lists, without its ``_meta``)."""
     return [
         {
             "name": "run",
-            "title": "Run",
+            "title": ANNOTATIONS["run"]["title"],
             "description": RUN_DESCRIPTION,
             "inputSchema": {
                 "additionalProperties": False,
@@ -257,6 +267,7 @@ def tool_definitions(cap: dict[str, float]) -> list[dict[str, Any]]:
                 "type": "object",
             },
             "outputSchema": OUTPUT_SCHEMA,
+            "annotations": ANNOTATIONS["run"],
         }
     ]
 

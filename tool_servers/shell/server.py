@@ -12,6 +12,7 @@ from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
 from .core import (
+    ANNOTATIONS,
     COMMAND_HELP,
     DEFAULT_LIMITS,
     INSTRUCTIONS,
@@ -41,7 +42,13 @@ def create_server(ctx: Any, **overrides: float) -> FastMCP:
     root: Path = root_of(ctx)
     server = FastMCP("shell", instructions=INSTRUCTIONS)
 
-    @server.tool(name="run", description=RUN_DESCRIPTION, output_schema=OUTPUT_SCHEMA)
+    @server.tool(
+        name="run",
+        title=ANNOTATIONS["run"]["title"],
+        description=RUN_DESCRIPTION,
+        output_schema=OUTPUT_SCHEMA,
+        annotations=ANNOTATIONS["run"],
+    )
     async def run(
         command: Annotated[str, Field(description=COMMAND_HELP)],
         timeout: Annotated[float | None, Field(gt=0, description=timeout_help(cap))] = None,

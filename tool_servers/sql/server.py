@@ -32,9 +32,10 @@ from fastmcp.tools.base import ToolResult
 from mcp.types import TextContent
 from pydantic import Field
 
+from ..lean import hints
 from .backend import Backend, RowSet, SqlError, check_sql_size
 
-__all__ = ["DEFAULT_MAX_ROWS", "build_server", "create_server", "render_table"]
+__all__ = ["ANNOTATIONS", "DEFAULT_MAX_ROWS", "build_server", "create_server", "render_table"]
 
 DEFAULT_MAX_ROWS = 100
 """Rows a result shows before the cut marker (``SQL_MAX_ROWS`` / ``--max-rows``)."""
@@ -42,11 +43,18 @@ MAX_CELL_CHARS = 200
 """Characters of one value shown in the text table (structured content keeps all)."""
 
 INSTRUCTIONS = (
-    "SQL database tools. Use list_tables and describe_table to learn the schema, query for read-only "
-    "SELECTs (one statement), and execute to change data or schema (statements separated by ';' run "
+    "SQL database tools. Use `list_tables` and `describe_table` to learn the schema, `query` for read-only "
+    "SELECTs (one statement), and `execute` to change data or schema (statements separated by ';' run "
     "in one transaction: all succeed or nothing changes). Results show at most {max_rows} rows; "
     "aggregate or add LIMIT/WHERE for more. Engine: {engine}."
 )
+ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "query": hints("Query (read-only)", read_only=True, destructive=False, idempotent=True, open_world=False),
+    "execute": hints("Execute SQL", read_only=False, destructive=True, idempotent=False, open_world=False),
+    "list_tables": hints("List tables", read_only=True, destructive=False, idempotent=True, open_world=False),
+    "describe_table": hints("Describe a table", read_only=True, destructive=False, idempotent=True, open_world=False),
+}
+"""Each tool's MCP annotations: the database is the tools' whole world; only ``execute`` changes it."""
 
 
 def _cell(v: Any) -> str:
@@ -109,8 +117,11 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
     server = FastMCP(name, instructions=INSTRUCTIONS.format(max_rows=max_rows, engine=backend.engine))
     server.sql_backend = backend  # type: ignore[attr-defined]  # for callers that own the backend
     server.openenv_close = backend.close  # type: ignore[attr-defined]  # called when the episode closes
+    if hasattr(backend, "snapshot"):  # the fork hook (docs/fork.md): the database through the backup API
+        server.openenv_snapshot = backend.snapshot  # type: ignore[attr-defined]
+        server.openenv_restore = backend.restore  # type: ignore[attr-defined]
 
-    @server.tool(annotations={"readOnlyHint": True})
+    @server.tool(title=ANNOTATIONS["query"]["title"], annotations=ANNOTATIONS["query"])
     async def query(
         sql: Annotated[str, Field(description="One read-only SQL statement (SELECT/WITH/VALUES).")],
     ) -> ToolResult:
@@ -125,7 +136,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             return _error(e)
         return _ok(render_table(rows, max_rows), _rows_dict(rows))
 
-    @server.tool(annotations={"destructiveHint": True})
+    @server.tool(title=ANNOTATIONS["execute"]["title"], annotations=ANNOTATIONS["execute"])
     async def execute(
         sql: Annotated[str, Field(description="One or more SQL statements separated by ';', run in one transaction.")],
     ) -> ToolResult:
@@ -153,7 +164,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
         lines.append(f"Committed ({len(results)} statement{'' if len(results) == 1 else 's'}).")
         return _ok("\n".join(lines), {"statements": statements, "rowcount": changed})
 
-    @server.tool(annotations={"readOnlyHint": True})
+    @server.tool(title=ANNOTATIONS["list_tables"]["title"], annotations=ANNOTATIONS["list_tables"])
     async def list_tables() -> ToolResult:
         """List the tables and views of the database with their column names."""
         try:
@@ -168,7 +179,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             )
         return _ok(text, {"tables": tables})
 
-    @server.tool(annotations={"readOnlyHint": True})
+    @server.tool(title=ANNOTATIONS["describe_table"]["title"], annotations=ANNOTATIONS["describe_table"])
     async def describe_table(
         table: Annotated[str, Field(description="Table or view name, as list_tables shows it.")],
     ) -> ToolResult:

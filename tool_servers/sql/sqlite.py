@@ -256,3 +256,37 @@ class SQLiteBackend(Backend):
 
     async def describe_table(self, table: str) -> TableDescription:
         return await self._run(self._describe, table)
+
+    # -- forks: the database through SQLite's backup API ------------------------------
+    def _snapshot(self) -> bytes | None:
+        if not self.path.exists():
+            return None
+        src = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True)
+        mem = sqlite3.connect(":memory:")
+        try:
+            src.backup(mem)  # a consistent copy, whatever journal mode the agent set
+            return mem.serialize()
+        finally:
+            mem.close()
+            src.close()
+
+    async def snapshot(self) -> bytes | None:
+        """The whole database, copied with the backup API (for a fork; ``None``: no file yet)."""
+        return await self._run(self._snapshot)
+
+    def _restore(self, image: bytes | None) -> None:
+        if image is None:
+            self.path.unlink(missing_ok=True)
+            return
+        mem = sqlite3.connect(":memory:")
+        dest = sqlite3.connect(self.path)
+        try:
+            mem.deserialize(image)
+            mem.backup(dest)
+        finally:
+            dest.close()
+            mem.close()
+
+    async def restore(self, image: bytes | None) -> None:
+        """Make this database what :meth:`snapshot` copied (a fork's fresh copy of the workspace file)."""
+        await self._run(self._restore, image)

@@ -1,4 +1,5 @@
-"""Tool-list rule: a list that changes while an episode runs is announced, so both faces follow.
+"""Tool-list rules: a list that changes while an episode runs is announced, so both faces follow; each
+tool's title and annotations reach both faces as its server declared them (``tools.annotations``).
 
 A server may add or remove tools at run time; it must then declare ``tools.listChanged``
 and send ``notifications/tools/list_changed``, on which the episode composes its list
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from openenv_mcp.conformance.base import Context, Failed, Skipped, rule
+from openenv_mcp.conformance.base import Context, Failed, Skipped, fail_if, rule
 from openenv_mcp.conformance.replay import actions_for, call_text, replay
 from openenv_mcp.core.codeact import RUN_CODE
 from openenv_mcp.types import ListTools, canonical_json
@@ -81,3 +82,47 @@ async def check_list_changed(ctx: Context) -> str | None:
     if changes:
         return f"the tool list changed {changes} time(s) and each change was announced: both faces followed"
     return f"the tool list stayed the same over {ctx.subject.tally.calls} calls"
+
+
+ANNOTATED = ("title", "annotations")
+"""The tool fields a harness decides by (approval, display): they reach both faces as the server sent them."""
+
+
+def _declared(tool: dict[str, Any]) -> str:
+    return canonical_json({k: tool[k] for k in ANNOTATED if k in tool})
+
+
+@rule(
+    "tools.annotations",
+    "error",
+    "every tool's title and annotations (readOnlyHint, destructiveHint, idempotentHint, openWorldHint) reach "
+    "both faces unchanged from its server",
+    needs=("episodes",),
+)
+async def check_annotations(ctx: Context) -> str | None:
+    handle = await ctx.subject.new_episode(seed=ctx.seed)
+    try:
+        listed = await handle.server_tools()
+        if listed is None:
+            raise Skipped("needs the environment loaded locally (the servers' own tool lists)")
+        async with handle.mcp() as client:
+            faces = {
+                "tools/list over MCP": _wire((await client.list_tools()).tools),
+                "step(list_tools)": _wire((await handle.step(ListTools())).tools or []),
+            }
+    finally:
+        await handle.close()
+    problems = []
+    for face, offered in faces.items():
+        by_name = {str(t.get("name")): t for t in offered}
+        for tool in listed:
+            got = by_name.get(str(tool.get("name")))
+            if got is not None and _declared(got) != _declared(tool):
+                problems.append(
+                    f"tool {tool.get('name')!r}: its server declares {_declared(tool)} but {face} offers "
+                    f"{_declared(got)}: a harness that approves or shows tools by their annotations (Codex "
+                    "unattended runs only tools marked safe) sees another tool than the server's"
+                )
+    fail_if(problems)
+    hinted = sum(1 for t in listed if t.get("annotations"))
+    return f"{hinted} of {len(listed)} tools carry annotations; both faces show each tool's as its server declared it"

@@ -75,14 +75,31 @@ whose tools change at run time should be a per-episode factory."""
 _LISTING: weakref.WeakKeyDictionary[FastMCP, anyio.Lock] = weakref.WeakKeyDictionary()
 
 
+def _public_meta(component: Any) -> dict[str, Any] | None:
+    """A FastMCP component's ``_meta`` without FastMCP's own bookkeeping (``fastmcp``: tags, version).
+
+    An in-process server has no wire of its own: that key is the library's, not the server's, and
+    the faces show what a server would say over MCP (a harness puts ``_meta`` in front of its model)."""
+    meta = {k: v for k, v in component.get_meta().items() if k != "fastmcp"}
+    return meta or None
+
+
+def _wire(component: Any) -> Any:
+    """The MCP form of a FastMCP tool, prompt, resource or template, :func:`_public_meta` as its ``_meta``."""
+    for method in ("to_mcp_tool", "to_mcp_prompt", "to_mcp_resource", "to_mcp_template"):
+        if hasattr(component, method):
+            return getattr(component, method)(_meta=_public_meta(component))
+    raise TypeError(f"not a FastMCP component: {component!r}")
+
+
 async def _list(server: FastMCP) -> _Listed:
     tools = {t.name: t for t in await server.list_tools()}
     threaded = {name: copy for name, t in tools.items() if (copy := _threaded(t)) is not None}
     return (
         tools,
         threaded,
-        [t.to_mcp_tool() for t in tools.values()],
-        [p.to_mcp_prompt() for p in await server.list_prompts()],
+        [_wire(t) for t in tools.values()],
+        [_wire(p) for p in await server.list_prompts()],
     )
 
 
@@ -162,7 +179,7 @@ class InProcessConnection(Connection):
         return list(self._mcp_tools)
 
     async def list_tools_now(self) -> list[Tool]:
-        return [t.to_mcp_tool() for t in await self._require().list_tools()]
+        return [_wire(t) for t in await self._require().list_tools()]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], label: str) -> CallToolResult:
         self._require()
@@ -187,10 +204,10 @@ class InProcessConnection(Connection):
         return bounded(text, INSTRUCTIONS_LIMIT, "instructions") if isinstance(text, str) and text else None
 
     async def list_resources(self) -> list[Resource]:
-        return [r.to_mcp_resource() for r in await self._require().list_resources()]
+        return [_wire(r) for r in await self._require().list_resources()]
 
     async def list_resource_templates(self) -> list[ResourceTemplate]:
-        return [t.to_mcp_template() for t in await self._require().list_resource_templates()]
+        return [_wire(t) for t in await self._require().list_resource_templates()]
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         try:
@@ -209,6 +226,24 @@ class InProcessConnection(Connection):
         except NotFoundError:
             raise KeyError(name) from None
         return result.to_mcp_prompt_result()
+
+    async def snapshot(self) -> Any:
+        """The server's own ``openenv_snapshot()`` (sync or async), if a factory-made server has one:
+        the fork hook of in-process servers (docs/fork.md); ``None`` without one."""
+        hook = getattr(self._require(), "openenv_snapshot", None) if getattr(self, "_owned", False) else None
+        if hook is None:
+            return None
+        state = hook()
+        return await state if inspect.isawaitable(state) else state
+
+    async def restore(self, state: Any) -> None:
+        """The server's own ``openenv_restore(state)`` with what the original's snapshot returned."""
+        hook = getattr(self._require(), "openenv_restore", None) if getattr(self, "_owned", False) else None
+        if hook is None:
+            return
+        done = hook(state)
+        if inspect.isawaitable(done):
+            await done
 
     async def close(self) -> None:
         server, self.server = self.server, None

@@ -32,7 +32,7 @@ from openenv_mcp.worlds.harbor.container import join_path
 from openenv_mcp.worlds.harbor.dataset import definition_of
 from openenv_mcp.worlds.harbor.world import World, start_world
 
-__all__ = ["INSTRUCTIONS", "SUBMIT", "create_server"]
+__all__ = ["ANNOTATIONS", "INSTRUCTIONS", "SUBMIT", "create_server"]
 
 SUBMIT = "submit"
 MAX_TIMEOUT = 900.0
@@ -67,6 +67,27 @@ INSTRUCTIONS = (
 )
 
 
+def _hints(title: str, read_only: bool, destructive: bool, idempotent: bool) -> dict[str, Any]:
+    return {
+        "title": title,
+        "readOnlyHint": read_only,
+        "destructiveHint": destructive,
+        "idempotentHint": idempotent,
+        "openWorldHint": False,  # the task's container, without a network
+    }
+
+
+ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "shell_run": _hints("Run a shell command", read_only=False, destructive=True, idempotent=False),
+    "fs_read": _hints("Read a file", read_only=True, destructive=False, idempotent=True),
+    "fs_write": _hints("Write a file", read_only=False, destructive=True, idempotent=True),
+    "fs_edit": _hints("Edit a file", read_only=False, destructive=True, idempotent=False),
+    "fs_list": _hints("List a folder", read_only=True, destructive=False, idempotent=True),
+    SUBMIT: _hints("Submit the task", read_only=False, destructive=False, idempotent=False),
+}
+"""Each tool's MCP annotations (all four hints explicit: a harness running unattended trusts only those)."""
+
+
 def create_server(ctx: Any) -> Any:
     """An async factory: the episode's world, then its tool server (see the module doc)."""
     return _start(ctx)
@@ -97,6 +118,8 @@ def _server(world: World) -> FastMCP:
 
     @server.tool(
         name="shell_run",
+        title=ANNOTATIONS["shell_run"]["title"],
+        annotations=ANNOTATIONS["shell_run"],
         description="Run a shell command in the task's container; returns exit_code, stdout, stderr. "
         "Each call is a new shell in the working folder; output past the cap is cut with a marker.",
         output_schema=OUTPUT_SCHEMA,
@@ -125,7 +148,12 @@ def _server(world: World) -> FastMCP:
         data = result.to_json()
         return ToolResult(content=render(data, seconds), structured_content=data, is_error=result.timed_out)
 
-    @server.tool(name="fs_read", description="Read a text file of the container (UTF-8), or any file as base64.")
+    @server.tool(
+        name="fs_read",
+        title=ANNOTATIONS["fs_read"]["title"],
+        annotations=ANNOTATIONS["fs_read"],
+        description="Read a text file of the container (UTF-8), or any file as base64.",
+    )
     async def fs_read(
         path: Annotated[str, Field(description="Absolute, or relative to the working folder.")],
         encoding: Annotated[Literal["text", "base64"], Field(description="text (default) or base64")] = "text",
@@ -145,7 +173,12 @@ def _server(world: World) -> FastMCP:
             text += f"\n[... truncated: the file has {got.size} bytes; the first {len(got.data)} are shown ...]"
         return text
 
-    @server.tool(name="fs_write", description="Write a file (creating missing folders); replaces its content.")
+    @server.tool(
+        name="fs_write",
+        title=ANNOTATIONS["fs_write"]["title"],
+        annotations=ANNOTATIONS["fs_write"],
+        description="Write a file (creating missing folders); replaces its content.",
+    )
     async def fs_write(
         path: Annotated[str, Field(description="Absolute, or relative to the working folder.")],
         content: Annotated[str, Field(description="The new content (text, or base64 with encoding='base64').")],
@@ -162,6 +195,8 @@ def _server(world: World) -> FastMCP:
 
     @server.tool(
         name="fs_edit",
+        title=ANNOTATIONS["fs_edit"]["title"],
+        annotations=ANNOTATIONS["fs_edit"],
         description="Replace old_text by new_text in a text file; old_text must occur exactly once "
         "(or give replace_all=true).",
     )
@@ -189,7 +224,12 @@ def _server(world: World) -> FastMCP:
         await anyio.to_thread.run_sync(lambda: container.write(full, updated, mode=got.mode & 0o7777, uid=uid, gid=gid))
         return f"replaced {count if replace_all else 1} occurrence(s) in {full}"
 
-    @server.tool(name="fs_list", description="List a folder of the container (names, kinds, sizes).")
+    @server.tool(
+        name="fs_list",
+        title=ANNOTATIONS["fs_list"]["title"],
+        annotations=ANNOTATIONS["fs_list"],
+        description="List a folder of the container (names, kinds, sizes).",
+    )
     async def fs_list(
         path: Annotated[str, Field(description="Absolute, or relative to the working folder.")] = ".",
         depth: Annotated[int, Field(ge=1, le=5, description="Levels below the folder (default 1).")] = 1,
@@ -209,6 +249,8 @@ def _server(world: World) -> FastMCP:
 
     @server.tool(
         name=SUBMIT,
+        title=ANNOTATIONS[SUBMIT]["title"],
+        annotations=ANNOTATIONS[SUBMIT],
         description="Submit: the task is done as it stands. It is graded now and the episode ends.",
     )
     async def submit() -> str:

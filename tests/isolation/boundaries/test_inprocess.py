@@ -84,3 +84,40 @@ async def test_a_sync_tool_past_call_timeout_returns_the_timeout_result_while_he
         assert not ok.is_error and ok.content[0].text == "hi"  # the episode goes on
     finally:
         await episode.close()
+
+
+TAGGED = '''
+from fastmcp import FastMCP
+
+server = FastMCP("tagged")
+
+@server.tool(tags={"internal"}, meta={"vendor/x": 1}, annotations={"readOnlyHint": True})
+def look() -> str:
+    """Look."""
+    return "seen"
+
+@server.prompt(tags={"internal"})
+def brief() -> str:
+    """A prompt."""
+    return "brief"
+'''
+
+
+async def test_fastmcps_own_meta_never_reaches_the_faces_but_the_servers_meta_does(tmp_path):
+    """Every in-process tool carried FastMCP's bookkeeping `_meta: {"fastmcp": {"tags": []}}` onto both faces,
+    and a harness puts tool definitions in front of its model as listed."""
+    (tmp_path / "tagged_tools.py").write_text(TAGGED)
+    (tmp_path / "env.toml").write_text(
+        '[env]\nname = "tagged"\n\n[[tool_servers]]\nname = "t"\nnamespace = ""\nobject = "tagged_tools:server"\n'
+    )
+    episode = await load_environment(tmp_path).new_episode(seed=0)
+    try:
+        (tool,) = episode.tools
+        assert tool.meta == {"vendor/x": 1}
+        assert tool.annotations is not None and tool.annotations.read_only_hint is True
+        (served,) = await episode.server_tools()
+        assert served.meta == {"vendor/x": 1}
+        prompts = {p.name: p for p in await episode.connections[0].list_prompts()}
+        assert prompts["brief"].meta is None
+    finally:
+        await episode.close()
