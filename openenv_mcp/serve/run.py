@@ -92,7 +92,9 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     except socket.gaierror as e:
-        raise ConfigError(f"cannot serve on {host}:{port}: {e.strerror}; give --host an address of this machine")
+        raise ConfigError(
+            f"cannot serve on {host}:{port}: {e.strerror}; give --host an address of this machine"
+        ) from None
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT port is free; a listening one is not
     try:

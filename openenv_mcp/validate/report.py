@@ -172,7 +172,7 @@ def html_report(report: ValidationReport) -> str:
     out.append(
         "<p class='summary'>"
         + "".join(
-            f"<span><b>{esc(LABELS.get(k, k))}</b> {esc(f'{v:.2f}' if isinstance(v, float) else str(v if not isinstance(v, list) else len(v)))}</span>"
+            f"<span><b>{esc(LABELS.get(str(k)) or str(k))}</b> {esc(f'{v:.2f}' if isinstance(v, float) else str(v if not isinstance(v, list) else len(v)))}</span>"
             for k, v in s.items()
         )
         + "</p>"
