@@ -26,7 +26,9 @@ def parser(
     name: str, description: str, *, port: int, root_help: str | None = None, lean: bool = False
 ) -> argparse.ArgumentParser:
     """A parser with ``--root`` (when ``root_help``), ``--transport``, ``--host``, ``--port`` [, ``--lean``]."""
-    p = argparse.ArgumentParser(prog=f"python -m openenv_mcp.tool_servers.{name}", description=description)
+    p = argparse.ArgumentParser(
+        prog=f"python -m openenv_mcp.tool_servers.{name}", description=description, allow_abbrev=False
+    )
     if root_help:
         p.add_argument("--root", required=True, type=Path, help=root_help)
     if name in NAMESPACES:

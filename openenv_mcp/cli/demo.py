@@ -22,6 +22,7 @@ import httpx
 from rich.console import Console
 from rich.panel import Panel
 
+from openenv_mcp.cli.mcp_config import render
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.playground import PUBLIC_PATHS, playground_routes
@@ -114,7 +115,7 @@ async def tour(
         with anyio.fail_after(30):
             while not server.started:
                 await anyio.sleep(0.02)
-        snippet = json.dumps({"mcpServers": {f"openenv-{environment.name}": {"url": f"{base}/mcp"}}}, indent=2)
+        snippet = render("claude", f"openenv-{environment.name}", {"url": f"{base}/mcp"})
         console.print(
             Panel.fit(
                 f"[bold]openenv-mcp[/bold] serving [cyan]{environment.name}[/cyan]: {environment.spec.description}\n\n"
@@ -123,7 +124,7 @@ async def tour(
                 f"control plane          {base}/ws  ·  {base}/episodes\n"
                 f"health / metrics       {base}/health  ·  {base}/metrics\n"
                 f"MCP over stdio         {cli_command()} stdio {environment.name}\n\n"
-                f"mcpServers snippet for an IDE or desktop client:\n{snippet}",
+                f"mcpServers entry (Claude Code, Claude Desktop; other clients: {cli_command()} mcp-config {environment.name} --url {base}/mcp --client vscode|cursor|codex|opencode|gemini):\n{snippet}",
                 title="the tour",
             )
         )

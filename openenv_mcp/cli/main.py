@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 from typing import Any
@@ -174,12 +175,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
             "anyone who can reach the port can drive the environment"
         )
-    err_console.print(
-        f"[bold]openenv-mcp[/bold] serving [cyan]{args.env}[/cyan] ({args.mode}) on "
-        f"http://{args.host}:{args.port}  playground: /  MCP: /mcp"
-        + ("  control plane: /ws, /episodes" if args.mode == "sim" else "")
-    )
+
+    def banner(host: str, port: int) -> None:
+        err_console.print(
+            f"[bold]openenv-mcp[/bold] serving [cyan]{args.env}[/cyan] ({args.mode}) on "
+            f"http://{host}:{port}  playground: /  MCP: /mcp"
+            + ("  control plane: /ws, /episodes" if args.mode == "sim" else "")
+        )
+
     if args.ray:
+        banner(args.host, args.port)
         return _serve_ray(args)
     from openenv_mcp.serve.manager import default_max_episodes
 
@@ -199,6 +204,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         extra_routes=playground_routes,
         public_paths=("/health", *PUBLIC_PATHS),
+        on_ready=banner,
         **_prod_options(args),
     )
     return 0
@@ -288,7 +294,12 @@ def add_task_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="openenv-mcp", description=(__doc__ or "").partition("\n")[0])
+    from openenv_mcp import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="openenv-mcp", description="MCP-native environments for agents: serve, run, check, train, publish."
+    )
+    parser.add_argument("--version", action="version", version=f"openenv-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="list the environments found by name")
@@ -296,18 +307,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run an environment's scripted policy for some episodes")
     p.add_argument("env", help="environment name, env.toml path or folder")
-    p.add_argument("--episodes", type=int, default=5)
+    p.add_argument("--episodes", type=int, default=5, help="episodes to play (default 5)")
     p.add_argument("--seed", type=int, default=None, help="seed of the first episode (then +1 each)")
-    p.add_argument("--policy", choices=["reference", "wrong"], default="reference")
+    p.add_argument(
+        "--policy",
+        choices=["reference", "wrong"],
+        default="reference",
+        help="which scripted solution plays: the env's reference one (default) or its wrong one",
+    )
     p.add_argument("--show-steps", action="store_true", help="print every tool call and its result")
     add_task_arguments(p)
     p.set_defaults(func=_cmd_run)
 
     p = sub.add_parser("demo", help="the tour: serve an environment, show how to connect, play one episode over MCP")
-    p.add_argument("env", nargs="?", default="files")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("env", nargs="?", default="files", help="environment name, env.toml path or folder (default files)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="preferred port (a free one is used if it is taken)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the episode the tour plays (default 0)")
     p.add_argument("--once", action="store_true", help="stop after the tour instead of serving until Ctrl-C")
     p.set_defaults(func=_cmd_demo)
 
@@ -316,13 +332,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", required=True, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
     p.add_argument("--model", required=True, help="model name sent to the server")
     p.add_argument("--api-key", default=None, help="bearer key (default: $OPENAI_API_KEY)")
-    p.add_argument("--episodes", type=int, default=8)
+    p.add_argument("--episodes", type=int, default=8, help="episodes to play (default 8)")
     p.add_argument("--concurrency", type=int, default=4, help="episodes played at the same time")
     p.add_argument("--max-steps", type=int, default=30, help="tool calls per episode at most")
     p.add_argument("--seed", type=int, default=0, help="seed of the first episode (then +1 each)")
     p.add_argument("--task", default=None, help="play only this task id")
-    p.add_argument("--temperature", type=float, default=None)
-    p.add_argument("--max-tokens", type=int, default=None)
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: the server's)")
+    p.add_argument(
+        "--max-tokens", type=int, default=None, help="tokens per model answer at most (default: the server's)"
+    )
     p.add_argument("--system", default=None, help="system prompt (default: a short agent instruction)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
     p.add_argument("--max-retries", type=int, default=5, help="retries of 429/5xx/connection errors")
@@ -370,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")
     p.add_argument("env", help="environment name, env.toml path or folder")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--port", type=int, default=8000, help="port to bind (default 8000; 0: any free port)")
     p.add_argument(
         "--mode",
         choices=["sim", "prod"],
@@ -416,7 +434,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=4 * 1024 * 1024,
         help="cap on one request body or WebSocket message (default 4 MiB)",
     )
-    p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
+    p.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="uvicorn's and the server's log level (default warning)",
+    )
     p.add_argument(
         "--ray",
         default=None,
@@ -460,7 +483,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     for command in (init, build, publish, discover, export_command, harbor_command):
         command.add_parser(sub)
+    for each in parsers(parser):
+        each.allow_abbrev = False  # `run --task X` must not be read as --tasks X
+        each.description = plain(each.description)
     return parser
+
+
+def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every subcommand's parser under it, each once."""
+    out = [parser]
+    for action in parser._actions:  # argparse has no public walk of its subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                out += parsers(child)
+    return out
+
+
+_ROLE = re.compile(r":[a-z]+:`~?([^`]*)`")
+
+
+def plain(text: str | None) -> str | None:
+    """A docstring's reStructuredText markup (````code````, ``:func:`x```) as plain text for ``--help``."""
+    return None if text is None else _ROLE.sub(r"\1", text).replace("``", "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,8 +55,13 @@ def add_prod_flags(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``stdio`` command's arguments."""
     p.add_argument("env", help="environment name, env.toml path or folder")
-    p.add_argument("--mode", choices=["sim", "prod"], default="sim")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument(
+        "--mode",
+        choices=["sim", "prod"],
+        default="sim",
+        help="sim: the episode's tools on a seeded task; prod: the production tool servers (default sim)",
+    )
+    p.add_argument("--seed", type=int, default=None, help="seed of the episode (picks its task unless --task)")
     p.add_argument("--task", default=None, help="task id of the episode")
     add_prod_flags(p)
 

@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-steps", type=int, default=30, help="tool calls per rollout at most")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of the rollouts")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per model request")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every scripted episode and the first rollout")
     p.add_argument("--json", metavar="FILE", default=None, help="write the report as JSON ('-' for stdout)")
     p.add_argument("--html", metavar="FILE", default=None, help="write a self-contained HTML report with plots")
     p.set_defaults(func=run)

@@ -426,7 +426,9 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    parser = argparse.ArgumentParser(prog="python -m openenv_mcp.conformance.nodetools", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m openenv_mcp.conformance.nodetools", description=main.__doc__, allow_abbrev=False
+    )
     parser.add_argument("env", nargs="?", default="echo", help="environment to serve (default: echo)")
     parser.add_argument("--url", default=None, help="test this running MCP endpoint instead of serving ENV")
     parser.add_argument("--all", action="store_true", help="also run the scenarios listed as not applicable")

@@ -174,11 +174,14 @@ def tasks_from_dataset(dataset: Any, table: TasksTable) -> list[Task]:
         except Exception as e:  # a template or filter that fails on a row: say which row
             raise ConfigError(f"[tasks] row {index}: {type(e).__name__}: {e}") from e
         task_id = str(row[id_col]) if id_col is not None else str(index)
+        data = {c: _jsonable(row[c]) for c in data_cols}
+        if table.data is None and isinstance(data.get("data"), dict):  # a tasks.jsonl row: its data is the data
+            data = {**{c: v for c, v in data.items() if c != "data"}, **data["data"]}
         tasks.append(
             Task(
                 id=task_id,
                 prompt=prompt,
-                data={c: _jsonable(row[c]) for c in data_cols},
+                data=data,
                 answer=_jsonable(row[answer_col]) if answer_col is not None else None,
                 workspace=row[table.workspace] if table.workspace else None,
                 private=list(table.private),

@@ -4,6 +4,7 @@ check: :func:`openenv_mcp.asgi.serving`."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -11,11 +12,12 @@ from typing import Any
 from starlette.routing import BaseRoute
 
 from openenv_mcp.core.environment import Environment
+from openenv_mcp.errors import ConfigError
 from openenv_mcp.serve.app import create_app
 from openenv_mcp.serve.edge import DEFAULT_MAX_REQUEST_BYTES
 from openenv_mcp.serve.manager import default_max_episodes
 
-__all__ = ["serve", "serve_stdio", "tune_gc"]
+__all__ = ["bind", "serve", "serve_stdio", "tune_gc"]
 
 
 def tune_gc(threshold: int = 100_000) -> None:
@@ -44,12 +46,15 @@ def serve(
     extra_routes: Callable[[Environment, str, str | None], Sequence[BaseRoute]] | None = None,
     workspace: str | Path | None = None,
     read_only: bool = False,
+    on_ready: Callable[[str, int], None] | None = None,
     **options: Any,
 ) -> None:
     """Load ``target`` (a name, env file or folder) in ``mode`` and serve it with uvicorn until stopped.
 
     ``extra_routes(environment, mode, token)`` may add routes (the playground);
-    other keyword arguments go to :func:`create_app`. Without ``max_episodes`` the cap is
+    ``on_ready(host, port)`` is called once the port is bound (the CLI's banner: never for a port
+    that is taken, which raises :class:`ConfigError`); other keyword arguments go to
+    :func:`create_app`. Without ``max_episodes`` the cap is
     :func:`~openenv_mcp.serve.manager.default_max_episodes` (``max_episodes=None``: no cap).
     """
     import uvicorn
@@ -62,7 +67,7 @@ def serve(
     app = create_app(environment, mode=mode, host=host, extra_routes=routes, **options)
     tune_gc()
     max_bytes = options.get("max_request_bytes", DEFAULT_MAX_REQUEST_BYTES)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -74,6 +79,33 @@ def serve(
         access_log=False,
         server_header=False,
     )
+    sock = bind(host, port)
+    with sock:
+        if on_ready is not None:
+            on_ready(host, sock.getsockname()[1])
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (uvicorn listens on it); :class:`ConfigError` saying what
+    to do when the port is taken or the address is not this machine's."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    except socket.gaierror as e:
+        raise ConfigError(
+            f"cannot serve on {host}:{port}: {e.strerror}; give --host an address of this machine"
+        ) from None
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT port is free; a listening one is not
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise ConfigError(
+            f"cannot serve on {host}:{port}: {e.strerror or e}; choose another --port (--port 0: any free one) "
+            "or stop what uses it"
+        ) from None
+    return sock
 
 
 async def serve_stdio(

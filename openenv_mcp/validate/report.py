@@ -42,7 +42,8 @@ def print_report(report: ValidationReport, console: Any) -> None:
     from rich.table import Table
 
     table = Table(title=f"validate: {report.env}" + (f" · {report.model} · k={report.k}" if report.rollouts else ""))
-    for col in ("task", "reference", "wrong", "probes"):
+    table.add_column("task", overflow="fold")  # a long task id wraps, never cut
+    for col in ("reference", "wrong", "probes"):
         table.add_column(col)
     if report.rollouts:
         for col in ("pass@1", f"pass@{report.k}", "reward mean", "variance", "flag"):
@@ -85,12 +86,34 @@ def print_report(report: ValidationReport, console: Any) -> None:
 
 
 # -- HTML ---------------------------------------------------------------------------
+GOOD, BAD = "#22c55e", "#ef4444"
+LABELS = {
+    "reference_failures": "reference failures",
+    "wrong_successes": "wrong solutions that succeed",
+    "scoring_probes": "probes that score",
+    "steps_with_reward_errors": "steps with reward errors",
+    "reward_mean": "reward mean",
+    "variance_share": "tasks with reward variance",
+    "too_easy": "too easy",
+    "too_hard": "too hard",
+}
+"""Human labels of the summary's keys (the JSON keeps the keys)."""
+
+
 def _bars(
-    title: str, labels: list[str], values: list[float], vmax: float = 1.0, color: str = "#3b82f6", fmt: str = "{:.2f}"
+    title: str,
+    labels: list[str],
+    values: list[float],
+    vmax: float = 1.0,
+    color: str | list[str] = "#3b82f6",
+    fmt: str = "{:.2f}",
 ) -> str:
-    """A vertical bar chart as inline SVG."""
+    """A vertical bar chart as inline SVG; ``color`` one for every bar or one per bar. Labels are whole
+    (rotated; the chart grows to fit the longest)."""
     n = max(len(values), 1)
-    width, height, left, bottom = max(360, 28 * n + 60), 220, 40, 60
+    colors = color if isinstance(color, list) else [color] * len(values)
+    longest = max((len(label) for label in labels), default=0)
+    width, height, left, bottom = max(360, 28 * n + 60 + 4 * longest), 160 + 5 * longest, 40, 14 + 5 * longest
     bw = (width - left - 10) / n
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{html.escape(title)}" '
@@ -104,16 +127,16 @@ def _bars(
             f'<line x1="{left}" x2="{width - 10}" y1="{y:.1f}" y2="{y:.1f}" class="g"/>'
             f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" class="a">{round(tick * vmax, 2):g}</text>'
         )
-    for i, (label, value) in enumerate(zip(labels, values, strict=True)):
+    for i, (label, value, fill) in enumerate(zip(labels, values, colors, strict=True)):
         h = plot_h * (value / vmax if vmax else 0)
         x = left + i * bw + bw * 0.15
         parts.append(
             f'<rect x="{x:.1f}" y="{24 + plot_h - h:.1f}" width="{bw * 0.7:.1f}" height="{h:.1f}" '
-            f'fill="{color}"><title>{html.escape(label)}: {fmt.format(value)}</title></rect>'
+            f'fill="{fill}"><title>{html.escape(label)}: {fmt.format(value)}</title></rect>'
         )
         parts.append(
             f'<text transform="translate({x + bw * 0.35:.1f},{height - bottom + 12}) rotate(40)" '
-            f'class="a">{html.escape(label[:14])}</text>'
+            f'class="a">{html.escape(label)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -149,7 +172,7 @@ def html_report(report: ValidationReport) -> str:
     out.append(
         "<p class='summary'>"
         + "".join(
-            f"<span><b>{esc(str(k))}</b> {esc(f'{v:.2f}' if isinstance(v, float) else str(v if not isinstance(v, list) else len(v)))}</span>"
+            f"<span><b>{esc(LABELS.get(str(k)) or str(k))}</b> {esc(f'{v:.2f}' if isinstance(v, float) else str(v if not isinstance(v, list) else len(v)))}</span>"
             for k, v in s.items()
         )
         + "</p>"
@@ -175,12 +198,14 @@ def html_report(report: ValidationReport) -> str:
                 ids,
                 [c.final_score for c in report.checks if c.check == "reference"],
                 max([1.0, *(c.final_score for c in report.checks)]),
-                "#22c55e",
+                GOOD,
             )
         )
         probes = [c for c in report.checks if is_probe(c.check)]
-        labels, counts = _histogram([c.score for c in probes])
-        out.append(_bars("probe score histogram", labels, counts, max(counts) or 1, "#ef4444", "{:.0f}"))
+        labels, counts = _histogram([c.score for c in probes if c.score > 0])
+        labels, counts = ["0", ">0", *labels[1:]], [float(sum(c.score <= 0 for c in probes)), *counts]
+        colors = [GOOD] + [BAD] * (len(counts) - 1)  # a probe at 0 is the good outcome
+        out.append(_bars("probe score histogram", labels, counts, max(counts) or 1, colors, "{:.0f}"))
     out.append("</div><table id='tasks'><tr><th>task</th><th>reference</th><th>wrong</th><th>probes</th>")
     if report.rollouts:
         out.append(f"<th>pass@1</th><th>pass@{report.k}</th><th>reward mean</th><th>variance</th><th>flag</th>")

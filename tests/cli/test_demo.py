@@ -20,7 +20,7 @@ def test_demo_once_serves_prints_addresses_and_reaches_reward_one():
     text = out.stdout
     assert re.search(r"MCP \(streamable HTTP\)\s+http://127\.0\.0\.1:\d+/mcp", text)
     assert "openenv-mcp stdio files" in text
-    assert '"mcpServers"' in text
+    assert '"mcpServers"' in text and '"type": "http"' in text  # Claude Code needs the type of an HTTP entry
     assert re.search(r"trainer reads state: steps \d+, reward 1\.00, done True", text)
     # The next steps it prints work when copied as they are (here: the venv's path, not a bare name).
     nxt = next(line for line in text.splitlines() if line.startswith("next:"))

@@ -92,3 +92,42 @@ def test_a_path_becomes_absolute_and_an_unknown_env_is_refused(capsys, monkeypat
     assert servers["openenv-echo"]["args"][3] == str(ROOT / "envs" / "echo")
     assert main(["mcp-config", "nope"]) == 2
     assert "unknown environment 'nope'" in capsys.readouterr().err
+
+
+URL = "http://127.0.0.1:8000/mcp"
+# Each client's own shape of a stdio and an HTTP entry (the demo's entry lacked "type": "http"; VS Code reads
+# `servers`; Codex reads TOML; opencode a command list; Gemini CLI `httpUrl`).
+HTTP_ENTRIES = {
+    "claude": {"mcpServers": {"openenv-echo": {"type": "http", "url": URL}}},
+    "vscode": {"servers": {"openenv-echo": {"type": "http", "url": URL}}},
+    "cursor": {"mcpServers": {"openenv-echo": {"url": URL}}},
+    "codex": {"mcp_servers": {"openenv-echo": {"url": URL}}},
+    "opencode": {
+        "$schema": "https://opencode.ai/config.json",
+        "mcp": {"openenv-echo": {"type": "remote", "url": URL, "enabled": True}},
+    },
+    "gemini": {"mcpServers": {"openenv-echo": {"httpUrl": URL}}},
+}
+
+
+def _printed(capsys, client: str, *argv: str) -> dict:
+    import tomllib
+
+    assert main(["mcp-config", "echo", "--client", client, *argv]) == 0
+    out = capsys.readouterr().out
+    return tomllib.loads(out) if client == "codex" else json.loads(out)
+
+
+@pytest.mark.parametrize("client", sorted(HTTP_ENTRIES))
+def test_each_clients_entry_is_in_its_own_format(capsys, client):
+    assert _printed(capsys, client, "--url", URL) == HTTP_ENTRIES[client]
+    stdio = mcp_config(capsys, "echo")["openenv-echo"]  # the claude form, started for real above
+    command = [stdio["command"], *stdio["args"]]
+    got = _printed(capsys, client)
+    if client == "opencode":
+        assert got["mcp"] == {"openenv-echo": {"type": "local", "command": command, "environment": {}, "enabled": True}}
+        return
+    key = {"vscode": "servers", "codex": "mcp_servers"}.get(client, "mcpServers")
+    (entry,) = got[key].values()
+    assert [entry["command"], *entry["args"]] == command
+    assert entry.get("type") == ("stdio" if client == "vscode" else None)

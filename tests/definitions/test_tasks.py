@@ -20,7 +20,7 @@ from openenv_mcp.definitions.tasks import TaskSet
 from openenv_mcp.testing import need
 from openenv_mcp.types import Task
 
-from support import need_boundaries, representative_tasks
+from support import ROOT, need_boundaries, representative_tasks
 
 datasets = pytest.importorskip("datasets")
 
@@ -122,6 +122,19 @@ answer = "solution"''',
         obs = env.reset(seed=0)
         assert (obs.task.id, obs.task.prompt, obs.task.data, obs.task.answer) == ("a", "say x", {"phrase": "x"}, None)
         assert env.unwrapped.environment.tasks.full(obs.task).answer == "x"
+
+
+def test_a_dataset_of_tasks_jsonl_rows_loads_as_that_file_does():
+    """Rows shaped like tasks.jsonl (id, prompt, data) keep their data as it is: a `data` column used to become
+    data.data, and the env's reward failed with KeyError."""
+    rows = datasets.Dataset.from_json(str(ROOT / "envs" / "echo" / "tasks.jsonl"))
+    with openenv_mcp.make("echo") as env:
+        from_file = {t.id: t.data for t in env.unwrapped.environment.tasks.tasks}
+    with openenv_mcp.make("echo", tasks=rows) as env:
+        assert {t.id: t.data for t in env.unwrapped.environment.tasks.tasks} == from_file
+        obs = env.reset(task_id="echo-01")
+        assert obs.task.data == {"phrase": "the quick brown fox"}
+        assert env.step(CallTool(name="echo", arguments={"text": "the quick brown fox"})).reward == 1.0
 
 
 def test_named_task_sets_in_one_env_file(tmp_path):

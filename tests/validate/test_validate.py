@@ -100,6 +100,28 @@ def test_a_failing_reference_names_the_goal_and_the_guard_the_reward_reported(tm
     }
 
 
+def test_the_html_report_colours_probes_at_zero_green_keeps_labels_whole_and_names_keys_for_people():
+    from openenv_mcp.validate import ValidationReport
+    from openenv_mcp.validate.probes import CheckResult
+    from openenv_mcp.validate.report import BAD, GOOD
+
+    long_id = "restore-the-incremental-backup-of-etc"
+    checks = [
+        CheckResult(long_id, "reference", score=1.0, final_score=1.0, success=True),
+        CheckResult(long_id, "nothing"),
+        CheckResult(long_id, "degenerate"),
+        CheckResult(long_id, "random", score=0.5),
+    ]
+    page = html_report(ValidationReport(env="demo", tasks=[long_id], checks=checks))
+    probes = page.split('aria-label="probe score histogram"')[1].split("</svg>")[0]
+    fills = [part.split('"')[0] for part in probes.split('fill="')[1:]]
+    assert fills[0] == GOOD and set(fills[1:]) == {BAD}  # the two probes at 0: the good bar
+    assert "<title>0: 2</title>" in probes and "<title>0.5: 1</title>" in probes
+    assert f'class="a">{long_id}</text>' in page  # the whole id under its bar, not its first 14 characters
+    summary = page.split("<p class='summary'>")[1].split("</p>")[0]
+    assert "<b>probes that score</b> 1" in summary and "_" not in summary
+
+
 def test_validate_passes_on_echo_and_the_cli_exit_code_says_so(tmp_path, capsys):
     assert main(["validate", "echo", "--json", str(tmp_path / "v.json")]) == 0
     data = json.loads((tmp_path / "v.json").read_text())

@@ -123,7 +123,7 @@ async def serve(host: AppHost, control_dir: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    p = argparse.ArgumentParser(prog="openenv_mcp.worlds.browser.apphost")
+    p = argparse.ArgumentParser(prog="openenv_mcp.worlds.browser.apphost", allow_abbrev=False)
     p.add_argument("--apps-dir", required=True)
     p.add_argument("--app", action="append", required=True)
     p.add_argument("--control", required=True, help="folder of the state socket")

@@ -97,7 +97,7 @@ def start_apphost(apps_dir: str, apps: list[str], workspace: str) -> subprocess.
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="openenv_mcp.worlds.browser.launch", description=__doc__)
+    p = argparse.ArgumentParser(prog="openenv_mcp.worlds.browser.launch", description=__doc__, allow_abbrev=False)
     p.add_argument("--playwright", required=True, help="the @playwright/mcp cli.js to run")
     p.add_argument("--apps-dir", help="folder of the environment's applications (one NAME.py each)")
     p.add_argument("--app", action="append", default=[], help="an application to serve (repeat)")
