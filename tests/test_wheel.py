@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT
+from support import ROOT, build_wheel
 
 BUILTINS = ["browser", "coding", "echo", "files", "sql", "terminal"]
 TOOL_SERVERS = ["filesystem", "python", "shell", "sql"]
@@ -29,12 +29,6 @@ def run(argv: list[str], cwd: Path, timeout: float = 300, check: bool = True) ->
     if check and proc.returncode != 0:
         raise AssertionError(f"{argv} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
-
-
-def build_wheel(source: Path, out: Path) -> Path:
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(out)], cwd=out, timeout=600)
-    (wheel,) = out.glob("*.whl")
-    return wheel
 
 
 THIRD_PARTY_ENV = {

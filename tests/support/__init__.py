@@ -106,3 +106,25 @@ def env_params(names: list[str]) -> list:
     import pytest
 
     return [pytest.param(n, marks=pytest.mark.timeout(SLOW_WORLDS[n])) if n in SLOW_WORLDS else n for n in names]
+
+
+def build_wheel(source: Path, out: Path) -> Path:
+    """``pip wheel`` of ``source`` into ``out``, one build at a time across test workers (setuptools builds
+    in the source tree: two at once on one checkout break each other); pip's output in the error."""
+    import fcntl
+    import sys
+    import tempfile
+
+    with open(Path(tempfile.gettempdir()) / "openenv-mcp-tests-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(source), "-w", str(out)],
+            cwd=out,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    if proc.returncode != 0:
+        raise AssertionError(f"pip wheel {source} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr[-4000:]}")
+    (wheel,) = out.glob("*.whl")
+    return wheel

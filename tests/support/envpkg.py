@@ -17,7 +17,7 @@ from pathlib import Path
 
 from openenv_mcp.testing import free_port, wait_for_port
 
-from support import ROOT
+from support import ROOT, build_wheel
 
 NOTES_SERVER = textwrap.dedent('''
     """A third-party MCP server written by the test (stdio by default, `http PORT` for streamable HTTP)."""
@@ -136,13 +136,7 @@ def fresh_venv(tmp_path_factory) -> Venv:
         assert ROOT not in base.parents
         dist = base / "dist"
         dist.mkdir()
-        subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(dist)],
-            check=True,
-            timeout=600,
-            capture_output=True,
-        )
-        (wheel,) = dist.glob("openenv_mcp-*.whl")
+        wheel = build_wheel(ROOT, dist)
         subprocess.run([sys.executable, "-m", "venv", str(base / "venv")], check=True, timeout=120)
         (base / "scratch").mkdir()
         venv = Venv(base=base, wheel=wheel, scratch=base / "scratch", cache=base / "cache")
