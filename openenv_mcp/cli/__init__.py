@@ -16,6 +16,6 @@ def main(argv: list[str] | None = None) -> int:
         from openenv_mcp.cli.stdio import main as stdio
 
         return stdio(args[1:])
-    from openenv_mcp.cli.main import main as full
+    from openenv_mcp.cli.app import main as full
 
     return full(argv)

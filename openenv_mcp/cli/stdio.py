@@ -270,7 +270,7 @@ def main(argv: list[str]) -> int:
 def _serve(args: argparse.Namespace, wire: Wire) -> int:
     import anyio
 
-    from openenv_mcp.cli.main import _prod_options, err_console
+    from openenv_mcp.cli.app import _prod_options, err_console
     from openenv_mcp.errors import OpenEnvError
     from openenv_mcp.serve.run import serve_stdio
 

@@ -53,7 +53,7 @@ def test_discover_shows_the_cached_conformance_verdict(packages):
 
 def test_a_partial_conformance_run_caches_no_verdict(tmp_path, monkeypatch):
     """--only/--skip runs prove only part of the promise: they must not mark an environment conformant."""
-    from openenv_mcp.cli.main import main
+    from openenv_mcp.cli.app import main
     from openenv_mcp.client.catalog import cached_status
     from openenv_mcp.client.registry import find_env
 

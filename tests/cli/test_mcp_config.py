@@ -10,7 +10,7 @@ from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.client.stdio import DEFAULT_INHERITED_ENV_VARS
 
-from openenv_mcp.cli.main import main
+from openenv_mcp.cli.app import main
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""The ``openenv-mcp`` command line.
+"""The ``openenv-mcp`` command line behind :func:`openenv_mcp.cli.main` (every command but ``stdio``).
 
 Each subcommand is one ``_cmd_*`` function plus its parser in ``build_parser``.
 Errors the user can fix are printed as one line that says what to do next.

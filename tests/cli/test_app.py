@@ -14,13 +14,23 @@ import httpx
 import pytest
 
 import openenv_mcp
-from openenv_mcp.cli.main import build_parser, main, parsers
+from openenv_mcp.cli.app import build_parser, main, parsers
 
 from support import ROOT
 
 
 def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [a for a in parser._actions if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)]
+
+
+def test_importing_the_full_command_line_left_cli_main_a_module():
+    """The full command line used to live in ``cli/main.py``: importing it made ``openenv_mcp.cli.main``
+    the submodule, so ``from openenv_mcp.cli import main`` in a later test (or a user's script) got a
+    module, "not callable", depending on import order. The entry point must stay the function."""
+    import openenv_mcp.cli
+    import openenv_mcp.cli.app  # noqa: F401  (the import that used to shadow it)
+
+    assert callable(openenv_mcp.cli.main) and openenv_mcp.cli.main.__module__ == "openenv_mcp.cli"
 
 
 def test_version_prints_the_distributions_version(capsys):
