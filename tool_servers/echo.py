@@ -1,18 +1,23 @@
-"""A one-tool MCP server: ``echo`` returns its text. Standalone: ``python -m openenv_mcp.tool_servers.echo``."""
+"""A one-tool MCP server: ``echo`` returns its text.
+
+Standalone: ``python -m openenv_mcp.tool_servers.echo``, or as a file, ``fastmcp run .../echo.py:server`` (the
+HTTP image test does): so this one file imports nothing of its package."""
 
 from __future__ import annotations
 
 from fastmcp import FastMCP
-
-from .lean import hints
+from mcp.types import ToolAnnotations
 
 server = FastMCP("echo", instructions="`echo` returns the text it is given.")
 TITLE = "Echo text"
 
 
-@server.tool(
-    title=TITLE, annotations=hints(TITLE, read_only=True, destructive=False, idempotent=True, open_world=False)
-)
+ANNOTATIONS = ToolAnnotations(
+    title=TITLE, readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)  # every hint explicit, as lean.hints gives the other reference tools
+
+
+@server.tool(title=TITLE, annotations=ANNOTATIONS)
 async def echo(text: str) -> str:
     """Return ``text`` unchanged."""
     return text

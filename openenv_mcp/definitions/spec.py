@@ -9,9 +9,9 @@ env files too; ``docs/env-file.md`` documents every key.
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 import tomllib
+import types
 from pathlib import Path
 from typing import Any, Literal
 
@@ -285,23 +285,40 @@ def load_object(ref: Any, base_dir: Path | None = None) -> Any:
         raise ConfigError(f"{ref!r}: module {module_name!r} has no attribute {attr!r}") from None
 
 
+_PRIVATE = "openenv_mcp_envs"
+
+
+def _private_root(base_dir: Path) -> str:
+    """The private package whose ``__path__`` is ``base_dir`` (made once per folder)."""
+    if _PRIVATE not in sys.modules:
+        top = types.ModuleType(_PRIVATE, "env folders' own modules, one private package per folder")
+        top.__path__ = []
+        sys.modules[_PRIVATE] = top
+    key = f"{_PRIVATE}._{abs(hash(str(base_dir)))}"
+    if key not in sys.modules:
+        package = types.ModuleType(key, f"the modules of {base_dir}")
+        package.__path__ = [str(base_dir)]
+        sys.modules[key] = package
+    return key
+
+
 def load_module(name: str, base_dir: Path | None = None) -> Any:
-    """Import ``name``, preferring ``base_dir/name.py`` (loaded under a private name)."""
+    """Import ``name``, preferring ``base_dir/name.py`` (loaded under a private name).
+
+    The private name is a package rooted at ``base_dir`` (``openenv_mcp_envs._<hash>``), so a module inside
+    a package of the env folder keeps its relative imports (``from .util import x``), and two env folders
+    with a ``reward.py`` each never share one."""
     if base_dir is not None:
         file = base_dir / (name.replace(".", "/") + ".py")
         if file.is_file():
-            key = f"openenv_mcp_envs._{abs(hash(str(base_dir)))}.{name}"
-            if key in sys.modules:
-                return sys.modules[key]
-            spec = importlib.util.spec_from_file_location(key, file)
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[key] = module
+            root = _private_root(base_dir)
             if str(base_dir) not in sys.path:
                 # sibling imports inside an env folder (e.g. reward.py importing common.py)
                 sys.path.append(str(base_dir))
-            spec.loader.exec_module(module)
-            return module
+            try:
+                return importlib.import_module(f"{root}.{name}")
+            except ImportError as e:
+                raise ConfigError(f"cannot import {name!r} from {base_dir}: {e}") from e
     try:
         return importlib.import_module(name)
     except ImportError as e:

@@ -37,7 +37,7 @@ def test_every_key_of_the_example_loads():
 def test_wrapped_third_party_server_runs_scripted_episodes(example, policy, reward):
     import anyio
 
-    from openenv_mcp.cli.main import run_reference
+    from openenv_mcp.cli.app import run_reference
 
     rows = anyio.run(lambda: run_reference(str(example), 3, 0, policy, progress=False))
     assert sorted(r["task"] for r in rows) == ["cleanup", "greet", "rename"]  # seeds 0..n-1: every task once
@@ -60,3 +60,30 @@ def test_the_agent_sees_the_workspace_and_nothing_else(example):
 def test_cli_run_on_an_env_file(example, capsys):
     assert main(["run", str(example), "--episodes", "1", "--seed", "3"]) == 0
     assert "success rate 100%" in capsys.readouterr().out
+
+
+def test_a_package_in_an_env_folder_keeps_its_relative_imports(tmp_path):
+    """An env folder's module was loaded under a private name without its package, so ``from .util import``
+    in ``tools/server.py`` failed with "No module named 'openenv_mcp_envs'" (the echo tool server did, once
+    it imported its sibling ``lean``)."""
+    from openenv_mcp.definitions.spec import load_object
+
+    for folder, word in (("one", "first"), ("two", "second")):
+        package = tmp_path / folder / "tools"
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "util.py").write_text(f"WORD = {word!r}\n")
+        (package / "server.py").write_text("from .util import WORD\n\ndef word():\n    return WORD\n")
+    one = load_object("tools.server:word", tmp_path / "one")
+    two = load_object("tools.server:word", tmp_path / "two")
+    assert (one(), two()) == ("first", "second")  # two folders never share a module
+    assert load_object("tools.server:word", tmp_path / "one") is one
+
+
+def test_a_missing_module_of_an_env_folder_is_a_config_error_naming_it(tmp_path):
+    from openenv_mcp.definitions.spec import load_object
+    from openenv_mcp.errors import ConfigError
+
+    (tmp_path / "reward.py").write_text("import not_a_module_anywhere\n")
+    with pytest.raises(ConfigError, match=r"cannot import 'reward' from .*: No module named 'not_a_module_anywhere'"):
+        load_object("reward:score", tmp_path)

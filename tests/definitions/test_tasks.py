@@ -279,7 +279,7 @@ def test_cli_run_all_tasks_plays_every_task_exactly_once(name):
         need(shutil.which("bwrap") is not None, "coding runs in the sandbox boundary: apt-get install bubblewrap")
     import anyio
 
-    from openenv_mcp.cli.main import run_reference
+    from openenv_mcp.cli.app import run_reference
 
     spec = next(s for s in list_envs() if s.name == name)
     need_boundaries(spec)

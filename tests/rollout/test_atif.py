@@ -8,7 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from openenv_mcp.cli.main import main
+from openenv_mcp.cli.app import main
 from openenv_mcp.client.registry import load_environment
 from openenv_mcp.rollout import OpenAIPolicy, rollout
 from openenv_mcp.rollout.atif import ATIF_VERSION, to_atif

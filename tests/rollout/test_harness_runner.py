@@ -13,7 +13,7 @@ from importlib.metadata import version
 
 import pytest
 
-from openenv_mcp.cli.main import main
+from openenv_mcp.cli.app import main
 from openenv_mcp.client.registry import load_environment
 
 from support.scripted_model import ScriptedModel, plans_from_solutions

@@ -78,7 +78,7 @@ async def test_a_reference_server_run_standalone_lists_the_names_the_environment
 
 
 def test_sql_in_production_without_a_database_says_so_at_start(monkeypatch, capsys):  # sync: the CLI runs its loop
-    from openenv_mcp.cli.main import main
+    from openenv_mcp.cli.app import main
 
     monkeypatch.delenv("DATABASE_URL", raising=False)
     assert main(["stdio", "sql", "--mode", "prod"]) == 2

@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from openenv_mcp.cli.main import main
+from openenv_mcp.cli.app import main
 from openenv_mcp.rollout import OpenAIPolicy
 from openenv_mcp.testing import need
 from openenv_mcp.validate import validate

@@ -510,6 +510,13 @@ def test_an_unreachable_engine_says_how_to_start_it(monkeypatch, tmp_path):
     assert text.endswith(". Start it (e.g. `dockerd &`, or .ci/docker-setup.sh) or set DOCKER_HOST")
 
 
+def _without_library_meta(tool: dict) -> dict:
+    """A tool without FastMCP's own ``_meta.fastmcp`` (tags): a standalone FastMCP server (the one in the
+    container) lists it, an in-process one's faces do not (fidelity's "in-process.meta" difference)."""
+    meta = {k: v for k, v in tool.pop("_meta", {}).items() if k != "fastmcp"}
+    return {**tool, **({"_meta": meta} if meta else {})}
+
+
 @pytest.mark.anyio
 async def test_the_files_environment_in_docker_gives_the_in_process_results(image):
     from openenv_mcp.client.registry import load_environment
@@ -540,7 +547,7 @@ async def test_the_files_environment_in_docker_gives_the_in_process_results(imag
     async def trace(environment, task):
         episode = await environment.new_episode(seed=0, task_id=task.id)
         try:
-            out = [[t.model_dump(by_alias=True, exclude_none=True) for t in episode.tools]]
+            out = [[_without_library_meta(t.model_dump(by_alias=True, exclude_none=True)) for t in episode.tools]]
             for action in environment.trajectory(task, "reference"):
                 obs = await episode.act(action)
                 out.append((obs.result.model_dump(by_alias=True, exclude_none=True), obs.reward, obs.done))
