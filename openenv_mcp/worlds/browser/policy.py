@@ -27,9 +27,12 @@ CHROMIUM_ARGS = (
     "--disable-sync",
     "--disable-gpu",
     "--disable-breakpad",
-    "--disable-features=Translate,MediaRouter,OptimizationHints",
 )
-"""Chromium switches for a headless browser that makes no requests of its own."""
+"""Chromium switches for a headless browser that makes no requests of its own.
+
+No ``--disable-features`` here: Chromium keeps the last of a repeated switch, so one of ours would replace
+Playwright's own list (which disables Translate, MediaRouter and OptimizationHints already, and PaintHolding,
+HttpsUpgrades, ThirdPartyStoragePartitioning; ours used to replace it)."""
 
 
 def chromium_policy(origins: list[str]) -> dict[str, Any]:
