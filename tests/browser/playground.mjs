@@ -206,6 +206,37 @@ try {
     out.steps = await text("#steps");
     await page.screenshot({ path: join(artifacts, "playground-prod.png"), fullPage: true });
   }
+  if (scenario === "environments") {
+    // from the playground's header link to the landing page: its layout at 1440 and at 1024 px
+    await page.click("#environments-link");
+    await page.waitForFunction(() => / environments$/.test(document.getElementById("status").textContent));
+    out.landing_path = new URL(page.url()).pathname;
+    out.landing_title = await page.title();
+    out.headers = await page.locator("#envs th").allTextContents();
+    out.names = await page.locator("#envs tbody td:first-child").allTextContents();
+    out.layout = [];
+    for (const width of [1440, 1024]) {
+      await page.setViewportSize({ width, height: 900 });
+      out.layout.push(await page.evaluate(() => {
+        const table = document.getElementById("envs").getBoundingClientRect();
+        const cells = [...document.querySelectorAll("#envs th, #envs td")];
+        return {
+          viewport: window.innerWidth,
+          page_scrolls: document.documentElement.scrollWidth > window.innerWidth,
+          main_display: getComputedStyle(document.querySelector("main")).display,
+          table_left: table.left, table_right: table.right, table_width: table.width,
+          cells_out: cells.filter((c) => c.getBoundingClientRect().right > table.right + 1).length,
+          cells_overflowing: cells.filter((c) => c.scrollWidth > c.clientWidth + 1).length,
+          play_width: document.querySelector("#envs th:last-child").getBoundingClientRect().width,
+        };
+      }));
+    }
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.screenshot({ path: join(artifacts, "environments.png"), fullPage: true });
+    await page.click("#playground-link");
+    await page.waitForFunction(() => document.body.dataset.ready === "1");
+    out.back_path = new URL(page.url()).pathname;
+  }
   out.banner_hidden = await page.locator("#banner").isHidden();
   out.ok = true;
 } catch (e) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -161,6 +162,28 @@ def test_solve_a_files_task_by_hand_in_chromium(node, serve):
     assert exported["steps"][1]["result"]["isError"] is True
     assert (exported["reward"], exported["done"], exported["truncated"]) == (1, True, False)
     assert (ARTIFACTS / "playground.png").stat().st_size > 10_000
+
+
+def test_the_environments_page_fits_the_window_and_links_both_ways_in_chromium(node, serve):
+    """/environments had the playground's three-column grid: squeezed, its play column cut off; and no link led
+    there. The table now spans the page, every cell inside it, at 1440 and 1024 px (screenshot in the docs)."""
+    server = serve("files")
+    out = drive(node, "environments", server.url)
+    assert (out["landing_path"], out["landing_title"]) == (
+        "/static/playground/environments.html",
+        "openenv-mcp environments",
+    )
+    assert out["headers"] == ["name", "description", "tasks", "boundary", "conformance", "play"]
+    assert {"browser", "coding", "echo", "files", "sql", "terminal"} <= set(out["names"])
+    for layout in out["layout"]:
+        assert layout["main_display"] == "block" and not layout["page_scrolls"], layout
+        assert layout["table_right"] <= layout["viewport"] and layout["table_width"] > layout["viewport"] * 0.6, layout
+        assert layout["cells_out"] == 0 and layout["cells_overflowing"] == 0, layout
+        assert layout["play_width"] > 200, layout  # the play column's command is readable, not cut
+    assert out["back_path"] == "/"
+    shot = ARTIFACTS / "environments.png"
+    assert shot.stat().st_size > 10_000
+    shutil.copyfile(shot, ROOT / "docs" / "environments.png")
 
 
 def test_forms_from_json_schemas_images_and_errors(node, serve):
