@@ -8,7 +8,7 @@ LIGHT_STAMP := $(VENV)/.installed-light
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test check test-corpus corpus browser validate-browser test-lowest lint bench conformance install install-light clean validate-terminal
+.PHONY: demo test check test-all-tasks test-corpus corpus browser validate-browser test-lowest lint bench conformance install install-light clean validate-terminal
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
@@ -95,6 +95,13 @@ check: lint
 
 test: $(STAMP) lint corpus browser
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# Every task of every built-in environment through the tests that play them all (both faces, the control plane,
+# `run --all-tasks`, conformance): make test plays each env's [tasks.ci] subset; the terminal and browser
+# worlds' whole sets also have validate-terminal and validate-browser.
+ALL_TASKS_TESTS := tests/serve/test_parity.py tests/serve/test_mcp_http.py tests/definitions/test_tasks.py tests/conformance/test_rules.py
+test-all-tasks: $(STAMP) browser
+	OPENENV_MCP_ALL_TASKS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(ALL_TASKS_TESTS) $(PYTEST_ARGS)
 
 test-corpus: corpus
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(CORPUS_TESTS) $(PYTEST_ARGS)

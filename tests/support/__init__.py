@@ -7,6 +7,7 @@ General helpers an environment author also needs (ports, servers, waiting, ``nee
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -65,9 +66,12 @@ def need_boundaries(spec) -> None:
 def representative_tasks(spec) -> str | None:
     """The task set a test that plays every task of every built-in environment plays: the env's
     ``[tasks.ci]`` set when it has one (a world whose whole set has a make target of its own, e.g.
-    ``terminal``: ``make validate-terminal``), else ``None`` (all of them)."""
+    ``terminal``: ``make validate-terminal``), else ``None`` (all of them). ``OPENENV_MCP_ALL_TASKS=1``
+    (``make test-all-tasks``): every task of every environment."""
     from openenv_mcp.definitions.tasks import parse_tasks_value
 
+    if os.environ.get("OPENENV_MCP_ALL_TASKS") == "1":
+        return None
     return "ci" if "ci" in parse_tasks_value(spec.tasks)[0] else None
 
 
