@@ -6,15 +6,18 @@ HTTP image test does): so this one file imports nothing of its package."""
 from __future__ import annotations
 
 from fastmcp import FastMCP
-from mcp.types import ToolAnnotations
 
 server = FastMCP("echo", instructions="`echo` returns the text it is given.")
 TITLE = "Echo text"
 
 
-ANNOTATIONS = ToolAnnotations(
-    title=TITLE, readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False
-)  # every hint explicit, as lean.hints gives the other reference tools
+ANNOTATIONS = {
+    "title": TITLE,
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}  # every hint explicit, as lean.hints gives the other reference tools
 
 
 @server.tool(title=TITLE, annotations=ANNOTATIONS)
