@@ -57,9 +57,10 @@ demo: $(STAMP)
 PYTEST_WORKERS ?= 3
 # The third-party conformance corpus (conformance/corpus/: pinned npm and PyPI servers, their Docker images) is
 # installed by `corpus` (idempotent: quick once cached in .cache/) and tested in `make test` with the rest: each
-# server x boundary against conformance/corpus/expected.toml, run twice behind process, and each server's
-# fidelity through /mcp and step(). Offline, the install fails with a message and those tests skip (CI sets
-# OPENENV_MCP_REQUIRE_ALL=1, where a skip fails). `make test-corpus` runs only them.
+# server behind its `ci` boundary (expected.toml: every boundary twice) against conformance/corpus/expected.toml,
+# run twice behind process, and each server's fidelity through /mcp and step(). Offline, the install fails with a
+# message and those tests skip (CI sets OPENENV_MCP_REQUIRE_ALL=1, where a skip fails). `make test-corpus` runs
+# only them, every server behind every boundary.
 CORPUS_TESTS := tests/conformance/test_corpus.py
 corpus: $(STAMP)
 	@bash conformance/corpus/install.sh .cache/corpus .cache/node-tools || \
@@ -104,7 +105,7 @@ test-all-tasks: $(STAMP) browser
 	OPENENV_MCP_ALL_TASKS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(ALL_TASKS_TESTS) $(PYTEST_ARGS)
 
 test-corpus: corpus
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(CORPUS_TESTS) $(PYTEST_ARGS)
+	OPENENV_MCP_FULL_CORPUS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(CORPUS_TESTS) $(PYTEST_ARGS)
 
 # Lint, format, types (basedpyright: pyright without Node) and layering (import-linter contracts in pyproject).
 # Without Ray installed (the light venv of `make lint`/`make check`) the ray layer cannot be type-checked: the

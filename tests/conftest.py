@@ -18,8 +18,22 @@ SPREAD = ("tests/conformance/test_corpus.py",)
 every other file's tests stay together on one worker (``--dist loadfile``: a file's fixtures are built once)."""
 
 
+TOGETHER = {
+    path: "envpkg"
+    for path in (
+        "tests/cli/test_init.py",
+        "tests/cli/test_discover.py",
+        "tests/cli/test_build.py",
+        "tests/cli/test_publish.py",
+    )
+}
+"""Files that share one costly fixture built once per worker (tests/support/envpkg.py: a wheel of the checkout in a
+fresh virtualenv and three packages made by ``init``): xdist hands them to one worker as one unit, so it is built once."""
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """Under ``--dist loadfile``, the same scheduling with each test of a :data:`SPREAD` file as its own unit."""
+    """Under ``--dist loadfile``, the same scheduling with each test of a :data:`SPREAD` file as its own unit and
+    the files of :data:`TOGETHER` as one."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -27,7 +41,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class _FileOrTestScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return nodeid if path in SPREAD else path
+            return nodeid if path in SPREAD else TOGETHER.get(path, path)
 
     return _FileOrTestScheduling(config, log)
 

@@ -1,7 +1,8 @@
 """The third-party conformance corpus (conformance/corpus/, installed by ``make corpus``).
 
-* Verdicts: each server behind each boundary gives the verdicts written in conformance/corpus/expected.toml;
-  behind ``process`` a second run of the rules whose verdict could vary gives the same verdicts.
+* Verdicts: each server behind its ``ci`` boundary (every boundary with ``OPENENV_MCP_FULL_CORPUS=1``, as
+  ``make test-corpus`` sets) gives the verdicts written in conformance/corpus/expected.toml; behind ``process``
+  a second run of the rules whose verdict could vary gives the same verdicts.
 * Fidelity: each server answers the same raw over stdio, through ``/mcp`` and through ``step()``
   (``openenv_mcp.testing.fidelity_diff`` on its ``process`` env file), field by field. The only values
   normalized besides what fidelity_diff itself names are the workspace folders: the raw server works in a
@@ -22,17 +23,24 @@ from mcp.types import PromptReference
 
 from openenv_mcp.testing import fidelity_diff
 
-from support.corpus import BOUNDARIES, CORPUS, check_corpus, expected, need_corpus
+from support.corpus import BOUNDARIES, CORPUS, check_corpus, corpus_pairs, expected, need_corpus
 
 SERVERS = sorted(server for server, entry in expected().items() if "kind" in entry)
 """The corpus servers: every table of expected.toml with a ``kind`` (the others hold shared entries)."""
 
 
-@pytest.mark.parametrize("boundary", BOUNDARIES)
-@pytest.mark.parametrize("server", SERVERS)
+@pytest.mark.parametrize(("server", "boundary"), corpus_pairs())
 @pytest.mark.timeout(900)  # one or two conformance runs of a third-party server (slow under load)
 def test_corpus_verdicts_match_the_expected_table(server: str, boundary: str) -> None:
     check_corpus(server, boundary)
+
+
+def test_the_ci_subset_checks_every_server_and_every_boundary_twice() -> None:
+    """The subset ``make test`` runs: each server once, each boundary behind two servers (expected.toml's ``ci``)."""
+    table = expected()
+    chosen = {server: table[server]["ci"] for server in SERVERS}
+    assert set(chosen.values()) == set(BOUNDARIES), chosen
+    assert all(list(chosen.values()).count(b) == 2 for b in BOUNDARIES), chosen
 
 
 _WORKSPACE = re.compile(r"/tmp/openenv-(?:fidelity|mcp)-[A-Za-z0-9._-]+")

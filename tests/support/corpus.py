@@ -7,6 +7,7 @@ conformance/corpus/expected.toml; these helpers run ``check_env`` and compare.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tomllib
 from pathlib import Path
@@ -33,6 +34,19 @@ INSTALL = "run `bash conformance/corpus/install.sh` (npm and PyPI servers, Docke
 
 def expected() -> dict[str, Any]:
     return tomllib.loads((CORPUS / "expected.toml").read_text())
+
+
+def corpus_pairs() -> list[tuple[str, str]]:
+    """The (server, boundary) pairs the verdict test checks: each server behind its ``ci`` boundary (expected.toml),
+    or, with ``OPENENV_MCP_FULL_CORPUS=1`` (``make test-corpus``), every server behind every boundary."""
+    servers = {server: entry for server, entry in expected().items() if "kind" in entry}
+    full = os.environ.get("OPENENV_MCP_FULL_CORPUS") == "1"
+    return [
+        (server, boundary)
+        for server, entry in sorted(servers.items())
+        for boundary in BOUNDARIES
+        if full or boundary == entry["ci"]
+    ]
 
 
 def need_corpus(server: str, boundary: str) -> None:
