@@ -12,6 +12,12 @@ documented here; the JSON form of each model is what travels on the wire.
   names (``inputSchema``, ``structuredContent``, ``isError``).
 * **State** is the trainer's view of the episode: id, step count, task, seed
   and cumulative reward.
+* The **episode API** is :class:`AsyncEpisodeAPI` (and its sync twin
+  :class:`EpisodeAPI`): ``reset``/``step``/``state``/``close``, what every
+  episode a trainer holds offers, local (``make("files")``), remote
+  (``make("http://...")``) or from a Ray pool (``make("ray://...")``).
+  :class:`MakeOptions` lists the options ``make()`` takes; :data:`Mode`
+  the two modes.
 
 Rewards. An environment's reward function returns the *score* of the episode
 as it stands (a float, usually in ``[0, 1]``). The reward of a step is the
@@ -24,15 +30,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal
+from pathlib import Path
+from typing import Annotated, Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from mcp.types import CallToolResult, TextContent, Tool
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 __all__ = [
     "Action",
+    "AsyncEpisodeAPI",
     "CallTool",
+    "EpisodeAPI",
+    "ForkStrategy",
     "ListTools",
+    "MakeOptions",
+    "Mode",
     "Observation",
     "RunCode",
     "Score",
@@ -45,7 +57,9 @@ __all__ = [
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    # use_attribute_docstrings: each field's docstring below is its JSON-schema description (``/schema``,
+    # ``/openapi.json``), so what a field means is written once, here.
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class ListTools(_Model):
@@ -195,6 +209,104 @@ class State(_Model):
     """The step budget of the episode, if any."""
     reward_errors: int = 0
     """Steps whose reward function raised (each one's ``info["reward_error"]`` says why)."""
+
+
+Mode = Literal["sim", "prod"]
+"""How an environment runs. ``"sim"`` (simulation, for training and evaluation): a task per episode, rewards,
+the control plane. ``"prod"`` (production, deployment): the same tools with no task, no reward and no control
+plane, optionally on the user's own folder (``workspace``)."""
+
+ForkStrategy = Literal["snapshot", "replay"]
+"""How ``fork()`` copies a world (docs/fork.md): copy the state, or re-run the recorded calls in a fresh episode."""
+
+
+class MakeOptions(TypedDict, total=False):
+    """The keyword options of ``openenv_mcp.make()`` / ``make_async()`` (all optional).
+
+    Local environments take every option but ``token``; a served one (``http(s)://``, ``ws(s)://``) takes
+    ``max_steps``, ``call_timeout`` and ``token``; a Ray pool (``ray://``) ``max_steps`` and
+    ``call_timeout`` (its pool options ride in the URL's query).
+    """
+
+    mode: Mode
+    """``"sim"`` (default) or ``"prod"``, see :data:`Mode`."""
+    call_timeout: float | None
+    """Time limit of one tool call, seconds (default: the env file's)."""
+    max_steps: int | None
+    """Step budget of an episode (default: the env file's; ``0``: none)."""
+    workdir: str | Path | None
+    """Folder under which episodes' workspaces are made (default: ``OPENENV_MCP_WORKDIR`` or the temp folder)."""
+    warm_pool: int | None
+    """Episodes kept started ahead of ``reset()`` (default: the env file's)."""
+    tasks: Any
+    """The task source: a named set of the env file (``"eval"``), a path, a list of tasks or a dataset."""
+    split: str | None
+    """A dataset split, when ``tasks`` is a dataset."""
+    workspace: str | Path | None
+    """Production only: the user's folder the tools work on (instead of a fresh workspace per episode)."""
+    read_only: bool
+    """Production only: mount ``workspace`` read-only."""
+    token: str | None
+    """A served environment's ``--token``."""
+
+
+MAKE_OPTIONS = frozenset(MakeOptions.__annotations__)
+"""The names :class:`MakeOptions` documents (what ``make()`` checks its keywords against)."""
+
+
+@runtime_checkable
+class AsyncEpisodeAPI(Protocol):
+    """What every episode a trainer holds offers (async): local, remote and Ray-pool episodes all satisfy it.
+
+    One episode at a time: ``reset()`` ends the current one and starts the next.
+    """
+
+    @property
+    def name(self) -> str:
+        """The environment's name."""
+        ...
+
+    async def reset(self, seed: int | None = None, task_id: str | None = None) -> Observation:
+        """Start an episode: the task (``task_id``, or one drawn by ``seed``) and the tool list."""
+        ...
+
+    async def step(self, action: ListTools | CallTool | RunCode | dict[str, Any]) -> Observation:
+        """Do one action (an action model or its JSON form) and return what came back, with its reward."""
+        ...
+
+    async def state(self) -> State:
+        """The trainer's view of the episode."""
+        ...
+
+    async def close(self) -> None:
+        """End the episode and release everything it holds (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class EpisodeAPI(Protocol):
+    """The sync twin of :class:`AsyncEpisodeAPI` (``openenv_mcp.make()`` returns one)."""
+
+    @property
+    def name(self) -> str:
+        """The environment's name."""
+        ...
+
+    def reset(self, seed: int | None = None, task_id: str | None = None) -> Observation:
+        """Start an episode: the task (``task_id``, or one drawn by ``seed``) and the tool list."""
+        ...
+
+    def step(self, action: ListTools | CallTool | RunCode | dict[str, Any]) -> Observation:
+        """Do one action (an action model or its JSON form) and return what came back, with its reward."""
+        ...
+
+    def state(self) -> State:
+        """The trainer's view of the episode."""
+        ...
+
+    def close(self) -> None:
+        """End the episode and release everything it holds (idempotent)."""
+        ...
 
 
 def error_result(message: str) -> CallToolResult:

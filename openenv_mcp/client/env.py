@@ -22,7 +22,7 @@ from anyio.from_thread import BlockingPortal
 from openenv_mcp.core.environment import Environment
 from openenv_mcp.core.episode import Episode
 from openenv_mcp.errors import ResetNeeded
-from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, State, action_from_json
+from openenv_mcp.types import CallTool, ForkStrategy, ListTools, Observation, RunCode, State, action_from_json
 
 __all__ = ["AsyncEnv", "Env"]
 
@@ -70,7 +70,7 @@ class AsyncEnv:
         """Episode id, step count, task id, seed and cumulative reward."""
         return self.episode.state()
 
-    async def fork(self, n: int = 1, strategy: str | None = None) -> list[AsyncEnv]:
+    async def fork(self, n: int = 1, strategy: ForkStrategy | None = None) -> list[AsyncEnv]:
         """``n`` envs, each on a new episode equal to the current one now (workspace, tool servers'
         state, step count, task, cumulative reward, trajectory); this one goes on unchanged.
         ``strategy``: ``snapshot`` | ``replay`` | ``None`` (see docs/fork.md). Close each fork."""
@@ -151,7 +151,7 @@ class Env:
     def state(self) -> State:
         return self.run_async(self._async.state)
 
-    def fork(self, n: int = 1, strategy: str | None = None) -> list[Env]:
+    def fork(self, n: int = 1, strategy: ForkStrategy | None = None) -> list[Env]:
         return [Env(forked) for forked in self.run_async(self._async.fork, n, strategy)]
 
     def close(self) -> None:

@@ -20,13 +20,14 @@ import os
 import warnings
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, Unpack, cast
 
 from openenv_mcp.client.env import AsyncEnv, Env
 from openenv_mcp.client.schemes import scheme_for
 from openenv_mcp.core.environment import Environment
 from openenv_mcp.definitions.spec import EnvSpec, load_env_file
 from openenv_mcp.errors import ConfigError, UnknownEnvironment
+from openenv_mcp.types import MAKE_OPTIONS, MakeOptions
 
 if TYPE_CHECKING:
     from openenv_mcp.client.remote import RemoteAsyncEnv
@@ -138,20 +139,34 @@ def is_url(target: Any) -> TypeGuard[str]:
     return isinstance(target, str) and target.split("://", 1)[0] in ("http", "https", "ws", "wss")
 
 
-def make_async(target: str | Path | EnvSpec, **options: Any) -> AsyncEnv | RemoteAsyncEnv:
+def _check_options(options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - MAKE_OPTIONS)
+    if unknown:
+        raise ConfigError(
+            f"make() got unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"it takes {', '.join(sorted(MAKE_OPTIONS))} (openenv_mcp.types.MakeOptions documents each)"
+        )
+
+
+def make_async(target: str | Path | EnvSpec, **options: Unpack[MakeOptions]) -> AsyncEnv | RemoteAsyncEnv:
     """An :class:`AsyncEnv` for a built-in name, an env file/folder, or a target with a scheme.
 
-    Options: ``mode`` (``sim``/``prod``), ``call_timeout``, ``max_steps``, ``workdir``.
+    Options: :class:`~openenv_mcp.types.MakeOptions` (``mode``, ``call_timeout``, ``max_steps``, ``workdir``,
+    ``tasks``...; an unknown one is a :class:`~openenv_mcp.errors.ConfigError` naming the accepted ones).
     A target with a scheme is resolved by the scheme registered for it (:mod:`openenv_mcp.client.schemes`):
     ``http(s)://HOST:PORT`` or ``ws(s)://`` connects to a served environment, ``ray://HOST:PORT/ENV`` gives an
     episode from a pool of ``ENV`` servers on that Ray cluster (the ``ray`` extra).
     """
+    _check_options(dict(options))
     scheme = scheme_for(target)
     if scheme is not None and scheme.connect is not None:
         return cast(Any, scheme.connect(target, **options))
-    return AsyncEnv(load_environment(target, **options))
+    if options.get("token") is not None:
+        raise ConfigError("token is for a served environment (make('http://HOST:PORT', token=...)), not a local one")
+    local = {k: v for k, v in options.items() if k != "token"}
+    return AsyncEnv(load_environment(target, **local))
 
 
-def make(target: str | Path | EnvSpec, **options: Any) -> Env:
+def make(target: str | Path | EnvSpec, **options: Unpack[MakeOptions]) -> Env:
     """The sync twin of :func:`make_async`."""
     return Env(make_async(target, **options))

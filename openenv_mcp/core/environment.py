@@ -15,7 +15,7 @@ from openenv_mcp.definitions.surface import Surface
 from openenv_mcp.definitions.tasks import TaskSet, parse_tasks_value, resolve_tasks
 from openenv_mcp.errors import ConfigError
 from openenv_mcp.isolation.host.workspace import UserWorkspace
-from openenv_mcp.types import CallTool, Task
+from openenv_mcp.types import CallTool, Mode, Task
 
 __all__ = ["Environment"]
 
@@ -46,7 +46,7 @@ class Environment:
         self,
         spec: EnvSpec,
         *,
-        mode: str = "sim",
+        mode: Mode = "sim",
         call_timeout: float | None = None,
         max_steps: int | None = None,
         workdir: Path | None = None,

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import gymnasium
 import numpy as np
@@ -51,7 +51,7 @@ from gymnasium.vector.utils import shared_memory as _shm
 from openenv_mcp.client.registry import list_envs, make
 from openenv_mcp.errors import ConfigError, ResetNeeded
 from openenv_mcp.integrations.text import result_text, tools_text
-from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, action_from_json
+from openenv_mcp.types import CallTool, ListTools, MakeOptions, Observation, RunCode, action_from_json
 
 if TYPE_CHECKING:
     from openenv_mcp.integrations.gymnasium_vector import GymVectorEnv
@@ -201,7 +201,7 @@ class GymEnv(gymnasium.Env):
         repeat: int = 1,
         render_mode: str | None = None,
         max_text_length: int = MAX_TEXT,
-        **make_kwargs: Any,
+        **make_kwargs: Unpack[MakeOptions],
     ) -> None:
         if repeat < 1:
             raise ConfigError(f"repeat must be at least 1, got {repeat}")

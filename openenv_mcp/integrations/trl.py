@@ -52,7 +52,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Unpack
 
 from openenv_mcp.client.registry import make
 from openenv_mcp.core.codeact import RUN_CODE, RUN_CODE_TOOL
@@ -66,7 +66,7 @@ from openenv_mcp.integrations.toolschema import (
     normal_form,
     python_type,
 )
-from openenv_mcp.types import CallTool, RunCode, State
+from openenv_mcp.types import CallTool, MakeOptions, RunCode, State
 
 __all__ = ["EnvironmentFactory", "ToolSchemaError", "environment_factory", "tool_function"]
 
@@ -253,7 +253,7 @@ class EnvironmentFactory:
         seed: int | None = None,
         strict: bool = True,
         action_style: str = "tools",
-        **make_kwargs: Any,
+        **make_kwargs: Unpack[MakeOptions],
     ) -> None:
         if repeat < 1:
             raise ConfigError(f"repeat must be at least 1, got {repeat}")
@@ -357,7 +357,7 @@ def environment_factory(
     seed: int | None = None,
     strict: bool = True,
     action_style: str = "tools",
-    **make_kwargs: Any,
+    **make_kwargs: Unpack[MakeOptions],
 ) -> EnvironmentFactory:
     """A factory for ``GRPOTrainer(environment_factory=...)``.
 
