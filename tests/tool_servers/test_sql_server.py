@@ -792,3 +792,35 @@ async def test_dropping_what_a_view_reads_is_refused_and_a_view_failing_at_run_t
         is_error, text, data = await call(server, "describe_table", table=table)
         assert not is_error and data["kind"] == "view", text
     assert not (await call(server, "execute", sql="DROP VIEW reads_scratch; DROP TABLE scratch"))[0]
+
+
+@pytest.mark.anyio
+async def test_a_postgres_agent_setting_its_roles_search_path_or_making_a_schema_of_its_name_hides_no_table(
+    postgres_server,
+):
+    template = "tpl_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {template}")
+    with psycopg.connect(postgres_server.url_for(template)) as conn:
+        conn.execute("CREATE TABLE t (a INTEGER)")
+        conn.execute("INSERT INTO t VALUES (1), (2)")
+    episode = uuid.uuid4().hex
+    b = await PostgresBackend.for_episode(postgres_server.url, template, episode)
+    try:
+        await b.execute(
+            "ALTER ROLE CURRENT_USER SET search_path = nowhere; "
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET search_path = nowhere', current_database()); "
+            "EXECUTE format('CREATE SCHEMA %I', current_user); "
+            "EXECUTE format('CREATE TABLE %I.t (decoy TEXT)', current_user); END $$",
+            10,
+        )
+        server = build_server(b)  # no connection is kept from before: every call below connects afresh
+        is_error, text, data = await call(server, "list_tables")
+        assert not is_error and data["tables"] == [{"name": "t", "kind": "table", "columns": ["a"]}], text
+        is_error, text, data = await call(server, "describe_table", table="t")
+        assert not is_error and [c["name"] for c in data["columns"]] == ["a"], text
+        assert (await call(server, "query", sql="SELECT COUNT(*) AS n FROM t"))[2]["rows"] == [[2]]
+    finally:
+        name = episode_database_name(episode)
+        await drop_database(postgres_server.url, name, role=name)
+        await drop_database(postgres_server.url, template)
