@@ -23,7 +23,9 @@ from openenv_mcp import RunCode
 from openenv_mcp.client.registry import find_env
 from openenv_mcp.definitions.spec import Limits
 from openenv_mcp.isolation.host.allowlist import checkout_roots, inside
+from openenv_mcp.isolation.host.proctree import uid_processes
 from openenv_mcp.isolation.host.runtime import package_dirs
+from openenv_mcp.testing import need
 
 from support.containment import Listener, world_dir
 
@@ -245,3 +247,88 @@ def test_a_loop_of_calls_after_the_end_does_not_grow_the_observation_without_bou
         }
         assert obs.result.content[0].text.endswith("[1500 tool calls]")
         assert env.state().step_count == 20 and obs.truncated  # files: max_steps 20
+
+
+def frozen(pid: int) -> bool:
+    """``pid`` is stopped (SIGSTOP) or in a frozen cgroup (the cgroup v2 freezer)."""
+    if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T":
+        return True
+    group = next(line[3:] for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines() if line.startswith("0::"))
+    mounts = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines() if " cgroup2 " in line]
+    events = [Path(m, group.lstrip("/"), "cgroup.events") for m in mounts]
+    return any(e.exists() and "frozen 1" in e.read_text().splitlines() for e in events)
+
+
+def code_processes(env: openenv_mcp.Env) -> list[int]:
+    """The host pids of the interpreter's processes, found by the uid the code runs as."""
+    need(os.geteuid() == 0, "the code's uid is a host uid when the sandbox is started as root")
+    out, _ = run(env, "import os\nos.getuid()")
+    return uid_processes(int(out["value"]))
+
+
+def test_a_daemon_thread_is_stopped_at_the_end_of_its_run_and_counts_nothing_between_runs():
+    with files_env() as env:
+        env.reset(seed=0)
+        out, _ = run(env, "try:\n    import numpy\nexcept ImportError:\n    pass\n'ok'")  # no worker threads
+        assert out["value"] == "'ok'" and out["exception"] is None, out
+        code = (
+            "import threading, time\nticks = [0]\ndef spin():\n    while True:\n        ticks[0] += 1\n"
+            "threading.Thread(target=spin, daemon=True).start()\ntime.sleep(0.2)\nticks[0] > 0"
+        )
+        out, reward = run(env, code)
+        assert out["value"] == "True" and reward == 0.0, out
+        assert out["exception"] == "ThreadsLeftRunning: 1 thread still running at the end of the run was stopped"
+        out, _ = run(env, "seen = ticks[0]\nseen > 0")  # the same interpreter: variables are kept
+        assert out["value"] == "True" and not out["stdout"], out
+        time.sleep(1.0)
+        out, _ = run(env, "(ticks[0] == seen, threading.active_count())")
+        assert out["value"] == "(True, 1)" and out["exception"] is None, out
+
+
+def test_a_thread_that_will_not_stop_gets_a_fresh_interpreter_and_nothing_computes_between_runs():
+    with files_env() as env:
+        env.reset(seed=0)
+        pids = code_processes(env)
+        assert pids and all(frozen(pid) for pid in pids)  # between runs: frozen
+        code = (
+            "import threading, time\nticks = [0]\ndef stubborn():\n    while True:\n        try:\n"
+            "            while True:\n                ticks[0] += 1\n        except BaseException:\n"
+            "            pass\nthreading.Thread(target=stubborn, daemon=True).start()\ntime.sleep(0.2)\nticks[0] > 0"
+        )
+        out, _ = run(env, code)
+        assert out["value"] == "True", out
+        assert out["exception"] == (
+            "ThreadsLeftRunning: 1 thread still running at the end of the run was stopped; "
+            "the interpreter was restarted (variables are gone)"
+        ), out
+        assert [pid for pid in pids if Path(f"/proc/{pid}").exists()] == []  # the old interpreter is gone
+        out, _ = run(env, "'ticks' in globals()")
+        assert out["value"] == "False" and out["stdout"].startswith("(a new interpreter"), out
+        still_answers(env)
+
+
+def test_a_libc_forked_child_has_no_tool_functions_its_raw_channel_lines_are_calls_of_the_run_and_it_dies_with_it():
+    marker = f"codeact-libc-fork-{uuid.uuid4().hex}"
+    code = (
+        "import ctypes, os, time\nimport tools\nrunner = tools.call.__globals__\n"
+        "if ctypes.CDLL(None).fork() == 0:\n    try:\n        tools.fs_list(path='.')\n        refused = 'no'\n"
+        "    except RuntimeError as e:\n        refused = str(e)\n"
+        "    runner['CHANNEL'].send({'op': 'call', 'id': runner['RUN_ID'], 'name': 'fs_list',"
+        " 'arguments': {'path': 'child: ' + refused}})\n"
+        f"    os.execvp('sh', ['sh', '-c', 'sleep 300; :', {marker!r}])\n"
+        "time.sleep(1.0)\n'parent'"
+    )
+    with files_env() as env:
+        env.reset(seed=0)
+        out, reward = run(env, code)
+        assert out["value"] == "'parent'" and out["exception"] is None and reward == 0.0, out
+        assert [(c["name"], c["arguments"]) for c in out["calls"]] == [
+            (
+                "fs_list",
+                {"path": "child: tools can only be called from the interpreter's own process, not a forked child"},
+            )
+        ]
+        assert env.state().step_count == 1
+        assert pids_of(marker) == []  # killed at the end of the run
+        still_answers(env)
+        assert env.state().step_count == 2

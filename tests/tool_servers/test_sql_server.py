@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import sys
 import uuid
 
@@ -722,3 +723,104 @@ async def test_sqlite_runaway_calls_of_one_episode_queue_and_never_hold_up_anoth
     assert loop.time() - t0 < 0.5  # the other database answers at once
     ends = sorted([await h for h in hogs])
     assert ends[-1] - start > 2.5  # the hog's three calls ran one after the other (1 s each)
+
+
+@pytest.mark.anyio
+async def test_a_view_wrapping_fts3_tokenizer_is_refused_at_creation_and_list_tables_and_describe_table_keep_working(
+    tmp_path,
+):
+    server = build_server(SQLiteBackend(tmp_path / "t.db", timeout=2.0))
+    await call(server, "execute", sql=SCHEMA)
+    is_error, text, data = await call(
+        server, "execute", sql="CREATE TABLE notes (id INTEGER); CREATE VIEW p AS SELECT fts3_tokenizer('simple') AS x"
+    )
+    assert is_error and data["error"]["kind"] == "not_allowed" and data["error"]["statement"] == 2
+    assert "the view 'p' cannot be read: unsafe use of fts3_tokenizer()" in text and "rolled back" in text
+    is_error, _, data = await call(server, "list_tables")
+    assert not is_error and [t["name"] for t in data["tables"]] == ["authors", "books"]
+    is_error, _, data = await call(server, "describe_table", table="books")
+    assert not is_error and data["name"] == "books"
+
+
+@pytest.mark.anyio
+async def test_a_view_unreadable_in_a_database_written_by_other_means_is_one_entry_not_a_failed_catalog(tmp_path):
+    backend = SQLiteBackend(tmp_path / "t.db", timeout=2.0)
+    await backend.execute(SCHEMA, 10)
+    raw = sqlite3.connect(tmp_path / "t.db")  # as a file copied in or a seed would bring it
+    raw.execute("CREATE VIEW p AS SELECT fts3_tokenizer('simple') AS x")
+    raw.commit()
+    raw.close()
+    server = build_server(backend)
+    is_error, text, data = await call(server, "list_tables")
+    assert not is_error, text
+    assert [(t["name"], t["columns"]) for t in data["tables"]] == [
+        ("authors", ["id", "name"]),
+        ("books", ["id", "author_id", "title", "price", "published", "status"]),
+        ("p", []),
+    ]
+    assert data["tables"][2]["error"].startswith("unsafe use of fts3_tokenizer()")
+    assert "p (view): cannot be read: unsafe use of fts3_tokenizer()" in text
+    is_error, text, data = await call(server, "describe_table", table="p")
+    assert is_error and data["error"]["kind"] == "not_allowed"
+    assert text.startswith("SQL error (not_allowed): the view 'p' cannot be read: unsafe use of fts3_tokenizer()")
+    assert not (await call(server, "describe_table", table="authors"))[0]
+
+
+@pytest.mark.anyio
+async def test_dropping_what_a_view_reads_is_refused_and_a_view_failing_at_run_time_leaves_the_catalog_whole(backend):
+    server = build_server(backend)
+    is_error, text, _ = await call(
+        server,
+        "execute",
+        sql="CREATE VIEW overflow AS SELECT abs(-9223372036854775807 - 1) AS p; "
+        "CREATE TABLE scratch (a INTEGER); CREATE VIEW reads_scratch AS SELECT a FROM scratch",
+    )
+    assert not is_error, text
+    assert (await call(server, "query", sql="SELECT p FROM overflow"))[0]  # fails when read, on both engines
+    is_error, text, data = await call(server, "execute", sql="DROP TABLE scratch")
+    assert is_error and data["error"]["kind"] == "other" and data["error"]["statement"] == 1, text
+    is_error, _, data = await call(server, "list_tables")
+    assert not is_error and [(t["name"], t["columns"]) for t in data["tables"]] == [
+        ("authors", ["id", "name"]),
+        ("books", ["id", "author_id", "title", "price", "published", "status"]),
+        ("overflow", ["p"]),
+        ("reads_scratch", ["a"]),
+        ("scratch", ["a"]),
+    ]
+    assert all("error" not in t for t in data["tables"])
+    for table in ("overflow", "reads_scratch"):
+        is_error, text, data = await call(server, "describe_table", table=table)
+        assert not is_error and data["kind"] == "view", text
+    assert not (await call(server, "execute", sql="DROP VIEW reads_scratch; DROP TABLE scratch"))[0]
+
+
+@pytest.mark.anyio
+async def test_a_postgres_agent_setting_its_roles_search_path_or_making_a_schema_of_its_name_hides_no_table(
+    postgres_server,
+):
+    template = "tpl_" + uuid.uuid4().hex[:8]
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {template}")
+    with psycopg.connect(postgres_server.url_for(template)) as conn:
+        conn.execute("CREATE TABLE t (a INTEGER)")
+        conn.execute("INSERT INTO t VALUES (1), (2)")
+    episode = uuid.uuid4().hex
+    b = await PostgresBackend.for_episode(postgres_server.url, template, episode)
+    try:
+        await b.execute(
+            "ALTER ROLE CURRENT_USER SET search_path = nowhere; "
+            "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET search_path = nowhere', current_database()); "
+            "EXECUTE format('CREATE SCHEMA %I', current_user); "
+            "EXECUTE format('CREATE TABLE %I.t (decoy TEXT)', current_user); END $$",
+            10,
+        )
+        server = build_server(b)  # no connection is kept from before: every call below connects afresh
+        is_error, text, data = await call(server, "list_tables")
+        assert not is_error and data["tables"] == [{"name": "t", "kind": "table", "columns": ["a"]}], text
+        is_error, text, data = await call(server, "describe_table", table="t")
+        assert not is_error and [c["name"] for c in data["columns"]] == ["a"], text
+        assert (await call(server, "query", sql="SELECT COUNT(*) AS n FROM t"))[2]["rows"] == [[2]]
+    finally:
+        name = episode_database_name(episode)
+        await drop_database(postgres_server.url, name, role=name)
+        await drop_database(postgres_server.url, template)

@@ -179,10 +179,19 @@ class PostgresBackend(Backend):
 
     engine = "postgres"
 
-    def __init__(self, url: str, *, timeout: float = 10.0, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 10.0,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        search_path: str | None = None,
+    ) -> None:
         self.url = url
         self.timeout = timeout
         self.max_result_bytes = max_result_bytes
+        self.search_path = search_path
+        """Set on every connection when given (a connection's own options beat role and database settings)."""
         self._options: str | None = None
         self._idle: Any = None
         self._admin_url: str | None = None
@@ -196,7 +205,9 @@ class PostgresBackend(Backend):
         The admin URL (often a superuser: it must create databases) never runs the
         agent's SQL. The episode gets a login role without any privilege beyond owning
         its database and the relations copied into it, so ``pg_read_file()``,
-        ``COPY ... TO PROGRAM`` and other episodes' databases stay out of reach."""
+        ``COPY ... TO PROGRAM`` and other episodes' databases stay out of reach. Every connection
+        pins ``search_path`` to ``public``: what the agent sets for its role or database cannot
+        hide the tables from the catalog tools, ``query`` and the reward."""
         psycopg = _psycopg()
         sql = psycopg.sql
         name = episode_database_name(episode_id)
@@ -224,7 +235,9 @@ class PostgresBackend(Backend):
             await drop_database(admin_url, name, role=name)
             raise
         info.update(user=name, password=password)
-        backend = cls(psycopg.conninfo.make_conninfo(**info), **kwargs)
+        # the tables are the template's, in public: ALTER ROLE/DATABASE ... SET search_path, or a schema named
+        # after the role ("$user" comes first by default), would hide them from every later call and the reward
+        backend = cls(psycopg.conninfo.make_conninfo(**info), **{"search_path": "public", **kwargs})
         backend.episode_database = name
         backend._admin_url = admin_url
         return backend
@@ -233,7 +246,8 @@ class PostgresBackend(Backend):
         psycopg = _psycopg()
         if self._options is None:
             given = psycopg.conninfo.conninfo_to_dict(self.url).get("options") or ""
-            self._options = f"{given} -c statement_timeout={int(self.timeout * 1000)}".strip()
+            pinned = f" -c search_path={self.search_path}" if self.search_path else ""
+            self._options = f"{given} -c statement_timeout={int(self.timeout * 1000)}{pinned}".strip()
         try:
             return await psycopg.AsyncConnection.connect(self.url, options=self._options)
         except psycopg.OperationalError as e:

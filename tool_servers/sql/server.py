@@ -11,7 +11,10 @@ Four tools, the same names, schemas and result format on every backend:
     ``{"statements": [{"statement", "command", "rowcount"[, "columns", "rows",
     "truncated"]}], "rowcount"}`` (``rowcount``: rows changed in total).
 ``list_tables()``
-    ``{"tables": [{"name", "kind", "columns"}]}``.
+    ``{"tables": [{"name", "kind", "columns"[, "error"]}]}``: an object the engine cannot read
+    (a SQLite view over something gone or refused, in a file written by other means) is listed with
+    ``"columns": []`` and ``"error"`` saying why, never failing the whole list. ``execute`` refuses a
+    statement that would leave a view unreadable.
 ``describe_table(table)``
     ``{"name", "kind", "columns": [{"name", "type", "nullable", "default",
     "primary_key"}], "foreign_keys", "indexes"}``.
@@ -175,7 +178,9 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             text = "(no tables)"
         else:
             text = "\n".join(
-                f"{t['name']}{' (view)' if t['kind'] == 'view' else ''}: {', '.join(t['columns'])}" for t in tables
+                f"{t['name']}{' (view)' if t['kind'] == 'view' else ''}: "
+                + (f"cannot be read: {t['error']}" if "error" in t else ", ".join(t["columns"]))
+                for t in tables
             )
         return _ok(text, {"tables": tables})
 

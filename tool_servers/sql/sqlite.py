@@ -63,6 +63,62 @@ def _error(e: sqlite3.Error, statement: int | None = None, authorizer: Authorize
     return SqlError(kind, message, statement)
 
 
+_SCHEMA_CHANGES = ("DROP", "ALTER")
+"""Commands after which every view is read again (one may read what they removed or renamed)."""
+_VIEWS = "SELECT name FROM sqlite_master WHERE type = 'view' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+
+
+def _columns(conn: sqlite3.Connection, name: str) -> list[str]:
+    """The column names of a table or view: reading a view compiles its ``SELECT``."""
+    return [r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (name,))]
+
+
+def _unreadable(conn: sqlite3.Connection, name: str, authorizer: Authorizer) -> SqlError | None:
+    """Why the catalog tools cannot read the table or view ``name`` (``None``: they can)."""
+    authorizer.denied = None
+    try:
+        _columns(conn, name)
+    except sqlite3.Error as e:
+        error = _error(e, authorizer=authorizer)
+        if "unsafe use of" in error.message:  # trusted_schema is off: schema objects call innocuous functions only
+            error.kind = "not_allowed"
+            error.message += " (a view may use only the functions and tables SQLite marks innocuous)"
+        return error
+    finally:
+        authorizer.denied = None
+    return None
+
+
+def _check_views(
+    conn: sqlite3.Connection, authorizer: Authorizer, command: str, before: set[str], index: int
+) -> set[str]:
+    """Refuse a statement that leaves a view unreadable (so ``list_tables`` and ``describe_table`` always
+    read the whole catalog); returns the views now there. A new view is read after ``CREATE VIEW``, every
+    view after ``DROP`` and ``ALTER``; a view that cannot be read is refused as PostgreSQL refuses dropping
+    what a view reads."""
+    conn.set_authorizer(None)
+    views = {r[0] for r in conn.execute(_VIEWS)}
+    conn.set_authorizer(authorizer)
+    for name in sorted(views if command.startswith(_SCHEMA_CHANGES) else views - before):
+        problem = _unreadable(conn, name, authorizer)
+        if problem is None:
+            continue
+        if name in before:
+            problem.message = (
+                f"this statement would leave the view {name!r} unreadable ({problem.message}); "
+                "drop or replace the view first"
+            )
+            problem.kind = "other"  # PostgreSQL's kind for dropping what a view depends on
+        else:
+            problem.message = (
+                f"the view {name!r} cannot be read: {problem.message}; a view must be readable "
+                "(list_tables and describe_table show its columns)"
+            )
+        problem.statement = index
+        raise problem
+    return views
+
+
 def _collect(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> tuple[RowSet, int]:
     """The capped rows of ``cursor`` and how many rows it returned in all (the rest counted, not kept)."""
     collector = ResultCollector([d[0] for d in cursor.description], max_rows, max_bytes)
@@ -153,6 +209,7 @@ class SQLiteBackend(Backend):
         try:
             conn.set_authorizer(None)
             conn.execute("BEGIN")
+            views = {r[0] for r in conn.execute(_VIEWS)}
             conn.set_authorizer(authorizer)
             for i, statement in enumerate(statements, 1):
                 authorizer.denied = None
@@ -165,6 +222,8 @@ class SQLiteBackend(Backend):
                     else:
                         count = cursor.rowcount
                         results.append(StatementResult(command, count if count >= 0 else None))
+                    if command == "CREATE VIEW" or command.startswith(_SCHEMA_CHANGES):
+                        views = _check_views(conn, authorizer, command, views, i)
                 except sqlite3.Error as e:
                     raise _error(e, i, authorizer) from None
                 except SqlError as e:
@@ -185,21 +244,23 @@ class SQLiteBackend(Backend):
         return await self._run(self._execute, sql, max_rows)
 
     # -- schema -------------------------------------------------------------------
-    def _catalog(self) -> sqlite3.Connection:
-        return self._connect(read_only=True)[0]
-
     def _list_tables(self) -> list[dict[str, Any]]:
         if not self.path.exists():
             return []
-        conn = self._catalog()
+        conn, authorizer = self._connect(read_only=True)
         try:
             out = []
             for name, kind in conn.execute(
                 "SELECT name, type FROM sqlite_master WHERE type IN ('table','view') "
                 "AND name NOT LIKE 'sqlite_%' ORDER BY name"
             ).fetchall():
-                cols = [r[1] for r in conn.execute("SELECT * FROM pragma_table_info(?)", (name,))]
-                out.append({"name": name, "kind": kind, "columns": cols})
+                entry: dict[str, Any] = {"name": name, "kind": kind, "columns": []}
+                problem = _unreadable(conn, name, authorizer)
+                if problem is None:
+                    entry["columns"] = _columns(conn, name)
+                else:  # one unreadable object (e.g. a database file written by other means) is reported alone
+                    entry["error"] = problem.message
+                out.append(entry)
             return sorted(out, key=lambda t: t["name"])
         finally:
             conn.close()
@@ -210,7 +271,7 @@ class SQLiteBackend(Backend):
     def _describe(self, table: str) -> TableDescription:
         if not self.path.exists():
             raise SqlError("undefined_table", f"no such table: {table}")
-        conn = self._catalog()
+        conn, authorizer = self._connect(read_only=True)
         try:
             row = conn.execute(
                 "SELECT name, type FROM sqlite_master WHERE type IN ('table','view') AND name = ? "
@@ -220,6 +281,10 @@ class SQLiteBackend(Backend):
             if row is None:
                 raise SqlError("undefined_table", f"no such table: {table}")
             name, kind = row
+            problem = _unreadable(conn, name, authorizer)
+            if problem is not None:
+                problem.message = f"the {kind} {name!r} cannot be read: {problem.message}"
+                raise problem
             columns = [
                 Column(
                     name=c[1],

@@ -14,7 +14,9 @@ Channel (one JSON object per line):
   "structured": ...}`` answering a call.
 * runner -> host: ``{"op": "call", "id", "name": ..., "arguments": {...}}`` (one
   at a time: the runner waits for its result); ``{"op": "done", "id", "stdout",
-  "stderr", "value", "exception", "traceback"}`` ending a run. ``id`` is the run's.
+  "stderr", "value", "exception", "traceback", "threads", "stuck"}`` ending a run (``threads``: how
+  many threads the code left running, ``stuck``: how many of them outlived being stopped). ``id`` is
+  the run's.
 
 Inside, ``import tools`` gives one function per episode tool (see :func:`make_function`);
 they, ``ToolError`` and ``tools`` are also ready in the code's globals.
@@ -35,6 +37,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 import time
 import traceback
 import types
@@ -48,6 +51,10 @@ FILE_LIMIT = 64 * 1024 * 1024
 REAP_SECONDS = 5.0
 """How long a run's end waits for the processes it killed to be gone (a process stuck in the kernel
 is left to the episode's cgroup and uid cleanup)."""
+
+THREAD_GRACE = 0.5
+"""How long a run's end waits for the threads the code started to end by themselves, and again for
+those told to stop (see :func:`_stop_threads`)."""
 
 PR_SET_CHILD_SUBREAPER = 36
 
@@ -87,7 +94,9 @@ RUN_ID = ""
 """The current run's id (from the host); every message of the run carries it, so a stale or
 stray line from an earlier run is recognised and dropped by the host."""
 OWNER = os.getpid()
-"""The interpreter's own process: the only one that may use the channel."""
+"""The interpreter's own process: the only one whose tool functions work (see :func:`call`)."""
+MAIN_THREAD = threading.get_native_id()
+"""The interpreter's own thread (the runner's loop)."""
 
 
 def _annotation(schema: Any) -> Any:
@@ -236,6 +245,35 @@ def _reap() -> None:
             time.sleep(0.001)  # children still dying: re-kill and reap
 
 
+def _other_threads() -> list[str]:
+    """The threads of this process other than the runner's own (native ids)."""
+    try:
+        return [t for t in os.listdir("/proc/self/task") if t != str(MAIN_THREAD)]
+    except OSError:  # no /proc: the threads Python knows of
+        return [str(i) for i in sys._current_frames() if i != threading.get_ident()]
+
+
+def _stop_threads() -> tuple[int, int]:
+    """Stop the threads the code left running; ``(how many were left, how many outlived being stopped)``.
+
+    They get :data:`THREAD_GRACE` s to end; then each Python thread is sent ``SystemExit`` (raised at its
+    next bytecode, again every 10 ms) for as long again. A thread that swallows it, sits in a blocking call
+    or has no Python state outlives this: the host then restarts the interpreter. Between runs the host
+    freezes the interpreter anyway, so nothing computes outside a run whatever this finds."""
+    deadline = time.monotonic() + THREAD_GRACE
+    while (left := _other_threads()) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if not left:
+        return 0, 0
+    deadline = time.monotonic() + THREAD_GRACE
+    while (stuck := _other_threads()) and time.monotonic() < deadline:
+        for ident in sys._current_frames():
+            if ident != threading.get_ident():
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), ctypes.py_object(SystemExit))
+        time.sleep(0.01)
+    return len(left), len(stuck)
+
+
 def _subreaper() -> None:
     """Orphans of the code's processes are re-parented to the interpreter, so :func:`_reap` waits for them."""
     try:
@@ -277,7 +315,9 @@ def run(code: str, namespace: dict[str, Any], limit: int) -> dict[str, Any]:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed or broken stream is the code's doing
             pass
-    _reap()
+    _reap()  # first the processes (a thread waiting for one is then free to end)
+    threads, stuck = _stop_threads()
+    _reap()  # and what a thread started meanwhile
     return {
         "op": "done",
         "id": RUN_ID,
@@ -286,6 +326,8 @@ def run(code: str, namespace: dict[str, Any], limit: int) -> dict[str, Any]:
         "value": value,
         "exception": exception,
         "traceback": trace,
+        "threads": threads,
+        "stuck": stuck,
     }
 
 
@@ -293,8 +335,9 @@ run.count = 1  # type: ignore[attr-defined]
 
 
 def main() -> None:
-    global CHANNEL, OWNER, RUN_ID
+    global CHANNEL, MAIN_THREAD, OWNER, RUN_ID
     OWNER = os.getpid()
+    MAIN_THREAD = threading.get_native_id()
     _subreaper()
     if sys.path and os.path.dirname(os.path.abspath(__file__)) == os.path.abspath(sys.path[0] or "."):
         del sys.path[0]  # the package folder is not the agent's import path

@@ -11,18 +11,23 @@ tests) and the episode workspaces' parent are masked, so grader-only data on
 disk stays unseen.
 
 The interpreter lives across :meth:`run` calls (variables persist) until the
-episode closes, a run times out or the code kills it; then the next run gets a
-fresh one and says so. Every tool call the code makes comes back over the
-runner's stdio to ``dispatch`` (the episode's one dispatch path); the channel
-is JSON lines, each line bounded.
+episode closes, a run times out, the code kills it or leaves a thread running that
+will not stop; then the next run gets a fresh one and says so. Between runs it is
+frozen (its cgroup's freezer, else SIGSTOP to each of its processes, SIGCONT when
+the next run starts): nothing the code started computes outside a run's time
+limit. Every tool call the code makes comes back over the runner's stdio to
+``dispatch`` (the episode's one dispatch path); the channel is JSON lines, each
+line bounded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import uuid
@@ -37,6 +42,7 @@ from openenv_mcp.definitions.spec import Limits, ToolServerSpec
 from openenv_mcp.errors import BoundaryError
 from openenv_mcp.isolation.base import ServerContext
 from openenv_mcp.isolation.boundaries.sandbox import SandboxConnection
+from openenv_mcp.isolation.host.proctree import descendants
 from openenv_mcp.isolation.host.runtime import package_dirs as sandbox_package_dirs
 from openenv_mcp.isolation.host.uids import UIDS, chown_tree
 from openenv_mcp.isolation.transport.stdio import StdioProcess
@@ -53,6 +59,13 @@ RunOutcome = dict[str, Any]
 """``{"stdout", "stderr", "value", "exception", "traceback"}`` of one run."""
 
 RUNNER = str(Path(__file__).with_name("coderunner.py"))
+
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""The interpreter's environment: numeric libraries start no worker threads of their own (``import
+numpy`` would otherwise leave an OpenBLAS thread that cannot be stopped, restarting every run)."""
+
+THREADS_LEFT = "ThreadsLeftRunning: {n} thread{s} still running at the end of the run {were} stopped"
+"""What a run's exception says when the code left threads running (they never outlive the run)."""
 
 
 def default_limits() -> Limits:
@@ -109,6 +122,9 @@ class CodeInterpreter:
         self.scratch: Path | None = None
         self.restarts = 0
         self._buffer = bytearray()
+        self._stopped: list[int] = []
+        """pidfds of the processes SIGSTOPped between runs (where no cgroup freezer is usable)."""
+        self._frozen = False
         self.closed = False
 
     @property
@@ -125,7 +141,7 @@ class CodeInterpreter:
             limits=self.limits,
             hide=_masked(self.env_dir, self.workdir, self.grader_files),
         )
-        ctx = ServerContext(f"{self.episode_id}/codeact", self.scratch)
+        ctx = ServerContext(f"{self.episode_id}/codeact", self.scratch, env=dict(ONE_THREAD))
         self.conn = conn = SandboxConnection(spec, ctx, self.scratch)  # the env folder is not bound
         if conn.uid is not None:
             chown_tree(self.scratch, conn.uid)
@@ -141,10 +157,50 @@ class CodeInterpreter:
             raise BoundaryError(f"it answered {reply!r:.200} instead of ready")
         return process
 
+    def _tree(self) -> list[int]:
+        """Every process of the interpreter: the members of its cgroup, else the launcher's tree."""
+        proc = None if self.process is None else self.process.proc
+        if proc is None or proc.returncode is not None:
+            return []
+        members = [] if self.conn is None or self.conn.cgroup is None else self.conn.cgroup.members()
+        return members or [proc.pid, *descendants(proc.pid)]
+
+    def _freeze(self) -> int:
+        """Freeze the interpreter until the next run; how many threads beyond one per process it holds
+        (counted from the host, frozen: what the code cannot hide or change)."""
+        self._frozen = True
+        group = None if self.conn is None else self.conn.cgroup
+        tree = self._tree()
+        if group is None or not group.freeze(True):
+            for pid in tree:
+                with contextlib.suppress(OSError):
+                    fd = os.pidfd_open(pid)  # the pid cannot be reused while this is open
+                    self._stopped.append(fd)
+                    signal.pidfd_send_signal(fd, signal.SIGSTOP)
+        extra = 0
+        for pid in tree:
+            with contextlib.suppress(OSError):
+                extra += len(os.listdir(f"/proc/{pid}/task")) - 1
+        return extra
+
+    def _thaw(self) -> None:
+        if not self._frozen:
+            return
+        self._frozen = False
+        group = None if self.conn is None else self.conn.cgroup
+        if group is not None:
+            group.freeze(False, wait=0)
+        stopped, self._stopped = self._stopped, []
+        for fd in stopped:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(fd, signal.SIGCONT)
+            os.close(fd)
+
     async def _stop(self) -> None:
         process, self.process = self.process, None
         if process is not None:
             await process.stop()
+        await anyio.to_thread.run_sync(self._thaw)  # after the kill: a frozen process dies without running
         conn, self.conn = self.conn, None
         if conn is not None and conn.cgroup is not None:
             await anyio.to_thread.run_sync(conn.cgroup.remove)  # every process the code started
@@ -200,6 +256,7 @@ class CodeInterpreter:
             await self._stop()
         if self.process is None and self.restarts:
             note = "(a new interpreter: variables of earlier runs are gone)\n"
+        await anyio.to_thread.run_sync(self._thaw)
         timeout = self.limits.call_timeout
         try:
             with anyio.fail_after(timeout):
@@ -215,7 +272,7 @@ class CodeInterpreter:
                     if message.get("id") != run_id:
                         continue  # a stale or stray line (e.g. one the code wrote onto the channel earlier)
                     if message.get("op") == "done":
-                        return self._outcome(message, note)
+                        return await self._end_run(self._outcome(message, note), message)
                     if message.get("op") != "call":
                         raise BoundaryError(f"the code interpreter sent an unknown message {message.get('op')!r:.60}")
                     name, arguments = message.get("name"), message.get("arguments")
@@ -242,6 +299,28 @@ class CodeInterpreter:
             await self._stop()
         self.restarts += 1
         return {"stdout": note, "stderr": "", "value": None, "exception": problem, "traceback": None}
+
+    async def _end_run(self, outcome: RunOutcome, message: dict[str, Any]) -> RunOutcome:
+        """Freeze the interpreter until the next run; threads the code left running are reported, and if
+        any outlived being stopped (the runner's count, or the host's own of the frozen processes), the
+        interpreter is restarted."""
+        extra = await anyio.to_thread.run_sync(self._freeze)
+        reported, stuck = (message.get(k) for k in ("threads", "stuck"))
+        reported = reported if isinstance(reported, int) and reported > 0 else 0
+        restart = extra > 0 or (isinstance(stuck, int) and stuck > 0)
+        n = max(reported, extra)
+        if n == 0:
+            return outcome
+        problem = THREADS_LEFT.format(n=n, s="" if n == 1 else "s", were="was" if n == 1 else "were")
+        if restart:
+            problem += "; the interpreter was restarted (variables are gone)"
+            with anyio.CancelScope(shield=True):
+                await self._stop()
+            self.restarts += 1
+        for key in ("exception", "traceback"):
+            if outcome[key] is not None or key == "exception":
+                outcome[key] = problem if outcome[key] is None else f"{outcome[key].rstrip()}\n{problem}"
+        return outcome
 
     async def _stderr_tail(self) -> str:
         """What a dead interpreter (or bwrap) wrote to its stderr pipe before the capture took over."""

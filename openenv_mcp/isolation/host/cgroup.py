@@ -95,6 +95,25 @@ class Group:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
+    def freeze(self, frozen: bool, wait: float = 1.0) -> bool:
+        """Freeze (``True``) or thaw every member through ``cgroup.freeze``; ``False`` when the kernel has
+        no freezer (before 5.2) or the group did not settle within ``wait`` s."""
+        try:
+            (self.path / "cgroup.freeze").write_text("1" if frozen else "0")
+        except OSError:
+            return False
+        settled = f"frozen {int(frozen)}"
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                if settled in (self.path / "cgroup.events").read_text().splitlines():
+                    return True
+            except OSError:
+                return False
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+
     def remove(self, wait: float = 5.0) -> bool:
         """Kill the members and remove the group; ``False`` if a member outlived ``wait`` s."""
         self.kill()
