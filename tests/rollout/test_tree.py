@@ -6,14 +6,18 @@ the issue's "done": every node's rewards equal an independent replay of its acti
 
 from __future__ import annotations
 
+from unittest.mock import ANY
+
 import anyio
 import pytest
 
 from openenv_mcp.client.env import AsyncEnv
 from openenv_mcp.client.registry import find_env, load_environment
 from openenv_mcp.errors import UsageError
-from openenv_mcp.rollout import TREE_FORMAT, Branching, ScriptedPolicy, rollout_trees
+from openenv_mcp.rollout import TREE_FORMAT, Branching, OpenAIPolicy, ScriptedPolicy, rollout_trees
 from openenv_mcp.types import CallTool
+
+from support.scripted_model import ScriptedModel, call
 
 pytestmark = pytest.mark.anyio
 
@@ -65,6 +69,21 @@ async def test_every_node_s_rewards_equal_an_independent_replay_of_its_actions_f
         assert rewards == line["action_rewards"], line["node"]
         assert state.cumulative_reward == line["reward"], line["node"]
         assert state.step_count == len(line["actions"])
+
+
+async def test_a_model_server_policy_branches_and_a_fork_inside_a_turn_keeps_only_the_calls_answered(files):
+    task = next(t for t in files.tasks.tasks if t.id == TASK)
+    read, port, debug = [call(a.name, a.arguments) for a in files.trajectory(task, "reference")]
+    with ScriptedModel({task.prompt: [[read, port], [debug]]}) as server:  # two calls in the first turn
+        async with OpenAIPolicy(server.url, "scripted", backoff=0.01) as policy:
+            lines = await tree("files", policy, "every:1")
+    assert [(c["step"], c["reward"]) for c in lines[:-1]] == [(0, 1.0), (1, 0.5), (2, 1.0)]
+    inside = lines[1]  # forked between the read and the port edit: the model plays its next turn from there
+    assert [a["name"] for a in inside["actions"]] == ["fs_read", "fs_edit"]
+    assert inside["actions"][1]["arguments"]["new_text"] == '"debug": false' and inside["action_rewards"] == [0.0, 0.5]
+    first = next(m for m in inside["messages"] if m["role"] == "assistant")
+    assert [c["function"]["name"] for c in first["tool_calls"]] == ["fs_read"]
+    assert inside["messages"][3] == {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"], "content": ANY}
 
 
 async def test_reward_branches_just_before_the_call_that_first_changed_the_reward(policy):
