@@ -329,8 +329,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rollout", help="a model plays episodes through an OpenAI-compatible API; JSONL out")
     p.add_argument("env", help="environment name, env.toml path or folder, or server URL")
-    p.add_argument("--base-url", required=True, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--model", required=True, help="model name sent to the server")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--model", default=None, help="model name sent to the server")
     p.add_argument("--api-key", default=None, help="bearer key (default: $OPENAI_API_KEY)")
     p.add_argument("--episodes", type=int, default=8, help="episodes to play (default 8)")
     p.add_argument("--concurrency", type=int, default=4, help="episodes played at the same time")
@@ -383,6 +383,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="tools",
         help="tools: function calling; codeact: the model writes Python code blocks (docs/codeact.md)",
     )
+    from openenv_mcp.cli.branching import add_arguments as add_branch_arguments  # --policy, --branch
+
+    add_branch_arguments(p)
     p.set_defaults(func=_cmd_rollout)
 
     p = sub.add_parser("serve", help="serve an environment: MCP at /mcp, control plane, /health, /metrics")

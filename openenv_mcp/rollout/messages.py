@@ -12,10 +12,15 @@ from mcp.types import Tool
 from openenv_mcp.text import result_text
 from openenv_mcp.types import error_result
 
-__all__ = ["error_result", "normalize_message", "parse_arguments", "result_text", "tools_to_functions"]
+__all__ = ["error_result", "function_name", "normalize_message", "parse_arguments", "result_text", "tools_to_functions"]
 
 # -- tools as function schemas ----------------------------------------------------
 _NAME_OK = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def function_name(tool: str) -> str:
+    """MCP tool name ``tool`` as a function name model servers take (before making it unique)."""
+    return _NAME_OK.sub("_", tool)[:64] or "tool"
 
 
 def tools_to_functions(tools: list[Tool]) -> tuple[list[dict[str, Any]], dict[str, str]]:
@@ -28,7 +33,7 @@ def tools_to_functions(tools: list[Tool]) -> tuple[list[dict[str, Any]], dict[st
     functions: list[dict[str, Any]] = []
     back: dict[str, str] = {}
     for tool in tools:
-        name = _NAME_OK.sub("_", tool.name)[:64] or "tool"
+        name = function_name(tool.name)
         base, n = name, 2
         while name in back:
             suffix = f"_{n}"

@@ -100,6 +100,14 @@ class TrajectoryFile:
         if isinstance(line.get("key"), str):
             self.finished.add(line["key"])
 
+    def append_lines(self, lines: list[dict[str, Any]]) -> None:
+        """Write several lines (one tree) in one ``write`` and flush them."""
+        self._fh.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+        self._fh.flush()
+        for line in lines:
+            if isinstance(line.get("key"), str):
+                self.finished.add(line["key"])
+
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()

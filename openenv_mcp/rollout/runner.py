@@ -12,19 +12,14 @@ from typing import Any
 import anyio
 
 from openenv_mcp.errors import ConfigError, OpenEnvError
-from openenv_mcp.rollout.messages import (
-    error_result,
-    normalize_message,
-    parse_arguments,
-    result_text,
-    tools_to_functions,
-)
+from openenv_mcp.rollout.messages import tools_to_functions
 from openenv_mcp.rollout.outfile import episode_key
-from openenv_mcp.rollout.policy import Policy, PolicyError, Turn
+from openenv_mcp.rollout.policy import Policy, Turn
 from openenv_mcp.rollout.trajectory import Trajectory
-from openenv_mcp.types import CallTool, Observation
+from openenv_mcp.rollout.turns import BeforeAction, Clock, ask_policy, play_turns
+from openenv_mcp.types import Observation
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "ask_policy", "env_factory", "play_episode", "rollout"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "ask_policy", "env_factory", "plan_episodes", "play_episode", "rollout"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an agent working in an environment through tools. Read the task, call the tools "
@@ -62,18 +57,6 @@ def env_factory(env: Any, mode_options: dict[str, Any]) -> tuple[Callable[[], An
     return make, environment.name, True
 
 
-async def ask_policy(policy: Policy, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
-    """The policy's next turn (a sync or async policy; a dict answer becomes a :class:`Turn`)."""
-    out = policy(messages, tools)
-    if inspect.isawaitable(out):
-        out = await out
-    if isinstance(out, Turn):
-        return out
-    if isinstance(out, dict):
-        return Turn(message=out)
-    raise PolicyError(f"a policy must return an assistant message dict or a Turn, got {type(out).__name__}")
-
-
 async def play_episode(
     make_env: Callable[[], Any],
     policy: Policy,
@@ -89,9 +72,11 @@ async def play_episode(
     sample: int = 0,
     key: str | None = None,
     action_style: str = "tools",
+    before_action: BeforeAction | None = None,
 ) -> Trajectory:
     """Play one episode: reset, then ask the policy and run its tool calls (or, with
-    ``action_style="codeact"``, its code blocks: see :mod:`openenv_mcp.rollout.codeact`) until the end."""
+    ``action_style="codeact"``, its code blocks: see :mod:`openenv_mcp.rollout.codeact`) until the end.
+    ``before_action``: awaited between two steps, just before each tool call is sent (:class:`Pause`)."""
     env = make_env()
     if inspect.isawaitable(env):
         env = await env
@@ -144,69 +129,18 @@ async def play_episode(
                     model_s += time.perf_counter() - m0
 
             env_s += await play_codeact_turns(env, ask, traj, messages, max_steps)
-        while traj.stop_reason == "running":
-            if len(steps) >= max_steps:
-                traj.stop_reason = "max_steps"
-                break
-            m0 = time.perf_counter()
-            turn = await ask_policy(policy, [dict(m) for m in messages], tools)
-            model_s += time.perf_counter() - m0
-            traj.turns += 1
-            for key, value in (turn.usage or {}).items():
-                if isinstance(value, int):
-                    usage[key] = usage.get(key, 0) + value
-            message, calls = normalize_message(turn.message, traj.turns)
-            record = turn.record()
-            if record is not None:  # token ids / logprobs for trainers, aligned with the assistant message
-                completions.append({"turn": traj.turns, "message_index": len(messages), **record})
-            messages.append(message)
-            if not calls:
-                traj.stop_reason = "no_tool_calls"
-                break
-            for call in calls:
-                fname: str = call["function"]["name"]
-                raw: str = call["function"]["arguments"]
-                step: dict[str, Any] = {
-                    "index": len(steps),
-                    "turn": traj.turns,
-                    "tool_call_id": call["id"],
-                    "name": back.get(fname, fname),
-                    "arguments": None,
-                    "raw_arguments": raw,
-                }
-                if traj.stop_reason != "running" or len(steps) >= max_steps:
-                    why = "the episode has ended" if traj.stop_reason != "running" else "the step budget is spent"
-                    result = error_result(f"Not executed: {why}.")
-                    step.update(skipped=True, reward=0.0, done=traj.done, truncated=traj.truncated, elapsed_ms=0.0)
-                else:
-                    arguments, problem = parse_arguments(raw)
-                    step["arguments"] = arguments
-                    e0 = time.perf_counter()
-                    if arguments is None:
-                        # A malformed call: the model sees an error; the environment is not called.
-                        result = error_result(f"Invalid arguments for tool {fname!r}: {problem}")
-                        step.update(malformed=problem, reward=0.0, done=False, truncated=False)
-                    else:
-                        # Unknown tool names go to the environment, which answers with an error result.
-                        o = await env.step(CallTool(name=back.get(fname, fname), arguments=arguments))
-                        result = o.result or error_result("the environment returned no result")
-                        step.update(reward=o.reward, done=o.done, truncated=o.truncated)
-                        for key in ("criteria", "reward_error"):  # a rubric's per-criterion scores
-                            if key in o.info:
-                                step[key] = o.info[key]
-                        traj.reward += o.reward
-                        traj.done, traj.truncated = o.done, o.truncated
-                        if o.done:
-                            traj.stop_reason = "done"
-                        elif o.truncated:
-                            traj.stop_reason = "truncated"
-                    elapsed = time.perf_counter() - e0
-                    env_s += elapsed
-                    step["elapsed_ms"] = round(elapsed * 1000, 3)
-                step["result"] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-                step["is_error"] = bool(result.is_error)
-                steps.append(step)
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result_text(result)})
+        clock = await play_turns(
+            env,
+            policy,
+            traj,
+            messages,
+            tools,
+            back,
+            max_steps,
+            clock=Clock(model_s, env_s),
+            before_action=before_action,
+        )
+        model_s, env_s = clock.model_s, clock.env_s
         try:
             final = await env.state()
             traj.reward = final.cumulative_reward
@@ -289,7 +223,9 @@ async def rollout(
         )
     if model is None:
         model = getattr(policy, "model", None)
-    plan = _plan(env, make_env, episodes=episodes, seed=seed, task_id=task_id, all_tasks=all_tasks, repeat=repeat)
+    plan = plan_episodes(
+        env, make_env, episodes=episodes, seed=seed, task_id=task_id, all_tasks=all_tasks, repeat=repeat
+    )
     results: list[Trajectory] = []
     limiter = anyio.Semaphore(concurrency)
     groups = {(t, s): _Group(policy, n) for t, s in plan}
@@ -338,7 +274,7 @@ async def rollout(
     return sorted(results, key=lambda t: t.episode)
 
 
-def _plan(
+def plan_episodes(
     env: Any,
     make_env: Callable[[], Any],
     *,
