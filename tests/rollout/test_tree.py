@@ -84,9 +84,13 @@ async def test_a_model_server_policy_branches_and_a_fork_inside_a_turn_keeps_onl
     read, port, debug = [call(a.name, a.arguments) for a in files.trajectory(task, "reference")]
     with ScriptedModel({task.prompt: [[read, port], [debug]]}) as server:  # two calls in the first turn
         async with OpenAIPolicy(server.url, "scripted", backoff=0.01) as policy:
-            lines = await tree("files", policy, "every:1")
-    assert [(c["step"], c["reward"]) for c in lines[:-1]] == [(0, 1.0), (1, 0.5), (2, 1.0)]
-    inside = lines[1]  # forked between the read and the port edit: the model plays its next turn from there
+            lines = await tree("files", policy, "every:2")
+    assert [(c["step"], c["reward"]) for c in lines[:-1]] == [
+        (s, r) for s, r in ((0, 1.0), (1, 0.5), (2, 1.0)) for _ in "ab"
+    ]
+    # the two continuations' first turn at each of the 3 branch points: one request for 2 choices
+    assert [r.get("n") for r in server.requests].count(2) == 3
+    inside = lines[2]  # forked between the read and the port edit: the model plays its next turn from there
     assert [a["name"] for a in inside["actions"]] == ["fs_read", "fs_edit"]
     assert inside["actions"][1]["arguments"]["new_text"] == '"debug": false' and inside["action_rewards"] == [0.0, 0.5]
     first = next(m for m in inside["messages"] if m["role"] == "assistant")
