@@ -13,7 +13,9 @@ child node whose ``parent`` is the root. Then the root goes on. ``WHERE`` is
 
 The ``k``-th continuation asks ``policy.branch(k)`` when the policy has that method (a
 :class:`~openenv_mcp.rollout.scripted.ScriptedPolicy` plays its alternative ``k mod n`` from there),
-else the policy itself (a sampling model differs by itself). A fork that fails is recorded in the
+else the policy itself (a sampling model differs by itself); a policy with ``sample(messages, tools,
+n)`` (:class:`~openenv_mcp.rollout.policy.OpenAIPolicy`) answers the continuations' first turn with
+one request for ``K`` choices. A fork that fails is recorded in the
 root's ``fork_errors`` (step, continuation, error code and message) and the tree goes on without it.
 
 Every node is a trajectory line (:meth:`Trajectory.to_json`, its ``steps`` and ``rewards`` from the
@@ -34,10 +36,10 @@ import anyio
 
 from openenv_mcp.errors import ConfigError, OpenEnvError, PolicyError, UsageError
 from openenv_mcp.rollout.outfile import episode_key
-from openenv_mcp.rollout.policy import Policy
+from openenv_mcp.rollout.policy import Policy, Turn
 from openenv_mcp.rollout.runner import DEFAULT_SYSTEM_PROMPT, env_factory, plan_episodes, play_episode
 from openenv_mcp.rollout.trajectory import Trajectory
-from openenv_mcp.rollout.turns import Pause, executed, play_turns
+from openenv_mcp.rollout.turns import Pause, ask_policy, executed, play_turns
 
 __all__ = ["MAX_BRANCHES", "TREE_FORMAT", "Branching", "Node", "play_tree", "rollout_trees"]
 
@@ -177,9 +179,10 @@ async def play_tree(
             forks += list(await source.fork(count)) if count else []
         except OpenEnvError as e:
             errors.append({"step": step, "branch": None, "code": e.code, "error": str(e)})
+        first = _FirstTurns(policy, len(forks), prefix.pause.turns)
         for k, fork in enumerate(forks):
             try:
-                children.append(await _continue(fork, policy, prefix, k, step, max_steps))
+                children.append(await _continue(fork, first.member(k), prefix, k, step, max_steps))
             except PolicyError:
                 raise
             except OpenEnvError as e:
@@ -248,6 +251,36 @@ async def play_tree(
     return [*children, root]
 
 
+class _FirstTurns:
+    """The policies of one branch point's ``n`` continuations: ``policy.branch(k)`` when the policy
+    has it; else, for a policy that can ``sample(messages, tools, n)`` (:class:`OpenAIPolicy`), the
+    continuations' first turns are one request for ``n`` choices, continuation ``k`` taking choice ``k``."""
+
+    def __init__(self, policy: Policy, n: int, turns: int) -> None:
+        self.policy, self.n, self.turns = policy, n, turns
+        self.first: list[Turn] | None = None
+        self.lock = anyio.Lock()
+
+    def member(self, k: int) -> Any:
+        brancher = getattr(self.policy, "branch", None)
+        if callable(brancher):
+            return brancher(k)  # an optional Policy method
+        sampler = getattr(self.policy, "sample", None)
+        if not callable(sampler) or self.n < 2:
+            return self.policy
+
+        async def ask(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Turn:
+            if sum(1 for m in messages if m.get("role") == "assistant") != self.turns:
+                return await ask_policy(self.policy, messages, tools)
+            async with self.lock:
+                if self.first is None:
+                    choices: Any = sampler(messages, tools, self.n)
+                    self.first = list(await choices)
+            return self.first[k]
+
+        return ask
+
+
 async def _continue(env: Any, policy: Policy, prefix: _Prefix, k: int, step: int, max_steps: int) -> Node:
     """Play a fork on from ``prefix`` with the ``k``-th continuation's policy."""
     started_at = datetime.now(UTC)
@@ -260,9 +293,7 @@ async def _continue(env: Any, policy: Policy, prefix: _Prefix, k: int, step: int
     state = await env.state()
     traj.episode_id = state.episode_id
     traj.key = None
-    brancher = getattr(policy, "branch", None)
-    own: Any = brancher(k) if callable(brancher) else policy  # branch(k): an optional Policy method
-    clock = await play_turns(env, own, traj, traj.messages, traj.tools or [], prefix.pause.back, max_steps)
+    clock = await play_turns(env, policy, traj, traj.messages, traj.tools or [], prefix.pause.back, max_steps)
     try:
         traj.reward = (await env.state()).cumulative_reward
     except OpenEnvError:

@@ -15,6 +15,8 @@ from openenv_mcp.client.env import AsyncEnv
 from openenv_mcp.client.registry import find_env, load_environment
 from openenv_mcp.errors import UsageError
 from openenv_mcp.rollout import TREE_FORMAT, Branching, OpenAIPolicy, ScriptedPolicy, rollout_trees
+from openenv_mcp.serve.app import create_app
+from openenv_mcp.testing import serving
 from openenv_mcp.types import CallTool
 
 from support.scripted_model import ScriptedModel, call
@@ -22,6 +24,12 @@ from support.scripted_model import ScriptedModel, call
 pytestmark = pytest.mark.anyio
 
 TASK = "json-port-and-debug"  # reference: read, edit port (+0.5), edit debug (+0.5); wrong: one bad edit
+READ = {"name": "fs_read", "arguments": {"path": "config/app.json"}}
+PORT = {
+    "name": "fs_edit",
+    "arguments": {"path": "config/app.json", "old_text": '"port": 8080', "new_text": '"port": 8081'},
+}
+LIST = {"name": "fs_list", "arguments": {"path": "."}}
 
 
 @pytest.fixture(scope="module")
@@ -76,14 +84,31 @@ async def test_a_model_server_policy_branches_and_a_fork_inside_a_turn_keeps_onl
     read, port, debug = [call(a.name, a.arguments) for a in files.trajectory(task, "reference")]
     with ScriptedModel({task.prompt: [[read, port], [debug]]}) as server:  # two calls in the first turn
         async with OpenAIPolicy(server.url, "scripted", backoff=0.01) as policy:
-            lines = await tree("files", policy, "every:1")
-    assert [(c["step"], c["reward"]) for c in lines[:-1]] == [(0, 1.0), (1, 0.5), (2, 1.0)]
-    inside = lines[1]  # forked between the read and the port edit: the model plays its next turn from there
+            lines = await tree("files", policy, "every:2")
+    assert [(c["step"], c["reward"]) for c in lines[:-1]] == [
+        (s, r) for s, r in ((0, 1.0), (1, 0.5), (2, 1.0)) for _ in "ab"
+    ]
+    # the two continuations' first turn at each of the 3 branch points: one request for 2 choices
+    assert [r.get("n") for r in server.requests].count(2) == 3
+    inside = lines[2]  # forked between the read and the port edit: the model plays its next turn from there
     assert [a["name"] for a in inside["actions"]] == ["fs_read", "fs_edit"]
     assert inside["actions"][1]["arguments"]["new_text"] == '"debug": false' and inside["action_rewards"] == [0.0, 0.5]
     first = next(m for m in inside["messages"] if m["role"] == "assistant")
     assert [c["function"]["name"] for c in first["tool_calls"]] == ["fs_read"]
     assert inside["messages"][3] == {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"], "content": ANY}
+
+
+async def test_a_served_env_forks_over_the_control_plane_into_the_same_tree(files):
+    prompt = next(t.prompt for t in files.tasks.tasks if t.id == TASK)
+    policy = ScriptedPolicy({prompt: [[READ, PORT], [LIST, LIST]]})  # a server's tasks are known by their prompt
+    async with serving(create_app(load_environment("files"))) as url:
+        lines = await tree(url, policy, "1:2")
+    assert [(n["step"], n["branch"], n["action_rewards"]) for n in lines] == [
+        (1, 0, [0.0, 0.5]),
+        (1, 1, [0.0, 0.0]),
+        (0, 0, [0.0, 0.5]),
+    ]
+    assert len({n["node"] for n in lines}) == 3 and lines[-1]["fork_errors"] == []
 
 
 async def test_reward_branches_just_before_the_call_that_first_changed_the_reward(policy):
