@@ -114,6 +114,7 @@ def fast_process(conn: Any, argv: list[str], plain: Any, line_limit: int, output
         "rlimits": [[w, s, h] for w, (s, h) in rlimits_for(spec, True)],
         "net": spec.network != "host",
         "hostname": "openenv-sandbox",
+        "tmpfs_mb": spec.limits.tmpfs_mb,
         "cgroup_path": conn.group(),  # the server's cgroup (see .cgroup), or None where cgroup v2 is unusable
     }
     zygote_env = {k: v for k, v in env.items() if k in ("PATH", "LANG")}
