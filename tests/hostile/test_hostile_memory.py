@@ -124,6 +124,8 @@ def test_shell_run_filling_tmp_dev_shm_and_var_tmp_gets_enospc_and_keeps_the_hos
         assert "No space left on device" in out["stderr"], (folder, out)
         assert int(out["stdout"]) < TMPFS_MB // CHUNK_MB + 1, (folder, out)
     assert_memory_kept(before, len(FOLDERS))
+    out = shell(env, tool, "echo x > /dev/fill")  # /dev is bubblewrap's own tmpfs, of no size: read-only
+    assert out["exit_code"] != 0 and ("Read-only file system" in out["stderr"] or "Permission denied" in out["stderr"])
     mounts = shell(env, tool, "cat /proc/self/mounts")["stdout"].splitlines()
     for folder in (*FOLDERS, "/run"):
         options = [line.split()[3] for line in mounts if line.split()[1] == folder]

@@ -12,7 +12,8 @@ environment, whole-tree kill, bounded reads), plus:
   workspace, read-write, at ``/workspace`` (what ``{workspace}`` expands to);
 * **capped memory-backed folders**: ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` are each a
   tmpfs of ``limits.tmpfs_mb`` (a write past it fails with ``ENOSPC``), masks a tmpfs of
-  :data:`MASK_BYTES`; every file is capped at ``limits.file_mb`` (``RLIMIT_FSIZE``, ``EFBIG``);
+  :data:`MASK_BYTES`, ``/dev`` read-only (its device nodes work); every file is capped at
+  ``limits.file_mb`` (``RLIMIT_FSIZE``, ``EFBIG``);
 * what the command needs from private folders, read-only at the same path (never an
   environment folder, a checkout or its ``.git``: :mod:`openenv_mcp.isolation.host.allowlist`):
   the environment's folder when the command names it (``{env_dir}``), absolute paths in
@@ -277,9 +278,11 @@ class SandboxConnection(ProcessConnection):
             path = "/etc/" + name
             if os.path.lexists(path) and not os.path.islink(path):
                 args += _mask(path)
-        # /dev/shm gets its own capped tmpfs: bwrap's /dev is a tmpfs of no size
+        # bwrap's /dev is a tmpfs of no size (owned by the server's uid without root): /dev/shm gets a capped
+        # tmpfs of its own and /dev itself is made read-only (its device nodes stay usable)
         size = str(self.spec.limits.tmpfs_mb * 1024 * 1024)
         args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm"]
+        args += ["--remount-ro", "/dev"]
         for name in HIDDEN:
             args += ["--size", size, "--perms", "1777" if "tmp" in name else "0755", "--tmpfs", "/" + name]
         made: set[str] = set()

@@ -73,7 +73,9 @@ def template_for(conn: Any, argv: list[str]) -> list[str] | None:
     args = conn.bwrap_args(argv)
     template: list[str] | None = None
     try:
-        cut = args.index("--remount-ro")
+        cut = args.index("--") - 2  # the root's --remount-ro /, the last of bwrap's own arguments
+        if args[cut : cut + 2] != ["--remount-ro", "/"]:
+            raise ValueError("not a sandbox command line")
         ws = args.index("--bind", args.index("--hostname"))
         while args[ws + 2] != "/workspace":
             ws = args.index("--bind", ws + 1)
