@@ -15,13 +15,16 @@ import types
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from openenv_mcp.errors import ConfigError
 
 __all__ = ["EnvSpec", "Limits", "ToolServerSpec", "load_env_file", "load_object"]
 
 Isolation = Literal["inprocess", "process", "sandbox", "docker", "remote"]
+
+MAX_MB = 1_048_576
+"""The largest ``tmpfs_mb`` / ``file_mb`` accepted (1 TiB): past it a value is a typo, not a cap."""
 
 
 class _Spec(BaseModel):
@@ -45,6 +48,20 @@ class Limits(_Spec):
     """Open file descriptors per server process (process, sandbox)."""
     output_bytes: int = 1_000_000
     """Largest tool output kept; longer text is cut with a visible marker."""
+    tmpfs_mb: int = Field(default=256, strict=True)
+    """Size of each memory-backed folder of the server's sandbox (``/tmp``, ``/var/tmp``, ``/run``,
+    ``/dev/shm``; docker: its tmpfs mounts and ``shm_size``): a write past it fails with ``ENOSPC``.
+    Each folder has its own cap; they are not one total."""
+    file_mb: int = Field(default=256, strict=True)
+    """Largest file the server and what it runs may write (``RLIMIT_FSIZE``; process, sandbox, docker):
+    a write past it fails with ``EFBIG`` ("File too large"). A lower limit inherited from the host is kept."""
+
+    @field_validator("tmpfs_mb", "file_mb")
+    @classmethod
+    def _capped(cls, value: int) -> int:
+        if not 1 <= value <= MAX_MB:
+            raise ValueError(f"must be a whole number of MiB from 1 to {MAX_MB}, got {value} (there is no 'no cap')")
+        return value
 
 
 class ToolServerSpec(_Spec):

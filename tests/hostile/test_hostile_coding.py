@@ -320,7 +320,8 @@ def test_a_sparse_file_is_never_copied_at_its_apparent_size(coding):
     env, work = coding
     task = start(env, "slugify-lowercase")
     with Watcher(work) as watcher:
-        obs = call(env, "shell_run", command="truncate -s 1G big.bin && ls -s big.bin")
+        # 200 MiB: past the reward's 64 MiB quota, under the sandbox's file-size limit (file_mb, 256)
+        obs = call(env, "shell_run", command="truncate -s 200M big.bin && ls -s big.bin")
         assert obs.result.structured_content["stdout"].split() == ["0", "big.bin"]
     assert watcher.peak_bytes < 64 * 1024 * 1024, f"the reward wrote {watcher.peak_bytes} bytes of disk"
     assert obs.reward == 0.0

@@ -211,11 +211,12 @@ def test_fs_edit_replace_all_with_a_huge_new_text_is_refused_before_allocating()
 def test_fs_read_of_a_sparse_gigabyte_file_streams_within_a_memory_bound():
     """High 8: ``truncate -s 1G`` then ``fs_read max_lines=1`` read the whole file in the environment
     server (2.2 GB peak); reads stream now and keep only what they return (and coding's fs server runs in
-    the sandbox; ``tests/tool_servers/test_filesystem_server.py`` bounds the server's own peak)."""
+    the sandbox; ``tests/tool_servers/test_filesystem_server.py`` bounds the server's own peak). The file is
+    200 MiB, past the read's 64 MB scan bound and under the sandbox's file-size limit (``file_mb``, 256)."""
     _need_sandbox_as_root()
     out = _peak(
         "coding",
-        '[("python_run", {"code": "open(\\"big\\", \\"wb\\").truncate(1 << 30)"})]',
+        '[("python_run", {"code": "open(\\"big\\", \\"wb\\").truncate(200 << 20)"})]',
         '("fs_read", {"path": "big", "max_lines": 1})',
     )
     assert out["grew_mb"] < 150, out

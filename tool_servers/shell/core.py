@@ -4,7 +4,8 @@ A command runs as ``bash -c COMMAND`` (``sh`` where bash is missing) in the
 root folder, in a process group of its own, with stdin from the ``stdin``
 argument (or empty). It ends when it exits or when its ``timeout`` passes; then
 the whole group is killed. Background processes (``cmd &``) end with the
-command: nothing a call starts outlives the call.
+command: nothing a call starts outlives the call. The command starts with
+``SIGXFSZ`` ignored: past a file-size limit a write fails with ``EFBIG``.
 
 stdout and stderr are each kept up to ``max_output_bytes``; the rest is read
 and dropped, and the kept text ends with a visible marker saying how much was
@@ -20,9 +21,11 @@ rights of the user running it. Inside an environment it runs behind the
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +63,25 @@ TRUNCATED = "[... truncated: {n} more bytes of {stream} not shown; redirect to a
 """The visible marker ending a cut stream (``.format(n=..., stream=...)``)."""
 
 _SHELL = shutil.which("bash") or "/bin/sh"
+
+
+@functools.cache
+def _ignoring_xfsz() -> tuple[str, ...]:
+    """A prefix starting the shell with ``SIGXFSZ`` ignored (GNU ``env --ignore-signal``), or ``()``.
+
+    Under a file-size limit (``RLIMIT_FSIZE``) a write past it then fails with ``EFBIG`` and the
+    program says "File too large", instead of being killed by the signal without a word."""
+    env = shutil.which("env")
+    if env is None:
+        return ()
+    prefix = (env, "--ignore-signal=XFSZ")
+    try:
+        done = subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    return prefix if done.returncode == 0 else ()
+
+
 _GRACE = 2.0  # seconds to finish reading the pipes once the command has ended
 
 
@@ -111,6 +133,7 @@ async def run_command(
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: _Protocol(loop),
+        *_ignoring_xfsz(),
         _SHELL,
         "-c",
         command,
@@ -158,6 +181,8 @@ def render(result: dict[str, Any], timeout: float) -> str:
     """The text form of a result: status line, then the non-empty streams."""
     if result["timed_out"]:
         head = f"timed out after {timeout:g} s: the command was killed (exit_code null)"
+    elif result["exit_code"] == -signal.SIGXFSZ:
+        head = f"exit_code: {result['exit_code']} (killed by SIGXFSZ: a file reached the file-size limit)"
     else:
         head = f"exit_code: {result['exit_code']}"
     parts = [head]

@@ -2,10 +2,12 @@
 
 The container runs with ``--network none`` (unless the spec says
 ``network = "host"``, which here means the default bridge: outbound allowed,
-host loopback still unreachable), memory (no swap), pids and CPU limits, a
-per-process CPU-time ulimit, a read-only root filesystem, a private tmpfs
-``/tmp``, all capabilities dropped, ``no-new-privileges``, an unprivileged
-user, and the episode's workspace bind-mounted at ``/workspace``.
+host loopback still unreachable), memory (no swap), pids and CPU limits,
+per-process CPU-time and file-size (``limits.file_mb``) ulimits, a read-only root
+filesystem, private tmpfs ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` of
+``limits.tmpfs_mb`` each (charged to the container's memory limit), all
+capabilities dropped, ``no-new-privileges``, an unprivileged user, and the
+episode's workspace bind-mounted at ``/workspace``.
 
 Transports:
 
@@ -53,6 +55,7 @@ from openenv_mcp.isolation.containers.engine import (
     reap,
     wait_removed,
 )
+from openenv_mcp.isolation.host.launch import file_size_limit
 from openenv_mcp.isolation.host.uids import chown_tree
 from openenv_mcp.isolation.transport.mcpsession import McpConnection, SessionHost
 
@@ -196,6 +199,9 @@ class DockerConnection(McpConnection):
         ]
         if limits.cpu_seconds:
             ulimits.append(docker.types.Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 1))
+        size = file_size_limit(limits.file_mb)
+        ulimits.append(docker.types.Ulimit(name="fsize", soft=size, hard=size))
+        tmpfs = f"size={limits.tmpfs_mb}m"
         config: dict[str, Any] = dict(
             image=self.image,
             command=command,
@@ -207,7 +213,12 @@ class DockerConnection(McpConnection):
             hostname=HOSTNAME,  # the same in every episode (Docker's default is the container id)
             network_mode=network,
             read_only=True,
-            tmpfs={"/tmp": "rw,nosuid,nodev,size=64m,mode=1777"},
+            tmpfs={
+                "/tmp": f"rw,nosuid,nodev,{tmpfs},mode=1777",
+                "/var/tmp": f"rw,nosuid,nodev,{tmpfs},mode=1777",
+                "/run": f"rw,nosuid,nodev,{tmpfs},mode=0755",
+            },
+            shm_size=f"{limits.tmpfs_mb}m",
             volumes=volumes,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],

@@ -10,6 +10,10 @@ environment, whole-tree kill, bounded reads), plus:
   ``/mnt``, ``/media``, ``/srv``), which are empty;
 * **a private ``/tmp``** (also its ``HOME`` and ``TMPDIR``) and the episode's
   workspace, read-write, at ``/workspace`` (what ``{workspace}`` expands to);
+* **capped memory-backed folders**: ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` are each a
+  tmpfs of ``limits.tmpfs_mb`` (a write past it fails with ``ENOSPC``), masks a tmpfs of
+  :data:`MASK_BYTES`, ``/dev`` read-only (its device nodes work); every file is capped at
+  ``limits.file_mb`` (``RLIMIT_FSIZE``, ``EFBIG``);
 * what the command needs from private folders, read-only at the same path (never an
   environment folder, a checkout or its ``.git``: :mod:`openenv_mcp.isolation.host.allowlist`):
   the environment's folder when the command names it (``{env_dir}``), absolute paths in
@@ -24,13 +28,16 @@ environment, whole-tree kill, bounded reads), plus:
 * **its own PID, IPC, UTS, user and cgroup namespaces**, ``--die-with-parent``,
   ``--new-session``, all capabilities dropped.
 
-Needs ``bwrap`` (``apt-get install bubblewrap``).
+Needs ``bwrap`` 0.5 or newer (``apt-get install bubblewrap``).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
+import subprocess
 from pathlib import Path
 
 from openenv_mcp.definitions.spec import ToolServerSpec
@@ -82,7 +89,11 @@ ETC_SECRETS = (
 """Paths under ``/etc`` masked inside the sandbox (password hashes, keys, registry tokens)."""
 
 HIDDEN = ("tmp", "run", "var/tmp")
-"""Folders that exist inside the sandbox, empty and private to it."""
+"""Folders that exist inside the sandbox, empty and private to it (memory-backed, each capped at ``tmpfs_mb``)."""
+
+MASK_BYTES = 65536
+"""Size of the empty tmpfs masking a folder (a hidden path, a secret under ``/etc``): nothing is meant to be
+written there, and whoever can write there fills at most this much memory."""
 
 
 def bwrap_path() -> str:
@@ -93,13 +104,35 @@ def bwrap_path() -> str:
             "isolation 'sandbox' needs bubblewrap, and 'bwrap' is not installed: "
             "run `apt-get install bubblewrap` (Debian/Ubuntu) or `dnf install bubblewrap` (Fedora)"
         )
+    version = _bwrap_version(found)
+    if version is not None and version < (0, 5):
+        raise BoundaryError(
+            f"isolation 'sandbox' needs bubblewrap 0.5 or newer (its --size caps the memory-backed folders), "
+            f"and {found} is {'.'.join(map(str, version))}: install a newer bubblewrap"
+        )
     return found
+
+
+@functools.cache
+def _bwrap_version(path: str) -> tuple[int, ...] | None:
+    """``bwrap --version`` as numbers (``(0, 8, 0)``), or ``None`` when it does not say."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out)
+    return None if found is None else tuple(int(g) for g in found.groups() if g is not None)
 
 
 def _system(path: str) -> bool:
     """Whether ``path`` lies in one of the :data:`SYSTEM` folders (there in every sandbox)."""
     parts = Path(path).parts
     return len(parts) > 1 and parts[0] == "/" and parts[1] in SYSTEM
+
+
+def _mask(path: str) -> list[str]:
+    """bwrap arguments hiding ``path``: an empty, small tmpfs over a folder, ``/dev/null`` over a file."""
+    return ["--size", str(MASK_BYTES), "--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
 
 
 def _reachable(path: str) -> bool:
@@ -244,10 +277,14 @@ class SandboxConnection(ProcessConnection):
         for name in ETC_SECRETS:
             path = "/etc/" + name
             if os.path.lexists(path) and not os.path.islink(path):
-                args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+                args += _mask(path)
+        # bwrap's /dev is a tmpfs of no size (owned by the server's uid without root): /dev/shm gets a capped
+        # tmpfs of its own and /dev itself is made read-only (its device nodes stay usable)
+        size = str(self.spec.limits.tmpfs_mb * 1024 * 1024)
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--perms", "1777", "--tmpfs", "/dev/shm"]
+        args += ["--remount-ro", "/dev"]
         for name in HIDDEN:
-            args += ["--perms", "1777" if "tmp" in name else "0755", "--tmpfs", "/" + name]
+            args += ["--size", size, "--perms", "1777" if "tmp" in name else "0755", "--tmpfs", "/" + name]
         made: set[str] = set()
         writable = allowlisted(self._env_paths(self.spec.bind), own_env=str(self.base_dir))
         bound = self.needed_paths(argv) + writable
@@ -260,7 +297,7 @@ class SandboxConnection(ProcessConnection):
         for path in self.hidden_paths():
             if not any(inside(path, b) for b in bound):
                 continue  # not there anyway: masking it would only make its mount point (and show its name)
-            args += ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+            args += _mask(path)
         args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
         args += ["--remount-ro", "/", "--"]
         if self.privileged:

@@ -46,7 +46,8 @@ from operator import or_
 from typing import Any
 
 FILE_LIMIT = 64 * 1024 * 1024
-"""RLIMIT_FSIZE: no single file (stdout/stderr capture included) grows past this."""
+"""RLIMIT_FSIZE when none was inherited: no single file (stdout/stderr capture included) grows past this.
+The interpreter's launcher sets ``code_limits.file_mb``; a lower inherited limit is kept."""
 
 REAP_SECONDS = 5.0
 """How long a run's end waits for the processes it killed to be gone (a process stuck in the kernel
@@ -334,6 +335,12 @@ def run(code: str, namespace: dict[str, Any], limit: int) -> dict[str, Any]:
 run.count = 1  # type: ignore[attr-defined]
 
 
+def _limit_file_size() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    size = min(x for x in (FILE_LIMIT, soft, hard) if x != resource.RLIM_INFINITY)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+
 def main() -> None:
     global CHANNEL, MAIN_THREAD, OWNER, RUN_ID
     OWNER = os.getpid()
@@ -347,7 +354,7 @@ def main() -> None:
     os.close(null)
     _capture(1, "stdout")
     _capture(2, "stderr")
-    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
+    _limit_file_size()
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an over-long write raises OSError(EFBIG)
     sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
     sys.stdout = open(1, "w", encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115

@@ -2,7 +2,7 @@
 
 :class:`CodeInterpreter` starts :mod:`openenv_mcp.isolation.codeact.coderunner` behind the ``sandbox``
 boundary (bubblewrap, the same launcher as sandboxed tool servers: no network,
-read-only root, private ``/tmp``, rlimits, whole-tree kill) as an unprivileged
+read-only root, private ``/tmp``, capped memory-backed folders, rlimits, whole-tree kill) as an unprivileged
 uid of its own (not the tool servers' uid: code cannot signal them or touch
 the files they own). Its ``/workspace`` is a private scratch folder, not the
 episode's workspace: the world changes only through the tools. The
@@ -70,8 +70,17 @@ THREADS_LEFT = "ThreadsLeftRunning: {n} thread{s} still running at the end of th
 
 def default_limits() -> Limits:
     """Limits of the interpreter: ``call_timeout`` bounds one whole run (its tool calls included);
-    ``output_bytes`` bounds stdout, stderr, value and traceback each; CPU time is per interpreter."""
-    return Limits(call_timeout=60.0, memory_mb=512, cpu_seconds=600, processes=64, output_bytes=65536)
+    ``output_bytes`` bounds stdout, stderr, value and traceback each; CPU time is per interpreter;
+    each memory-backed folder holds ``tmpfs_mb``, each file ``file_mb``."""
+    return Limits(call_timeout=60.0, memory_mb=512, cpu_seconds=600, processes=64, output_bytes=65536, file_mb=64)
+
+
+def code_limits(given: Limits | None) -> Limits:
+    """The interpreter's limits: the keys an env file's ``code_limits`` sets, :func:`default_limits` for the rest."""
+    base = default_limits()
+    if given is None:
+        return base
+    return base.model_copy(update={key: getattr(given, key) for key in given.model_fields_set})
 
 
 def _masked(env_dir: Path, workdir: Path | None, grader_files: list[Path]) -> list[str]:
@@ -114,7 +123,7 @@ class CodeInterpreter:
             t.model_dump(mode="json", by_alias=True, include={"name", "description", "input_schema"}) for t in tools
         ]
         self.env_dir = Path(env_dir)
-        self.limits = limits or default_limits()
+        self.limits = code_limits(limits)
         self.workdir = workdir
         self.grader_files = grader_files or []
         self.process: StdioProcess | None = None

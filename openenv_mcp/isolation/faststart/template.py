@@ -73,7 +73,9 @@ def template_for(conn: Any, argv: list[str]) -> list[str] | None:
     args = conn.bwrap_args(argv)
     template: list[str] | None = None
     try:
-        cut = args.index("--remount-ro")
+        cut = args.index("--") - 2  # the root's --remount-ro /, the last of bwrap's own arguments
+        if args[cut : cut + 2] != ["--remount-ro", "/"]:
+            raise ValueError("not a sandbox command line")
         ws = args.index("--bind", args.index("--hostname"))
         while args[ws + 2] != "/workspace":
             ws = args.index("--bind", ws + 1)
@@ -114,6 +116,7 @@ def fast_process(conn: Any, argv: list[str], plain: Any, line_limit: int, output
         "rlimits": [[w, s, h] for w, (s, h) in rlimits_for(spec, True)],
         "net": spec.network != "host",
         "hostname": "openenv-sandbox",
+        "tmpfs_mb": spec.limits.tmpfs_mb,
         "cgroup_path": conn.group(),  # the server's cgroup (see .cgroup), or None where cgroup v2 is unusable
     }
     zygote_env = {k: v for k, v in env.items() if k in ("PATH", "LANG")}

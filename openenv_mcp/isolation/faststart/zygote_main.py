@@ -8,7 +8,8 @@ settings, and forks::
 
     zygote (root) -- A: joins the server's cgroup (its ``cgroup.procs``, opened by the host and
                         passed as a descriptor), setsid, new mount/PID/IPC/UTS/cgroup(/network) namespaces, the
-                        workspace at /workspace, fresh /tmp /var/tmp /run /dev/shm /dev/pts;
+                        workspace at /workspace, fresh /tmp /var/tmp /run /dev/shm (each a tmpfs
+                        of ``tmpfs_mb``) and /dev/pts;
                         waits for B and exits with its status
                      -- B: PID 1 of the new namespace: a fresh /proc; reaps; exits with C's status
                           -- C: limits, every capability dropped, the episode's uid (no groups),
@@ -48,6 +49,8 @@ SYS_OPEN_TREE, OPEN_TREE_CLONE, AT_RECURSIVE = 428, 0x1, 0x8000
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+INODES_PER_MB = 128
+"""Files an episode's tmpfs holds per MiB of its size (32768 in the default 256 MiB)."""
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -117,11 +120,11 @@ def child_a(cfg: dict, fds: list[int], keep: list[int]) -> None:
         os.close(ws)
         for path, mode in (("/tmp", "1777"), ("/var/tmp", "1777"), ("/run", "0755")):
             kept = [(inner, clone_tree(inner)) for inner in mounts_under(path)]  # binds and masks the sandbox put there
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode}")
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options(cfg, mode))
             for inner, fd in kept:  # back on top of the fresh folder, as bwrap puts them on top of its tmpfs
                 attach(fd, inner)
         if os.path.isdir("/dev/shm"):
-            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, tmpfs_options(cfg, "1777"))
         if os.path.isdir("/dev/pts"):
             mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620")
         socket.sethostname(cfg["hostname"])
@@ -137,6 +140,13 @@ def child_a(cfg: dict, fds: list[int], keep: list[int]) -> None:
         os.dup2(null, target)
     os.close(null)
     os._exit(wait_exit(pid))
+
+
+def tmpfs_options(cfg: dict, mode: str) -> str:
+    """Mount options of an episode's memory-backed folder: at most ``tmpfs_mb`` MiB of data and
+    :data:`INODES_PER_MB` files per MiB (empty files cost kernel memory too)."""
+    size = int(cfg.get("tmpfs_mb", 256))
+    return f"mode={mode},size={size}m,nr_inodes={max(1024, size * INODES_PER_MB)}"
 
 
 def join_cgroup(fd: int, path: str) -> None:

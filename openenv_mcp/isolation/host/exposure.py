@@ -53,7 +53,7 @@ def exposing_wrap(bwrap: str, read_only: list[str], writable: list[str]) -> list
     masks = sorted({m for p in read_only + writable if (m := private_ancestor(p)) is not None})
     args = [bwrap, "--dev-bind", "/", "/", "--die-with-parent"]
     for mask in masks:
-        args += ["--perms", "0755", "--tmpfs", mask]
+        args += ["--size", "65536", "--perms", "0755", "--tmpfs", mask]  # root's: the server cannot write it
     made: set[str] = set()
     hidden = [p for p in read_only + writable if private_ancestor(p) is not None]
     for path in outermost(hidden):

@@ -2,8 +2,8 @@
 
 A :class:`Launch` is everything needed to spawn one server; :meth:`Launch.command` puts a small
 launcher in front of it that runs as root between spawn and the server: the ``setrlimit`` calls
-(:func:`rlimits_for`), joining the server's cgroup, dropping to its uid (no groups), the parent-death
-signal, then ``exec``. Also here: finding a command's program (:func:`resolve_executable`) and
+(:func:`rlimits_for`: data, CPU, open files, processes, file size), joining the server's cgroup,
+dropping to its uid (no groups), the parent-death signal, then ``exec``. Also here: finding a command's program (:func:`resolve_executable`) and
 expanding the ``{workspace}`` / ``{env_dir}`` placeholders of a command and its variables.
 """
 
@@ -18,7 +18,7 @@ import sys
 from openenv_mcp.definitions.spec import ToolServerSpec
 from openenv_mcp.errors import BoundaryError
 
-__all__ = ["SYSTEM_PATH", "Launch", "expand", "expand_env", "resolve_executable", "rlimits_for"]
+__all__ = ["SYSTEM_PATH", "Launch", "expand", "expand_env", "file_size_limit", "resolve_executable", "rlimits_for"]
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """System folders on every server's ``PATH`` (after the command's own folder)."""
@@ -95,7 +95,18 @@ def rlimits_for(spec: ToolServerSpec, limit_processes: bool) -> list[tuple[int, 
     out.append((resource.RLIMIT_NOFILE, (open_files, open_files)))
     if limit_processes and limits.processes:
         out.append((resource.RLIMIT_NPROC, (limits.processes, limits.processes)))
+    size = file_size_limit(limits.file_mb)
+    out.append((resource.RLIMIT_FSIZE, (size, size)))
     return out
+
+
+def file_size_limit(file_mb: int) -> int:
+    """``RLIMIT_FSIZE`` in bytes for ``file_mb``, or the lower limit this process already has."""
+    size = file_mb * 1024 * 1024
+    for inherited in resource.getrlimit(resource.RLIMIT_FSIZE):
+        if inherited != resource.RLIM_INFINITY:
+            size = min(size, inherited)
+    return size
 
 
 def resolve_executable(name: str, server: str) -> str:

@@ -236,6 +236,25 @@ def test_a_memory_bomb_is_killed_at_the_memory_limit_and_the_server_restarts(ima
     assert_clean(marker)
 
 
+def test_a_containers_memory_backed_folders_and_files_are_capped_by_tmpfs_mb_and_file_mb(image, tmp_path):
+    env, marker = docker_env(tmp_path, tmpfs_mb=4, file_mb=8)
+    with env:
+        env.reset(seed=0)
+        six = "x" * (6 << 20)
+        for folder in ("/tmp", "/var/tmp", "/dev/shm"):  # /run is a capped tmpfs too, not writable by the user
+            assert call(env, "write_file", path=f"{folder}/fill", text=six) == (
+                "OSError: [Errno 28] No space left on device",
+                True,
+            ), folder
+        assert call(env, "write_file", path="/workspace/six", text=six) == ("written", False)
+        assert call(env, "write_file", path="/workspace/nine", text="x" * (9 << 20)) == (
+            "OSError: [Errno 27] File too large",
+            True,
+        )
+        assert call(env, "counter") == ("1", False)
+    assert_clean(marker)
+
+
 def test_an_infinite_loop_times_out_and_the_container_is_replaced(image, tmp_path):
     env, marker = docker_env(tmp_path, options={"call_timeout": 1})
     with env:
