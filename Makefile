@@ -105,9 +105,11 @@ test-all-tasks: $(STAMP) browser
 
 # The replayed attacks at full size (make test runs each at a size a 2-core CI machine takes in seconds):
 # two servers leasing uids from a squeezed range for 40 rounds, a 100k-deep process tree for the reaper (the
-# uid's process cap stays under half the kernel's pid_max; the chain grows for at most 15 minutes).
+# uid's process cap stays under half the kernel's pid_max; the chain grows for at most 15 minutes), six
+# episodes and three half-started ones closed under a Docker engine that answers each request a second late.
 # One at a time: they load the whole machine. OPENENV_MCP_REPLAY_FULL=1 sizes them.
-REPLAY_TESTS := tests/hostile/test_hostile_uid_leases.py tests/hostile/test_hostile_deep_process_tree.py
+REPLAY_TESTS := tests/hostile/test_hostile_uid_leases.py tests/hostile/test_hostile_deep_process_tree.py \
+  tests/hostile/test_hostile_slow_docker.py
 test-replay: $(STAMP)
 	OPENENV_MCP_REPLAY_FULL=1 $(BIN)/python -m pytest -n 0 -s $(REPLAY_TESTS) $(PYTEST_ARGS)
 
