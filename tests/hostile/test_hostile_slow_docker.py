@@ -175,6 +175,7 @@ async def main():
     env = openenv_mcp.make_async(spec)
     starting = asyncio.ensure_future(env.reset(seed=0))
     await asyncio.sleep(float(sys.argv[4]))  # the container is being created, attached or started
+    print("still starting" if not starting.done() else "started", flush=True)
     await env.close()
     starting.cancel()
     await asyncio.gather(starting, return_exceptions=True)
@@ -205,6 +206,7 @@ def test_a_server_closing_an_episode_that_is_still_starting_then_exiting_leaves_
         env=env,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0] == "still starting", done.stdout  # closed mid-start, not after
     assert _left(marker, 10) == [], "a container of the closed episode outlived its environment server"
 
 
