@@ -8,7 +8,7 @@ LIGHT_STAMP := $(VENV)/.installed-light
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test check test-all-tasks test-corpus corpus browser validate-browser test-lowest lint bench conformance install install-light clean validate-terminal
+.PHONY: demo test check test-all-tasks test-replay test-corpus corpus browser validate-browser test-lowest lint bench conformance install install-light clean validate-terminal
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
@@ -106,6 +106,16 @@ test: $(STAMP) lint corpus browser
 ALL_TASKS_TESTS := tests/serve/test_parity.py tests/serve/test_mcp_http.py tests/definitions/test_tasks.py tests/conformance/test_rules.py
 test-all-tasks: $(STAMP) browser
 	OPENENV_MCP_ALL_TASKS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(ALL_TASKS_TESTS) $(PYTEST_ARGS)
+
+# The replayed attacks at full size (make test runs each at a size a 2-core CI machine takes in seconds):
+# two servers leasing uids from a squeezed range for 40 rounds, a 100k-deep process tree for the reaper (the
+# uid's process cap stays under half the kernel's pid_max; the chain grows for at most 15 minutes), six
+# episodes and three half-started ones closed under a Docker engine that answers each request a second late.
+# One at a time: they load the whole machine. OPENENV_MCP_REPLAY_FULL=1 sizes them.
+REPLAY_TESTS := tests/hostile/test_hostile_uid_leases.py tests/hostile/test_hostile_deep_process_tree.py \
+  tests/hostile/test_hostile_slow_docker.py
+test-replay: $(STAMP)
+	OPENENV_MCP_REPLAY_FULL=1 $(BIN)/python -m pytest -n 0 -s $(REPLAY_TESTS) $(PYTEST_ARGS)
 
 test-corpus: corpus
 	OPENENV_MCP_FULL_CORPUS=1 $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(CORPUS_TESTS) $(PYTEST_ARGS)

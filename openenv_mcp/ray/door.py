@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import re
 
 import httpx
 from starlette.types import Receive, Scope, Send
@@ -30,6 +31,9 @@ from openenv_mcp.serve.statuses import http_status
 __all__ = ["FrontDoor", "error_body", "lost_message"]
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
+"""What an episode id and an agent key are made of: a segment with anything else (``..``, a decoded ``?`` or
+``#``) would become another path (or a query) in the URL forwarded to the replica, so it is refused here."""
 _HOP_HEADERS = {b"host", b"authorization", b"content-length", b"connection", b"transfer-encoding", b"keep-alive"}
 
 
@@ -84,7 +88,7 @@ class FrontDoor:
         """Let an episode's own MCP address through to its replica, which checks the key; once the replica
         is gone, the key is checked here (its holder is told ``episode_lost``, anyone else ``401``)."""
         replica = self.episodes.get(episode_id)
-        if replica is None:
+        if replica is None or not _PLAIN.fullmatch(key):
             return False
         return replica.alive or hmac.compare_digest(key.encode(), self.agent_keys.get(episode_id, "").encode())
 
@@ -117,7 +121,10 @@ class FrontDoor:
         session = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"mcp-session-id"), None)
         try:
             if path.startswith("/episodes/"):
-                replica = self.replica_of(path.split("/")[2])
+                segments = path.split("/")[2:-1]  # the id, and the agent key if there is one
+                if not all(_PLAIN.fullmatch(segment) for segment in segments):
+                    raise UnknownEpisode(f"no episode has the MCP address {path!r} on this front door")
+                replica = self.replica_of(segments[0])
             elif session is not None:
                 replica = self.sessions.get(session) or self._unknown_session(session)
                 if not replica.alive:

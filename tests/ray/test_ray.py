@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import logging
 import os
 import secrets
@@ -39,12 +40,14 @@ import httpx
 import ray
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from websockets.asyncio.client import connect
 
 import openenv_mcp
 from openenv_mcp.client.remote import AsyncVectorEnv
 from openenv_mcp.errors import EpisodeLost
 from openenv_mcp.ray import RayPool
 from openenv_mcp.ray.address import pool_for
+from openenv_mcp.serve.manager import EPISODE_KEY_HEADER
 from openenv_mcp.types import CallTool
 
 from support.raycluster import FrontDoorProcess, LocalRayCluster
@@ -266,6 +269,121 @@ def test_hostile_agent_key_for_an_episode_on_one_replica_opens_nothing_on_anothe
                 assert r.status_code == 401
             # the episode still answers its own agent
             assert await _mcp_tools(venv.mcp_urls[0]) == ["echo"]
+
+    asyncio.run(main())
+
+
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+}
+
+
+def _opened(response: httpx.Response) -> bool:
+    """Whether a response gave the caller anything: a 2xx, or a redirect (a route matched)."""
+    return response.status_code < 400
+
+
+async def _refused_ws(url: str, headers: dict[str, str]) -> bool:
+    try:
+        async with connect(url, additional_headers=headers, open_timeout=30) as ws:
+            await ws.send(json.dumps({"id": 1, "op": "create"}))
+            reply = json.loads(await ws.recv())
+            return "error" in reply
+    except Exception:  # noqa: BLE001 - a refused handshake, in whichever form the client reports it
+        return True
+
+
+def test_an_agent_address_through_the_front_door_opens_no_control_route_and_no_other_replicas_episode(door):
+    """The agent of one episode holds only its MCP address and the replica URLs ``/health`` lists. Through the
+    front door and on both replicas it tries every control route (the WebSocket control plane, the HTTP
+    control routes, OpenEnv's ``/reset``/``/step``/``/state``, ``/metrics``), the other replica's episode
+    (by id, by ``_meta``, its own key in every place a key goes), and addresses whose key segment smuggles a
+    path (``..``, ``?``, ``#``, percent-encoded): nothing opens, the other episode is untouched."""
+    url = door.url
+
+    async def main():
+        async with AsyncVectorEnv(url, num_envs=2, token=TOKEN) as venv:
+            await venv.reset(seeds=[1, 2])
+            await venv.step([ECHO, ECHO])
+            async with httpx.AsyncClient(timeout=30) as http:
+                replicas = (await http.get(url + "/health")).json()["replicas"]
+                assert sorted(r["episodes"] for r in replicas) == [1, 1]  # one episode on each replica
+                (id_a, key_a), (id_b, _) = [u.split("/episodes/", 1)[1].split("/")[:2] for u in venv.mcp_urls]
+                forms = [
+                    {"Authorization": f"Bearer {key_a}"},
+                    {EPISODE_KEY_HEADER: key_a},
+                    {"Authorization": f"Bearer {key_a}", EPISODE_KEY_HEADER: key_a},
+                ]
+                routes = [
+                    ("POST", "/episodes", {}),
+                    ("GET", "/episodes", None),
+                    *[
+                        (m, f"/episodes/{i}{r}", b)
+                        for i in (id_a, id_b)
+                        for m, r, b in [
+                            ("POST", "/step", {"action": ECHO.model_dump(mode="json"), "episode_key": key_a}),
+                            ("POST", "/reset", {"episode_key": key_a}),
+                            ("POST", "/fork", {"episode_key": key_a}),
+                            ("GET", "/state", None),
+                            ("DELETE", "", None),
+                        ]
+                    ],  # fmt: skip
+                    ("POST", "/reset", {}),
+                    ("POST", "/step", {"action": ECHO.model_dump(mode="json")}),
+                    ("GET", "/state", None),
+                    ("GET", "/metrics", None),
+                    ("POST", "/mcp", INIT),
+                    ("POST", f"/episodes/{id_b}/mcp", INIT),
+                    ("POST", f"/episodes/{id_b}/{key_a}/mcp", INIT),
+                ]
+                # the key segment of its own address smuggling a path to a control route of the replica
+                for smuggled in ("..", ".", "step%3F", "state%3F", "reset%3F", "%3F", "%23", "%2E%2E", "..%3F"):
+                    for target in (id_a, id_b):
+                        routes.append(("POST", f"/episodes/{target}/{smuggled}/mcp", {"episode_key": key_a}))
+                        routes.append(("GET", f"/episodes/{target}/{smuggled}/mcp", None))
+                opened = []
+                for base in [url, *[r["url"] for r in replicas]]:
+                    for method, path, body in routes:
+                        for headers in [{}, *forms]:
+                            r = await http.request(
+                                method, base + path, json=body, headers={**ACCEPT, **headers}, follow_redirects=False
+                            )
+                            if _opened(r):
+                                opened.append(
+                                    f"{method} {base}{path} {sorted(headers)} -> {r.status_code} {r.text[:120]}"
+                                )
+                    for headers in [{}, *forms]:
+                        ws = base.replace("http://", "ws://") + "/ws"
+                        if not await _refused_ws(ws, headers):
+                            opened.append(f"WS {ws} {sorted(headers)} created an episode")
+                assert opened == []
+                trainer = {"Authorization": f"Bearer {TOKEN}"}  # what does open the control plane
+                assert not await _refused_ws(url.replace("http://", "ws://") + "/ws", trainer)
+                # its own address, naming the other episode in _meta: refused
+                own = f"{url}/episodes/{id_a}/{key_a}/mcp"
+                r = await http.post(own, json=INIT, headers=ACCEPT)
+                assert r.status_code == 200, r.text
+                session = {"mcp-session-id": r.headers["mcp-session-id"]} if "mcp-session-id" in r.headers else {}
+                call = {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {
+                        "name": "echo",
+                        "arguments": {"text": "x"},
+                        "_meta": {"openenv/episode": id_b, "openenv/episode_key": key_a},
+                    },
+                }
+                r = await http.post(own, json=call, headers={**ACCEPT, **session})
+                assert '"isError":false' not in r.text.replace(" ", ""), r.text
+            # the other episode is untouched, and both still answer their trainer
+            states = await venv.state()
+            assert [s.step_count for s in states] == [1, 1]
+            assert [o.result.content[0].text for o in await venv.step([ECHO, ECHO])] == ["hello", "hello"]
 
     asyncio.run(main())
 

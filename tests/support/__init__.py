@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TypeVar
 
 from openenv_mcp.testing import need
 
@@ -20,9 +21,12 @@ __all__ = [
     "need_boundaries",
     "need_docker",
     "env_params",
+    "replay_size",
     "representative_tasks",
     "scripted_actions",
 ]
+
+_Size = TypeVar("_Size", int, float)
 
 ROOT = Path(__file__).resolve().parents[2]
 """The checkout's root folder."""
@@ -73,6 +77,12 @@ def representative_tasks(spec) -> str | None:
     if os.environ.get("OPENENV_MCP_ALL_TASKS") == "1":
         return None
     return "ci" if "ci" in parse_tasks_value(spec.tasks)[0] else None
+
+
+def replay_size(quick: _Size, full: _Size) -> _Size:
+    """How big a replayed attack is (episodes, rounds, process-tree depth): ``quick`` in ``make test``,
+    ``full`` under ``OPENENV_MCP_REPLAY_FULL=1`` (``make test-replay``)."""
+    return full if os.environ.get("OPENENV_MCP_REPLAY_FULL") == "1" else quick
 
 
 def need_docker(*images: str, cli: str = "docker") -> None:

@@ -54,7 +54,8 @@ def _guard_command(uid: int) -> list[str]:
 
 LEASE_DIRS = ("/run/openenv-mcp/uids", os.path.join(tempfile.gettempdir(), "openenv-mcp-uids"))
 """Where uid leases live: one lock file per uid in use on this host, ``flock``-ed for the episode's life."""
-UID_SPAN = 10_000_000
+UID_SPAN = max(1, int(os.environ.get("OPENENV_MCP_UID_SPAN", "10000000")))
+"""How many uids from :data:`UID_BASE` on episodes may use (``$OPENENV_MCP_UID_SPAN``; e.g. a delegated range)."""
 
 
 def lease_dir() -> Path:
@@ -76,7 +77,8 @@ def lease_uid(start: int | None = None) -> tuple[int, int]:
     this process or in the uid's guard), so a crashed server's leases free themselves."""
     folder = lease_dir()
     offset = secrets.randbelow(UID_SPAN) if start is None else start
-    for i in range(4096):
+    tries = min(4096, UID_SPAN)
+    for i in range(tries):
         uid = UID_BASE + (offset + i) % UID_SPAN
         fd = os.open(folder / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
@@ -89,7 +91,10 @@ def lease_uid(start: int | None = None) -> tuple[int, int]:
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()} {_start_time(os.getpid())}\n".encode())
         return uid, fd
-    raise BoundaryError(f"no free episode uid on this host (4096 leases in {folder} are held)")
+    raise BoundaryError(
+        f"no free episode uid on this host ({tries} leases in {folder} are held; "
+        f"uids {UID_BASE}+{UID_SPAN}, $OPENENV_MCP_UID_BASE and $OPENENV_MCP_UID_SPAN)"
+    )
 
 
 def _start_time(pid: int) -> str:

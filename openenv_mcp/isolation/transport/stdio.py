@@ -27,7 +27,7 @@ from mcp.shared.message import SessionMessage
 
 from openenv_mcp.errors import BoundaryError
 from openenv_mcp.isolation.host.launch import Launch
-from openenv_mcp.isolation.host.proctree import descendants, kill_uid
+from openenv_mcp.isolation.host.proctree import kill_tree, kill_uid
 from openenv_mcp.isolation.transport.jsonlines import decode, encode, keep_tail, pumped
 from openenv_mcp.isolation.transport.mcpsession import TRUNCATED_META, describe, truncation_marker
 
@@ -73,16 +73,15 @@ class StdioProcess:
             raise BoundaryError(f"tool server {self.name!r} could not start: {describe(e)}") from e
 
     def kill(self) -> None:
-        """SIGKILL the whole tree: the process group, and every process of the uid."""
+        """SIGKILL the whole tree: the process group, every descendant (stopped as found, so a tree still
+        growing is caught whole), and every process of the uid."""
         proc = self.proc
         if proc is None:
             return
-        tree = [] if proc.returncode is not None else descendants(proc.pid)
+        if proc.returncode is None:  # not reaped yet, so its pid is still its own; first, while its children are its
+            kill_tree(proc.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
-        for pid in [proc.pid, *tree]:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
         if self.kill_uid and self.launch.uid is not None:
             kill_uid(self.launch.uid)
 
@@ -91,7 +90,10 @@ class StdioProcess:
         proc = self.proc
         if proc is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                await proc.wait()
+                # the exit status, not ``proc.wait()``: that also waits until every pipe closes, which a
+                # descendant holding the server's stdout (a daemon not yet killed by its uid or cgroup) delays
+                while proc.returncode is None:
+                    await anyio.sleep(0.01)
             transport = getattr(proc, "_transport", None)
             if transport is not None:
                 with contextlib.suppress(Exception):
