@@ -25,11 +25,18 @@ Which episode serves a request (first match wins):
 
 An id that names no live episode is a JSON-RPC error (code
 :data:`UNKNOWN_EPISODE_CODE`) whose message says what to do.
+
+Episodes made by bare ``/mcp`` (3 and 4) count against ``--max-mcp-episodes`` as well as
+``--max-episodes``. Sessions are bounded too: at most ``max_sessions_per_episode`` open at once on
+one episode's address, and at most ``--max-mcp-episodes`` on bare ``/mcp`` (each one an episode);
+one more ``initialize`` is answered HTTP 429 with a JSON-RPC error (``session_limit``), and a
+session that ends frees its place.
 """
 
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -39,9 +46,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
-from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.errors import OpenEnvError, SessionLimit
 from openenv_mcp.sdkcompat import session_manager_class
 from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from openenv_mcp.serve.mcp_server import build_server
@@ -52,6 +59,7 @@ if TYPE_CHECKING:
     from openenv_mcp.serve.metrics import Metrics
 
 __all__ = [
+    "DEFAULT_MAX_SESSIONS_PER_EPISODE",
     "EPISODE_KEY_META_KEY",
     "EPISODE_KEY_SCOPE_KEY",
     "EPISODE_META_KEY",
@@ -71,6 +79,9 @@ EPISODE_SCOPE_KEY = "openenv.episode"
 
 EPISODE_KEY_SCOPE_KEY = "openenv.episode_key"
 """ASGI scope key: the key in the path of ``/episodes/{id}/{key}/mcp`` (``None`` without one)."""
+
+DEFAULT_MAX_SESSIONS_PER_EPISODE = 8
+"""Default cap on MCP sessions open at once on one episode's address (``--max-sessions-per-episode``)."""
 
 UNKNOWN_EPISODE_CODE = -32001
 """JSON-RPC error code for an episode that cannot serve the request (unknown, reaped, cap reached)."""
@@ -115,9 +126,15 @@ class McpFace:
         max_request_bytes: int,
         idle_timeout: float | None,
         json_response: bool = True,
+        max_sessions_per_episode: int | None = DEFAULT_MAX_SESSIONS_PER_EPISODE,
     ) -> None:
+        if max_sessions_per_episode is not None and max_sessions_per_episode < 1:
+            raise ValueError("max_sessions_per_episode must be at least 1 (or None for no cap)")
         self.manager = manager
         self.metrics = metrics
+        self.max_sessions_per_episode = max_sessions_per_episode
+        self._opened: dict[str, str] = {}  # MCP session id -> where it was opened (an episode id; "": bare /mcp)
+        self._open: dict[str, int] = {}  # where -> sessions open or opening there
         self._sessions: dict[str, str] = {}  # MCP session id -> episode id
         self._creating: dict[str, anyio.Event] = {}
         self._listening: dict[str, set[str]] = {}  # MCP session id -> episodes it hears tool-list changes of
@@ -149,7 +166,64 @@ class McpFace:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.sessions.asgi_app(scope, receive, send)
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or any(k == b"mcp-session-id" for k, _ in scope["headers"])
+        ):
+            await self.sessions.asgi_app(scope, receive, send)
+            return
+        # a POST without a session: an initialize may open one here, so it takes a place first
+        where: str = scope.get(EPISODE_SCOPE_KEY) or ""
+        cap = self.max_sessions_per_episode if where else self.manager.max_mcp_episodes
+        if cap is not None and self._open.get(where, 0) >= cap:
+            await self._refuse_session(scope, receive, send, where, cap)
+            return
+        self._open[where] = self._open.get(where, 0) + 1
+        opened: list[str] = []
+
+        async def watch(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for key, value in message.get("headers", ()):
+                    if key.lower() == b"mcp-session-id":
+                        opened.append(value.decode("latin-1"))
+            await send(message)
+
+        try:
+            await self.sessions.asgi_app(scope, receive, watch)
+        finally:
+            if opened and opened[0] not in self._opened:
+                self._opened[opened[0]] = where  # the place stays taken until the session ends
+            else:
+                self._release(where)
+
+    def _release(self, where: str) -> None:
+        left = self._open.get(where, 0) - 1
+        if left > 0:
+            self._open[where] = left
+        else:
+            self._open.pop(where, None)
+
+    async def _refuse_session(self, scope: Scope, receive: Receive, send: Send, where: str, cap: int) -> None:
+        from starlette.responses import Response
+
+        if where:
+            err = SessionLimit(
+                f"this episode's MCP address already has {cap} sessions open (--max-sessions-per-episode); "
+                "end one (DELETE with its Mcp-Session-Id) or wait for an idle one to be closed"
+            )
+        else:
+            err = SessionLimit(
+                f"bare /mcp already has {cap} sessions open, each one an episode (--max-mcp-episodes); "
+                "end one (DELETE with its Mcp-Session-Id), or connect to an episode's own address (mcp_url)"
+            )
+        self.metrics.rejected_request("session_limit")
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": UNKNOWN_EPISODE_CODE, "message": str(err), "data": {"code": err.code}},
+        }
+        await Response(json.dumps(body), status_code=429, media_type="application/json")(scope, receive, send)
 
     # -- episode resolution ---------------------------------------------------------
     async def _ensure_surface(self) -> None:
@@ -239,7 +313,7 @@ class McpFace:
                 session_id = request.headers.get("mcp-session-id")
                 if session_id:
                     return await self._session_episode(session_id), False
-            return await self.manager.create(), True
+            return await self.manager.create(via_mcp=True), True
         except OpenEnvError as e:
             raise _error(e) from None
 
@@ -259,7 +333,7 @@ class McpFace:
             await pending.wait()  # a concurrent first request is creating it
         done = self._creating[session_id] = anyio.Event()
         try:
-            episode = await self.manager.create(owner=f"mcp:{session_id}")
+            episode = await self.manager.create(owner=f"mcp:{session_id}", via_mcp=True)
             self._sessions[session_id] = episode.id
         finally:
             del self._creating[session_id]
@@ -269,5 +343,8 @@ class McpFace:
     async def session_ended(self, session_id: str) -> None:
         """A 2025-11-25 session ended (DELETE, idle timeout, shutdown): close its episode."""
         self._listening.pop(session_id, None)
+        where = self._opened.pop(session_id, None)
+        if where is not None:
+            self._release(where)
         if self._sessions.pop(session_id, None) is not None:
             await self.manager.close_owner(f"mcp:{session_id}", "disconnect")
