@@ -172,8 +172,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(
-            f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
-            "anyone who can reach the port can drive the environment"
+            f"[yellow]warning:[/yellow] serving on {args.host} without --token: anyone who can reach the "
+            "port can open /mcp sessions (each a fresh episode, --max-mcp-episodes); only this machine's "
+            "processes of this user reach the control plane"
         )
 
     def banner(host: str, port: int) -> None:

@@ -30,7 +30,7 @@ from openenv_mcp.errors import RequestTooLarge
 from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, TRUSTED_SCOPE_KEY
 from openenv_mcp.serve.mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY
 from openenv_mcp.serve.metrics import Metrics
-from openenv_mcp.serve.peer import PeerJudge
+from openenv_mcp.serve.peer import PeerJudge, refusal
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "public_matcher"]
 
@@ -201,11 +201,7 @@ class Edge:
                     send,
                     403,
                     "untrusted_peer",
-                    f"{path} is for the trainer, and this client is not one: without --token the server "
-                    "trusts only processes of its own user (or root) on this machine, outside any sandbox "
-                    "or container. An agent uses its episode's MCP address (/episodes/{id}/{key}/mcp) or "
-                    "/mcp; anyone else needs the server started with --token TOKEN and "
-                    "'Authorization: Bearer TOKEN'",
+                    refusal(path),
                     "untrusted",
                 )
                 return

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Message, Receive, Scope, Send
 
 from openenv_mcp.errors import OpenEnvError, SessionLimit
@@ -108,6 +109,19 @@ log = logging.getLogger("openenv_mcp.serve.mcp_http")
 _current: contextvars.ContextVar[Episode] = contextvars.ContextVar("openenv_mcp_episode")
 
 
+def _may_open_session(scope: Scope) -> bool:
+    """Whether the SDK may open a 2025-11-25 session for this request: a POST without ``Mcp-Session-Id``
+    whose ``MCP-Protocol-Version`` is absent or a handshake version (later versions have no sessions)."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return False
+    for key, value in scope["headers"]:
+        if key == b"mcp-session-id":
+            return False
+        if key == b"mcp-protocol-version" and value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return False
+    return True
+
+
 def _error(err: OpenEnvError) -> MCPError:
     return MCPError(code=UNKNOWN_EPISODE_CODE, message=str(err), data={"code": err.code})
 
@@ -166,35 +180,32 @@ class McpFace:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope["method"] != "POST"
-            or any(k == b"mcp-session-id" for k, _ in scope["headers"])
-        ):
+        if not _may_open_session(scope):
             await self.sessions.asgi_app(scope, receive, send)
             return
-        # a POST without a session: an initialize may open one here, so it takes a place first
+        # it may open a session here, so it takes a place first (kept while the session lives)
         where: str = scope.get(EPISODE_SCOPE_KEY) or ""
         cap = self.max_sessions_per_episode if where else self.manager.max_mcp_episodes
         if cap is not None and self._open.get(where, 0) >= cap:
             await self._refuse_session(scope, receive, send, where, cap)
             return
         self._open[where] = self._open.get(where, 0) + 1
-        opened: list[str] = []
+        kept = False
 
         async def watch(message: Message) -> None:
-            if message["type"] == "http.response.start":
+            nonlocal kept
+            if message["type"] == "http.response.start" and not kept and message.get("status", 500) < 400:
                 for key, value in message.get("headers", ()):
-                    if key.lower() == b"mcp-session-id":
-                        opened.append(value.decode("latin-1"))
+                    session_id = value.decode("latin-1")
+                    if key.lower() == b"mcp-session-id" and session_id not in self._opened:
+                        self._opened[session_id] = where  # before the client can learn the id and end it
+                        kept = True
             await send(message)
 
         try:
             await self.sessions.asgi_app(scope, receive, watch)
         finally:
-            if opened and opened[0] not in self._opened:
-                self._opened[opened[0]] = where  # the place stays taken until the session ends
-            else:
+            if not kept:
                 self._release(where)
 
     def _release(self, where: str) -> None:

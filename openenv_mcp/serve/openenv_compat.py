@@ -36,6 +36,7 @@ from openenv_mcp.isolation.boundaries.inprocess import error_result
 from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, TRUSTED_SCOPE_KEY
 from openenv_mcp.serve.mcp_http import EPISODE_SCOPE_KEY, UNKNOWN_EPISODE_CODE
 from openenv_mcp.serve.mcp_server import EPISODE_ENDED_MESSAGE
+from openenv_mcp.serve.peer import PeerJudge, refusal
 from openenv_mcp.serve.statuses import http_status
 from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, action_from_json
 
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from openenv_mcp.core.environment import Environment
     from openenv_mcp.core.episode import Episode
     from openenv_mcp.serve.control import Caller, ControlPlane
-    from openenv_mcp.serve.peer import PeerJudge
 
 __all__ = [
     "OpenEnvMcp",
@@ -346,14 +346,8 @@ class OpenEnvMcp:
         admin = bool(scope.get(ADMIN_SCOPE_KEY))
         if request["method"] == "openenv/session/create" and not scope.get(TRUSTED_SCOPE_KEY):
             if self.peers is None or not await self.peers.trusted(scope):
-                answer = _rpc_error(
-                    request.get("id"),
-                    UNKNOWN_EPISODE_CODE,
-                    "openenv/session/create is for the trainer, and this client is not one: without --token "
-                    "the server trusts only processes of its own user (or root) on this machine, outside any "
-                    "sandbox or container; start it with --token TOKEN and send 'Authorization: Bearer TOKEN'",
-                    {"code": "untrusted_peer"},
-                )
+                refused = refusal("openenv/session/create")
+                answer = _rpc_error(request.get("id"), UNKNOWN_EPISODE_CODE, refused, {"code": "untrusted_peer"})
                 await Response(_dumps(answer), status_code=403, media_type="application/json")(scope, receive, send)
                 return
         answer = await self.rpc(request, admin)

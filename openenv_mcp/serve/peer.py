@@ -32,15 +32,26 @@ import sys
 from collections import OrderedDict
 from typing import Any
 
+import anyio
 import anyio.to_thread
 
-__all__ = ["PeerJudge", "loopback", "socket_owner"]
+__all__ = ["PeerJudge", "loopback", "refusal", "socket_owner"]
 
 _SOCK_DIAG_BY_FAMILY = 20
 _NETLINK_SOCK_DIAG = 4
 _NLMSG_ERROR = 2
 _NO_COOKIE = 0xFFFFFFFF
 _CACHE_SIZE = 4096
+
+
+def refusal(what: str) -> str:
+    """What an untrusted client is told when it asks for ``what`` (a route, a method) without a token."""
+    return (
+        f"{what} is for the trainer, and this client is not one: without --token the server trusts only "
+        "processes of its own user (or root) on this machine, outside any sandbox or container. An agent "
+        "uses its episode's MCP address (/episodes/{id}/{key}/mcp) or /mcp; anyone else needs the server "
+        "started with --token TOKEN and 'Authorization: Bearer TOKEN'"
+    )
 
 
 def loopback(address: str) -> bool:
@@ -174,6 +185,7 @@ class PeerJudge:
         self.uid = os.geteuid() if hasattr(os, "geteuid") else -1
         self.enabled = sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd")
         self._verdicts: OrderedDict[tuple[str, int, int], bool] = OrderedDict()
+        self._scans: anyio.CapacityLimiter | None = None  # made in the event loop, on first use
 
     def owner(self, client: tuple[str, int] | None, server: tuple[str, int] | None) -> tuple[int, int] | None:
         """The client socket's ``(uid, inode)`` when the connection is one the rules may trust, else ``None``."""
@@ -197,7 +209,9 @@ class PeerJudge:
         key = (str(client[0]), int(client[1]), found[1])
         verdict = self._verdicts.get(key)
         if verdict is None:
-            verdict = await anyio.to_thread.run_sync(_judge, found[1])
+            if self._scans is None:
+                self._scans = anyio.CapacityLimiter(2)  # scans share two threads: many connections cannot pile up
+            verdict = await anyio.to_thread.run_sync(_judge, found[1], limiter=self._scans)
             self._verdicts[key] = verdict
             while len(self._verdicts) > _CACHE_SIZE:
                 self._verdicts.popitem(last=False)

@@ -131,9 +131,11 @@ async def test_an_agent_cannot_hold_more_sessions_on_its_address_than_the_cap_an
     app = echo_app(max_sessions_per_episode=2)
     async with serving(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as trainer:
         agent = (await trainer.post("/episodes", json={})).json()["mcp_path"]
-        probes = [{"do": "init", "path": agent} for _ in range(3)]
-        probes += [{"do": "end", "path": agent, "of": 0}, {"do": "init", "path": agent}]
-        first, second, third, ended, again = await probe("other-uid", url, probes)
+        refused = {"do": "http", "method": "POST", "path": agent, "body": {"jsonrpc": "2.0", "id": 1, "method": "nope"}}
+        probes = [refused, refused] + [{"do": "init", "path": agent} for _ in range(3)]
+        probes += [{"do": "end", "path": agent, "of": 2}, {"do": "init", "path": agent}]
+        bad, worse, first, second, third, ended, again = await probe("other-uid", url, probes)
+        assert bad["status"] == worse["status"] == 400  # refused openings keep no place: two inits still fit
         assert first["status"] == second["status"] == 200
         assert third["status"] == 429 and "(--max-sessions-per-episode)" in third["body"]["error"]["message"]
         assert ended["status"] == 200
