@@ -27,6 +27,7 @@ Catch a base to handle a kind of failure, as with httpx::
     │   └── RequestTooLarge      a body or message over --max-request-bytes
     ├── ServiceError             a service the call needs failed or is busy: retrying may succeed
     │   ├── EpisodeLimit         the server runs as many episodes as it may
+    │   ├── SessionLimit         an MCP address has as many sessions open as it may
     │   ├── BoundaryError        a tool server could not be started or reached
     │   ├── EpisodeLost          the episode's server went away (start a new episode)
     │   ├── ToolServerError      a wrapped tool server answered with a JSON-RPC error
@@ -67,6 +68,7 @@ __all__ = [
     "RequestTooLarge",
     "ResetNeeded",
     "ServiceError",
+    "SessionLimit",
     "TaskFormatError",
     "ToolNameError",
     "ToolSchemaError",
@@ -232,6 +234,12 @@ class EpisodeLimit(ServiceError):
     """The server already runs as many episodes as it was allowed."""
 
     code = "episode_limit"
+
+
+class SessionLimit(ServiceError):
+    """An MCP address (an episode's, or bare ``/mcp``) already has as many sessions open as it may."""
+
+    code = "session_limit"
 
 
 class BoundaryError(ServiceError):

@@ -172,8 +172,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     if args.host not in ("127.0.0.1", "localhost", "::1") and not args.token:
         err_console.print(
-            f"[yellow]warning:[/yellow] serving on {args.host} without --token: "
-            "anyone who can reach the port can drive the environment"
+            f"[yellow]warning:[/yellow] serving on {args.host} without --token: anyone who can reach the "
+            "port can open /mcp sessions (each a fresh episode, --max-mcp-episodes); only this machine's "
+            "processes of this user reach the control plane"
         )
 
     def banner(host: str, port: int) -> None:
@@ -199,6 +200,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allowed_hosts=args.allowed_host,
         allowed_origins=args.allowed_origin,
         max_episodes=max_episodes,
+        max_mcp_episodes=_max_mcp_episodes(args.max_mcp_episodes, max_episodes),
+        max_sessions_per_episode=args.max_sessions_per_episode or None,
         idle_timeout=args.idle_timeout or None,
         max_request_bytes=args.max_request_bytes,
         log_level=args.log_level,
@@ -208,6 +211,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         **_prod_options(args),
     )
     return 0
+
+
+def _max_mcp_episodes(flag: int | None, max_episodes: int | None) -> int | None:
+    """``--max-mcp-episodes``: unset -> a quarter of ``--max-episodes`` (at least 1); 0 -> no cap of its own."""
+    from openenv_mcp.serve.manager import default_max_mcp_episodes
+
+    if flag is None:
+        return default_max_mcp_episodes(max_episodes)
+    return flag or None
 
 
 def _serve_ray(args: argparse.Namespace) -> int:
@@ -398,7 +410,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="sim",
         help="sim: control plane + rewards; prod: MCP, /health and /metrics only",
     )
-    p.add_argument("--token", default=None, help="require 'Authorization: Bearer TOKEN' on every route but /health")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="require 'Authorization: Bearer TOKEN' on every route but /health and an episode's own MCP "
+        "address; without it only processes of the server's own user (or root) on this machine, outside "
+        "any sandbox or container, reach the control plane (docs/security.md)",
+    )
     p.add_argument(
         "--allowed-host",
         action="append",
@@ -424,6 +442,20 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="cap on live episodes (0: none; default: min(32 x CPUs, RAM / 64 MiB), 16..4096)",
+    )
+    p.add_argument(
+        "--max-mcp-episodes",
+        type=int,
+        default=None,
+        help="cap on live episodes (and open sessions) of bare /mcp, each session an episode, within "
+        "--max-episodes, so MCP clients never starve the trainer (0: no cap of its own; default: a "
+        "quarter of --max-episodes, at least 1)",
+    )
+    p.add_argument(
+        "--max-sessions-per-episode",
+        type=int,
+        default=8,
+        help="cap on MCP sessions open at once on one episode's address (0: none; default 8)",
     )
     p.add_argument(
         "--idle-timeout",

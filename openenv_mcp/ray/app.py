@@ -40,6 +40,7 @@ from openenv_mcp.ray.door import FrontDoor
 from openenv_mcp.ray.pool import RayPool
 from openenv_mcp.serve.edge import DEFAULT_MAX_REQUEST_BYTES, LOOPBACK_HOSTS, Edge, public_matcher
 from openenv_mcp.serve.metrics import Metrics
+from openenv_mcp.serve.peer import PeerJudge
 
 __all__ = ["FrontDoor", "create_front_door", "serve_front_door"]
 
@@ -100,6 +101,7 @@ def create_front_door(
                 token=token,
                 admin_token=admin_token,
                 capability=door.capability,
+                peers=PeerJudge() if token is None else None,  # without a token: the trainer on this machine
                 max_request_bytes=max_request_bytes,
                 public=public_matcher(("/health",)),
                 episode_mcp=True,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Literal
 
 import anyio
 import anyio.to_thread
@@ -40,10 +41,11 @@ from openenv_mcp.isolation import finish_removals
 from openenv_mcp.serve.control import ControlPlane
 from openenv_mcp.serve.edge import DEFAULT_MAX_REQUEST_BYTES, LOOPBACK_HOSTS, Edge, public_matcher
 from openenv_mcp.serve.health import health_report
-from openenv_mcp.serve.manager import EpisodeManager
-from openenv_mcp.serve.mcp_http import McpFace
+from openenv_mcp.serve.manager import EpisodeManager, default_max_mcp_episodes
+from openenv_mcp.serve.mcp_http import DEFAULT_MAX_SESSIONS_PER_EPISODE, McpFace
 from openenv_mcp.serve.metrics import Metrics
 from openenv_mcp.serve.openenv_compat import OpenEnvMcp, openenv_routes
+from openenv_mcp.serve.peer import PeerJudge
 
 __all__ = ["create_app"]
 
@@ -60,6 +62,9 @@ def create_app(
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     max_episodes: int | None = None,
+    max_mcp_episodes: int | Literal["auto"] | None = "auto",
+    max_sessions_per_episode: int | None = DEFAULT_MAX_SESSIONS_PER_EPISODE,
+    trust_local_peers: bool = True,
     idle_timeout: float | None = 1800.0,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     extra_routes: Sequence[BaseRoute] = (),
@@ -74,6 +79,8 @@ def create_app(
         mode: ``sim`` (control plane + MCP) or ``prod`` (MCP, health, metrics).
         token: require ``Authorization: Bearer <token>`` on every route but
             ``public_paths`` and an episode's own MCP address (its key is its credential).
+            Without it the trainer is a trusted local peer (``trust_local_peers``), and anyone else
+            may use only an episode's own MCP address and bare ``/mcp``.
         admin_token: ``Authorization: Bearer <admin_token>`` is accepted too and sees and
             drives every episode; other callers reach only their own (see ``docs/protocol.md``).
         host: the address the server binds; a specific one is allowed as Host.
@@ -82,6 +89,13 @@ def create_app(
         allowed_origins: more Origin values (``scheme://host[:port]``; ``*``
             allows any). Loopback origins are always allowed.
         max_episodes: cap on live episodes (``None``: none).
+        max_mcp_episodes: cap on live episodes (and sessions) of bare ``/mcp``, within
+            ``max_episodes`` (``"auto"``: a quarter of it, at least 1; ``None``: no cap of its own).
+        max_sessions_per_episode: cap on MCP sessions open at once on one episode's address
+            (``None``: none).
+        trust_local_peers: without ``token``, trust a loopback peer of the server's own uid (or
+            root) in its mount namespace as the trainer (:mod:`openenv_mcp.serve.peer`);
+            ``False``: without a token, nobody reaches the control plane.
         idle_timeout: close episodes (and MCP sessions) unused this long, in
             seconds (``None``: never).
         max_request_bytes: cap on a request body or WebSocket message.
@@ -105,8 +119,16 @@ def create_app(
     if max_request_bytes <= 0:
         raise ConfigError("max_request_bytes must be a positive number of bytes")
 
+    if max_mcp_episodes == "auto":
+        max_mcp_episodes = default_max_mcp_episodes(max_episodes)
     metrics = Metrics()
-    manager = EpisodeManager(environment, max_episodes=max_episodes, idle_timeout=idle_timeout, metrics=metrics)
+    manager = EpisodeManager(
+        environment,
+        max_episodes=max_episodes,
+        max_mcp_episodes=max_mcp_episodes,
+        idle_timeout=idle_timeout,
+        metrics=metrics,
+    )
     metrics.live = manager.__len__
     face = McpFace(
         manager,
@@ -117,7 +139,9 @@ def create_app(
         max_request_bytes=max_request_bytes,
         idle_timeout=idle_timeout,
         json_response=json_response,
+        max_sessions_per_episode=max_sessions_per_episode,
     )
+    peers = PeerJudge() if trust_local_peers and token is None else None
 
     async def health(request: Request) -> Response:
         return JSONResponse(await health_report(environment, manager, mode))
@@ -160,7 +184,7 @@ def create_app(
         middleware=[
             Middleware(
                 Edge,
-                mcp=OpenEnvMcp(face, plane),
+                mcp=OpenEnvMcp(face, plane, peers),
                 ws=control.websocket if control else None,
                 metrics=metrics,
                 allowed_hosts=hosts,
@@ -168,6 +192,7 @@ def create_app(
                 token=token,
                 admin_token=admin_token,
                 capability=manager.capability_ok,
+                peers=peers,
                 max_request_bytes=max_request_bytes,
                 public=public_matcher(public_paths),
                 episode_mcp=mode == "sim",

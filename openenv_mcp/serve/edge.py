@@ -1,9 +1,20 @@
 """The edge of the served app: what every request passes before any route.
 
 :class:`Edge` is the ASGI middleware in front of every route: Host/Origin validation against
-DNS rebinding (loopback allowed by default), the bearer token (or an episode's own MCP address,
-its key being its credential), and the request size cap — each refusal a clear JSON error.
-It also sends ``/mcp``, ``/episodes/{id}/mcp`` and ``/ws`` straight to their handlers.
+DNS rebinding (loopback allowed by default), the credential, and the request size cap — each
+refusal a clear JSON error. It also sends ``/mcp``, ``/episodes/{id}/mcp`` and ``/ws`` straight to
+their handlers.
+
+Who may use what:
+
+* with ``token``: a request carrying it (or the admin token) reaches every route; anyone else only
+  an episode's own MCP address ``/episodes/{id}/{key}/mcp`` (its key is its credential);
+* without ``token``: the trainer is a trusted local peer (:mod:`openenv_mcp.serve.peer`: loopback,
+  the server's uid or root, the server's mount namespace) and reaches every route; anyone else
+  only an episode's own MCP address and bare ``/mcp`` (each session a fresh episode, capped by
+  ``--max-mcp-episodes``), never ``/ws`` or a control route.
+
+The trainer's requests carry :data:`~openenv_mcp.serve.manager.TRUSTED_SCOPE_KEY`.
 """
 
 from __future__ import annotations
@@ -16,9 +27,10 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from openenv_mcp.errors import RequestTooLarge
-from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY
+from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, TRUSTED_SCOPE_KEY
 from openenv_mcp.serve.mcp_http import EPISODE_KEY_SCOPE_KEY, EPISODE_SCOPE_KEY
 from openenv_mcp.serve.metrics import Metrics
+from openenv_mcp.serve.peer import PeerJudge, refusal
 
 __all__ = ["DEFAULT_MAX_REQUEST_BYTES", "LOOPBACK_HOSTS", "Edge", "public_matcher"]
 
@@ -64,6 +76,7 @@ class Edge:
         episode_mcp: bool,
         admin_token: str | None = None,
         capability: Callable[[str, str], bool] | None = None,
+        peers: PeerJudge | None = None,
     ) -> None:
         self.app = app
         self.mcp = mcp
@@ -76,6 +89,7 @@ class Edge:
         self.auth = f"Bearer {token}".encode() if token else None
         self.admin = f"Bearer {admin_token}".encode() if admin_token else None
         self.capability = capability
+        self.peers = peers  # without a token: who is the trainer (None: nobody without a token)
         self.max_bytes = max_request_bytes
         self.public = public
         self.episode_mcp = episode_mcp
@@ -162,26 +176,40 @@ class Edge:
             )
             return
         admin = self.admin is not None and auth is not None and hmac.compare_digest(auth, self.admin)
-        if admin:
+        trusted = admin or (self.auth is not None and auth is not None and hmac.compare_digest(auth, self.auth))
+        if not trusted and not self._holds_capability(path):
+            if self.auth is not None:
+                await self._refuse(
+                    scope,
+                    receive,
+                    send,
+                    401,
+                    "unauthorized",
+                    "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                    "(the --token the server was started with)",
+                    "token",
+                    {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'},
+                )
+                return
+            # bare /mcp is open to anyone; OpenEnv's session create on it asks the peer judge itself
+            bare = path == "/mcp" or path == "/mcp/"
+            trusted = not bare and self.peers is not None and await self.peers.trusted(scope)
+            if not trusted and not bare:
+                await self._refuse(
+                    scope,
+                    receive,
+                    send,
+                    403,
+                    "untrusted_peer",
+                    refusal(path),
+                    "untrusted",
+                )
+                return
+        if admin or trusted:
             scope = dict(scope)
-            scope[ADMIN_SCOPE_KEY] = True
-        elif (
-            self.auth is not None
-            and (auth is None or not hmac.compare_digest(auth, self.auth))
-            and not self._holds_capability(path)
-        ):
-            await self._refuse(
-                scope,
-                receive,
-                send,
-                401,
-                "unauthorized",
-                "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
-                "(the --token the server was started with)",
-                "token",
-                {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'},
-            )
-            return
+            scope[TRUSTED_SCOPE_KEY] = True
+            if admin:
+                scope[ADMIN_SCOPE_KEY] = True
         if kind == "http" and length is not None:
             try:
                 size = int(length)

@@ -7,7 +7,9 @@ closing are O(1) dict operations; the reaper scans once per interval.
 
 * **Cap.** ``max_episodes`` bounds live episodes (those being created
   included); one more raises :class:`~openenv_mcp.errors.EpisodeLimit` with a
-  message that says what to do.
+  message that says what to do. Episodes that bare ``/mcp`` sessions create
+  (``via_mcp``) count against it and against ``max_mcp_episodes`` too, so MCP
+  clients can hold at most that many and the trainer always has the rest.
 * **Owners.** An episode may belong to an owner (a WebSocket connection, an
   MCP session): :meth:`close_owner` closes all of an owner's episodes when it
   goes away.
@@ -43,10 +45,21 @@ if TYPE_CHECKING:
     from openenv_mcp.core.episode import Episode
     from openenv_mcp.serve.metrics import Metrics
 
-__all__ = ["ADMIN_SCOPE_KEY", "EPISODE_KEY_HEADER", "EpisodeManager", "default_max_episodes"]
+__all__ = [
+    "ADMIN_SCOPE_KEY",
+    "EPISODE_KEY_HEADER",
+    "TRUSTED_SCOPE_KEY",
+    "EpisodeManager",
+    "default_max_episodes",
+    "default_max_mcp_episodes",
+]
 
 ADMIN_SCOPE_KEY = "openenv.admin"
 """ASGI scope key the edge sets to ``True`` for a request carrying the admin token."""
+
+TRUSTED_SCOPE_KEY = "openenv.trusted"
+"""ASGI scope key the edge sets to ``True`` for the trainer: a token holder, or a trusted local peer
+(:mod:`openenv_mcp.serve.peer`). Without it a request may only use an episode's MCP address or ``/mcp``."""
 
 EPISODE_KEY_HEADER = "openenv-episode-key"
 """HTTP header carrying an episode's key (``episode_key`` in a message body does the same)."""
@@ -71,6 +84,11 @@ def default_max_episodes(cpus: int | None = None, memory_bytes: int | None = Non
     return max(16, min(4096, 32 * cpus, memory_bytes // (64 << 20)))
 
 
+def default_max_mcp_episodes(max_episodes: int | None) -> int | None:
+    """The default ``--max-mcp-episodes``: a quarter of ``max_episodes``, at least 1 (``None``: no cap)."""
+    return None if max_episodes is None else max(1, max_episodes // 4)
+
+
 def _same(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and hmac.compare_digest(a.encode(), b.encode())
 
@@ -81,6 +99,7 @@ class EpisodeManager:
     Args:
         environment: the served environment.
         max_episodes: cap on live episodes (``None``: no cap).
+        max_mcp_episodes: cap on live episodes created through bare ``/mcp`` (``None``: only ``max_episodes``).
         idle_timeout: seconds after which an unused episode is closed (``None``: never).
         metrics: where creations and closings are counted.
     """
@@ -90,21 +109,27 @@ class EpisodeManager:
         environment: Environment,
         *,
         max_episodes: int | None = None,
+        max_mcp_episodes: int | None = None,
         idle_timeout: float | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         if max_episodes is not None and max_episodes < 1:
             raise ValueError("max_episodes must be at least 1 (or None for no cap)")
+        if max_mcp_episodes is not None and max_mcp_episodes < 1:
+            raise ValueError("max_mcp_episodes must be at least 1 (or None for no cap of its own)")
         if idle_timeout is not None and not idle_timeout > 0:
             raise ValueError("idle_timeout must be a positive number of seconds (or None)")
         self.environment = environment
         self.max_episodes = max_episodes
+        self.max_mcp_episodes = max_mcp_episodes
         self.idle_timeout = idle_timeout
         self.metrics = metrics
         self._episodes: dict[str, Episode] = {}
         self._owner_of: dict[str, str] = {}
         self._owned: dict[str, set[str]] = {}
         self._creating = 0
+        self._mcp_ids: set[str] = set()  # live episodes created through bare /mcp
+        self._creating_mcp = 0
         self._keys: dict[str, tuple[str, str]] = {}  # episode id -> (trainer key, agent key)
         self._variants: dict[tuple[int | None, float | None], Environment] = {}
         self.reaped: dict[str, float] = {}
@@ -184,7 +209,16 @@ class EpisodeManager:
         return ids
 
     # -- lifecycle -----------------------------------------------------------
-    def _reserve(self) -> None:
+    def _reserve(self, via_mcp: bool = False) -> None:
+        mcp_cap = self.max_mcp_episodes
+        if via_mcp and mcp_cap is not None and len(self._mcp_ids) + self._creating_mcp >= mcp_cap:
+            if self.metrics is not None:
+                self.metrics.rejected_request("mcp_episode_limit")
+            raise EpisodeLimit(
+                f"too many episodes from bare /mcp sessions: {len(self._mcp_ids) + self._creating_mcp} live, "
+                f"the cap is {mcp_cap} (--max-mcp-episodes); end an MCP session you no longer need, or connect "
+                "to an episode's own address (mcp_url, which the trainer's create returns)"
+            )
         cap = self.max_episodes
         if cap is not None and len(self._episodes) + self._creating >= cap:
             if self.metrics is not None:
@@ -194,6 +228,8 @@ class EpisodeManager:
                 "(--max-episodes); close episodes you no longer need, or retry later"
             )
         self._creating += 1
+        if via_mcp:
+            self._creating_mcp += 1
 
     def variant(self, max_steps: int | None = None, call_timeout: float | None = None) -> Environment:
         """The environment with a per-episode step budget / call time limit (``None``: the server's)."""
@@ -226,16 +262,22 @@ class EpisodeManager:
         max_steps: int | None = None,
         call_timeout: float | None = None,
         trainer_key: str | None = None,
+        via_mcp: bool = False,
     ) -> Episode:
         """Create and start an episode (counted against the cap while it starts) with fresh keys
-        (``trainer_key`` keeps a reset episode's trainer key)."""
+        (``trainer_key`` keeps a reset episode's trainer key); ``via_mcp``: for a bare ``/mcp``
+        session or request, counted against ``max_mcp_episodes`` too."""
         environment = self.variant(max_steps, call_timeout)
-        self._reserve()
+        self._reserve(via_mcp)
         try:
             episode = await environment.new_episode(seed=seed, task_id=task_id, episode_id=episode_id)
         finally:
             self._creating -= 1
+            if via_mcp:
+                self._creating_mcp -= 1
         self._add(episode, owner, trainer_key)
+        if via_mcp:
+            self._mcp_ids.add(episode.id)
         return episode
 
     async def fork(self, episode_id: str, n: int = 1, strategy: str | None = None) -> list[Episode]:
@@ -280,6 +322,7 @@ class EpisodeManager:
         self.variant(max_steps, call_timeout)  # bad options fail before the old world is closed
         owner = self._owner_of.get(episode_id)
         trainer_key = self._keys[episode_id][0]  # the trainer's handle survives; the agent key is new
+        via_mcp = episode_id in self._mcp_ids
         await self.close(episode_id, reason="reset")
         return await self.create(
             seed,
@@ -289,11 +332,13 @@ class EpisodeManager:
             max_steps=max_steps,
             call_timeout=call_timeout,
             trainer_key=trainer_key,
+            via_mcp=via_mcp,
         )
 
     def _forget(self, episode_id: str) -> Episode | None:
         episode = self._episodes.pop(episode_id, None)
         self._keys.pop(episode_id, None)
+        self._mcp_ids.discard(episode_id)
         owner = self._owner_of.pop(episode_id, None)
         if owner is not None:
             owned = self._owned.get(owner)

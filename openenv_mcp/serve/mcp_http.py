@@ -25,11 +25,18 @@ Which episode serves a request (first match wins):
 
 An id that names no live episode is a JSON-RPC error (code
 :data:`UNKNOWN_EPISODE_CODE`) whose message says what to do.
+
+Episodes made by bare ``/mcp`` (3 and 4) count against ``--max-mcp-episodes`` as well as
+``--max-episodes``. Sessions are bounded too: at most ``max_sessions_per_episode`` open at once on
+one episode's address, and at most ``--max-mcp-episodes`` on bare ``/mcp`` (each one an episode);
+one more ``initialize`` is answered HTTP 429 with a JSON-RPC error (``session_limit``), and a
+session that ends frees its place.
 """
 
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -39,9 +46,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from starlette.types import Receive, Scope, Send
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.types import Message, Receive, Scope, Send
 
-from openenv_mcp.errors import OpenEnvError
+from openenv_mcp.errors import OpenEnvError, SessionLimit
 from openenv_mcp.sdkcompat import session_manager_class
 from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, EPISODE_KEY_HEADER
 from openenv_mcp.serve.mcp_server import build_server
@@ -52,6 +60,7 @@ if TYPE_CHECKING:
     from openenv_mcp.serve.metrics import Metrics
 
 __all__ = [
+    "DEFAULT_MAX_SESSIONS_PER_EPISODE",
     "EPISODE_KEY_META_KEY",
     "EPISODE_KEY_SCOPE_KEY",
     "EPISODE_META_KEY",
@@ -71,6 +80,9 @@ EPISODE_SCOPE_KEY = "openenv.episode"
 
 EPISODE_KEY_SCOPE_KEY = "openenv.episode_key"
 """ASGI scope key: the key in the path of ``/episodes/{id}/{key}/mcp`` (``None`` without one)."""
+
+DEFAULT_MAX_SESSIONS_PER_EPISODE = 8
+"""Default cap on MCP sessions open at once on one episode's address (``--max-sessions-per-episode``)."""
 
 UNKNOWN_EPISODE_CODE = -32001
 """JSON-RPC error code for an episode that cannot serve the request (unknown, reaped, cap reached)."""
@@ -97,6 +109,19 @@ log = logging.getLogger("openenv_mcp.serve.mcp_http")
 _current: contextvars.ContextVar[Episode] = contextvars.ContextVar("openenv_mcp_episode")
 
 
+def _may_open_session(scope: Scope) -> bool:
+    """Whether the SDK may open a 2025-11-25 session for this request: a POST without ``Mcp-Session-Id``
+    whose ``MCP-Protocol-Version`` is absent or a handshake version (later versions have no sessions)."""
+    if scope["type"] != "http" or scope["method"] != "POST":
+        return False
+    for key, value in scope["headers"]:
+        if key == b"mcp-session-id":
+            return False
+        if key == b"mcp-protocol-version" and value.decode("latin-1") not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return False
+    return True
+
+
 def _error(err: OpenEnvError) -> MCPError:
     return MCPError(code=UNKNOWN_EPISODE_CODE, message=str(err), data={"code": err.code})
 
@@ -115,9 +140,15 @@ class McpFace:
         max_request_bytes: int,
         idle_timeout: float | None,
         json_response: bool = True,
+        max_sessions_per_episode: int | None = DEFAULT_MAX_SESSIONS_PER_EPISODE,
     ) -> None:
+        if max_sessions_per_episode is not None and max_sessions_per_episode < 1:
+            raise ValueError("max_sessions_per_episode must be at least 1 (or None for no cap)")
         self.manager = manager
         self.metrics = metrics
+        self.max_sessions_per_episode = max_sessions_per_episode
+        self._opened: dict[str, str] = {}  # MCP session id -> where it was opened (an episode id; "": bare /mcp)
+        self._open: dict[str, int] = {}  # where -> sessions open or opening there
         self._sessions: dict[str, str] = {}  # MCP session id -> episode id
         self._creating: dict[str, anyio.Event] = {}
         self._listening: dict[str, set[str]] = {}  # MCP session id -> episodes it hears tool-list changes of
@@ -149,7 +180,61 @@ class McpFace:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.sessions.asgi_app(scope, receive, send)
+        if not _may_open_session(scope):
+            await self.sessions.asgi_app(scope, receive, send)
+            return
+        # it may open a session here, so it takes a place first (kept while the session lives)
+        where: str = scope.get(EPISODE_SCOPE_KEY) or ""
+        cap = self.max_sessions_per_episode if where else self.manager.max_mcp_episodes
+        if cap is not None and self._open.get(where, 0) >= cap:
+            await self._refuse_session(scope, receive, send, where, cap)
+            return
+        self._open[where] = self._open.get(where, 0) + 1
+        kept = False
+
+        async def watch(message: Message) -> None:
+            nonlocal kept
+            if message["type"] == "http.response.start" and not kept and message.get("status", 500) < 400:
+                for key, value in message.get("headers", ()):
+                    session_id = value.decode("latin-1")
+                    if key.lower() == b"mcp-session-id" and session_id not in self._opened:
+                        self._opened[session_id] = where  # before the client can learn the id and end it
+                        kept = True
+            await send(message)
+
+        try:
+            await self.sessions.asgi_app(scope, receive, watch)
+        finally:
+            if not kept:
+                self._release(where)
+
+    def _release(self, where: str) -> None:
+        left = self._open.get(where, 0) - 1
+        if left > 0:
+            self._open[where] = left
+        else:
+            self._open.pop(where, None)
+
+    async def _refuse_session(self, scope: Scope, receive: Receive, send: Send, where: str, cap: int) -> None:
+        from starlette.responses import Response
+
+        if where:
+            err = SessionLimit(
+                f"this episode's MCP address already has {cap} sessions open (--max-sessions-per-episode); "
+                "end one (DELETE with its Mcp-Session-Id) or wait for an idle one to be closed"
+            )
+        else:
+            err = SessionLimit(
+                f"bare /mcp already has {cap} sessions open, each one an episode (--max-mcp-episodes); "
+                "end one (DELETE with its Mcp-Session-Id), or connect to an episode's own address (mcp_url)"
+            )
+        self.metrics.rejected_request("session_limit")
+        body = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": UNKNOWN_EPISODE_CODE, "message": str(err), "data": {"code": err.code}},
+        }
+        await Response(json.dumps(body), status_code=429, media_type="application/json")(scope, receive, send)
 
     # -- episode resolution ---------------------------------------------------------
     async def _ensure_surface(self) -> None:
@@ -239,7 +324,7 @@ class McpFace:
                 session_id = request.headers.get("mcp-session-id")
                 if session_id:
                     return await self._session_episode(session_id), False
-            return await self.manager.create(), True
+            return await self.manager.create(via_mcp=True), True
         except OpenEnvError as e:
             raise _error(e) from None
 
@@ -259,7 +344,7 @@ class McpFace:
             await pending.wait()  # a concurrent first request is creating it
         done = self._creating[session_id] = anyio.Event()
         try:
-            episode = await self.manager.create(owner=f"mcp:{session_id}")
+            episode = await self.manager.create(owner=f"mcp:{session_id}", via_mcp=True)
             self._sessions[session_id] = episode.id
         finally:
             del self._creating[session_id]
@@ -269,5 +354,8 @@ class McpFace:
     async def session_ended(self, session_id: str) -> None:
         """A 2025-11-25 session ended (DELETE, idle timeout, shutdown): close its episode."""
         self._listening.pop(session_id, None)
+        where = self._opened.pop(session_id, None)
+        if where is not None:
+            self._release(where)
         if self._sessions.pop(session_id, None) is not None:
             await self.manager.close_owner(f"mcp:{session_id}", "disconnect")

@@ -33,9 +33,10 @@ from starlette.types import Message, Receive, Scope, Send
 
 from openenv_mcp.errors import BadRequest, EpisodeEnded, OpenEnvError
 from openenv_mcp.isolation.boundaries.inprocess import error_result
-from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY
+from openenv_mcp.serve.manager import ADMIN_SCOPE_KEY, TRUSTED_SCOPE_KEY
 from openenv_mcp.serve.mcp_http import EPISODE_SCOPE_KEY, UNKNOWN_EPISODE_CODE
 from openenv_mcp.serve.mcp_server import EPISODE_ENDED_MESSAGE
+from openenv_mcp.serve.peer import PeerJudge, refusal
 from openenv_mcp.serve.statuses import http_status
 from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, action_from_json
 
@@ -311,11 +312,14 @@ class OpenEnvMcp:
     clients send one of them on every request but ``initialize``), and only a JSON-RPC request whose
     method is ``openenv/session/...`` or a ``tools/list``/``tools/call`` with ``params.session_id``
     is OpenEnv's; every other request reaches the SDK's streamable-HTTP machinery unchanged.
+    ``openenv/session/create`` makes a trainer's episode: it needs the trainer (the token, or a
+    trusted local peer judged by ``peers``); anyone else on ``/mcp`` is refused.
     """
 
-    def __init__(self, face: Any, control: ControlPlane) -> None:
+    def __init__(self, face: Any, control: ControlPlane, peers: PeerJudge | None = None) -> None:
         self.face = face
         self.control = control
+        self.peers = peers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
@@ -340,6 +344,12 @@ class OpenEnvMcp:
             await self.face(scope, _replay(body, receive), send)
             return
         admin = bool(scope.get(ADMIN_SCOPE_KEY))
+        if request["method"] == "openenv/session/create" and not scope.get(TRUSTED_SCOPE_KEY):
+            if self.peers is None or not await self.peers.trusted(scope):
+                refused = refusal("openenv/session/create")
+                answer = _rpc_error(request.get("id"), UNKNOWN_EPISODE_CODE, refused, {"code": "untrusted_peer"})
+                await Response(_dumps(answer), status_code=403, media_type="application/json")(scope, receive, send)
+                return
         answer = await self.rpc(request, admin)
         await Response(_dumps(answer), media_type="application/json")(scope, receive, send)
 

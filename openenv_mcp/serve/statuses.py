@@ -1,7 +1,7 @@
 """The HTTP status of every error (:mod:`openenv_mcp.errors`), in one table: the edge's only mapping.
 
 An error takes the status of the nearest class in its MRO that the table names: a caller's mistake on an
-episode is a conflict (409: reset needed, ended, cannot fork) or not found (404), a busy server 503, a failed service behind the server 502,
+episode is a conflict (409: reset needed, ended, cannot fork) or not found (404), a busy server 503, too many sessions on one address 429, a failed service behind the server 502,
 a body over the cap 413, anything else the caller sent 400.
 """
 
@@ -15,6 +15,7 @@ from openenv_mcp.errors import (
     RequestTooLarge,
     ResetNeeded,
     ServiceError,
+    SessionLimit,
     UnknownEnvironment,
     UnknownEpisode,
 )
@@ -31,6 +32,7 @@ HTTP_STATUS: dict[type[OpenEnvError], int] = {
     RequestTooLarge: 413,
     ServiceError: 502,
     EpisodeLimit: 503,
+    SessionLimit: 429,
 }
 """Status by error class; a class not named here takes its nearest named base's."""
 
