@@ -23,6 +23,9 @@ from support import ROOT, need_docker
 
 pytestmark = pytest.mark.docker
 
+TOKEN = uuid.uuid4().hex
+"""The stack's --token: from inside its container the host is no local peer, so the control plane needs it."""
+
 
 @pytest.fixture(scope="module")
 def stack():
@@ -30,7 +33,7 @@ def stack():
     need_docker("tools", "server", cli="docker-compose")
     project = f"openenvmcptest{uuid.uuid4().hex[:8]}"
     port = free_port()
-    env = {**os.environ, "OPENENV_MCP_PORT": str(port)}
+    env = {**os.environ, "OPENENV_MCP_PORT": str(port), "OPENENV_MCP_TOKEN": TOKEN}
     compose = ["docker-compose", "-p", project, "-f", str(ROOT / "compose.yaml")]
     try:
         subprocess.run(
@@ -85,7 +88,9 @@ def test_control_plane_episode_and_attach_over_mcp(stack):
     from mcp.client.streamable_http import streamable_http_client
 
     base, _ = stack
-    with httpx.Client(base_url=base, timeout=30) as http:
+    refused = httpx.post(base + "/episodes", json={"seed": 0}, timeout=30)  # no token: the host is no local peer
+    assert refused.status_code == 401, refused.text
+    with httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         created = http.post("/episodes", json={"seed": 0})
         assert created.status_code == 201
         episode = created.json()
