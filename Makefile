@@ -87,6 +87,7 @@ CHECK_TESTS := tests/test_asgi.py tests/test_errors.py tests/serve/test_statuses
   tests/conformance/test_volatility.py tests/conformance/test_normalize.py tests/conformance/test_argsgen.py \
   tests/envs/test_files_env.py tests/envs/test_sql_env.py tests/tool_servers/test_lean.py \
   tests/hostile/test_hostile_files_reward.py tests/hostile/test_hostile_judge.py tests/hostile/test_hostile_openenv.py \
+  tests/hostile/test_hostile_deep_process_tree.py \
   tests/worlds/harbor/test_taskformat.py tests/worlds/harbor/test_tamper.py
 CHECK_MARKS := not docker and not node and not browser
 check: lint
