@@ -118,7 +118,7 @@ def kill_tree(root: int) -> list[int]:
     killed. Iterative: no recursion, however deep the tree. A process that left the tree before it was
     stopped (its parent exited: a double fork) is not found by parent links."""
     parent_of: dict[int, int] = {}
-    tree, stopped = {root}, set()
+    tree, tried, stopped = {root}, {root}, set()
     with contextlib.suppress(OSError):
         os.kill(root, signal.SIGSTOP)
     quiet = 0
@@ -131,8 +131,12 @@ def kill_tree(root: int) -> list[int]:
             before = len(tree)
             tree.update(pid for pid, ppid in parent_of.items() if ppid in tree)
             grown = len(tree) > before
-        new = [pid for pid in tree - stopped if pid != root and _stop_if_child(pid, tree)]
-        stopped.update(tree - {root})
+        candidates = tree - tried
+        tried.update(candidates)
+        # only what was stopped is killed below: a pid that is no longer a child of the tree (reused by
+        # another process since it was listed) is never signalled
+        new = [pid for pid in candidates if _stop_if_child(pid, tree)]
+        stopped.update(new)
         if not new:
             quiet += 1
             if quiet >= 2:
