@@ -80,7 +80,7 @@ validate-browser: browser
 # The quick loop: lint, then the tests that need no third-party corpus, Docker, Node, torch or Ray (under 5 min on
 # 2 cores), in the light venv. Engines they can use when present (bubblewrap, PostgreSQL) skip when missing, as
 # anywhere outside CI. A new test file that needs none of the five goes here.
-CHECK_TESTS := tests/test_asgi.py tests/test_errors.py tests/test_types.py tests/serve/test_statuses.py tests/definitions/test_spec.py tests/client/test_env.py tests/client/test_remote.py \
+CHECK_TESTS := tests/test_asgi.py tests/test_errors.py tests/test_types.py tests/serve/test_statuses.py tests/serve/test_credentials.py tests/definitions/test_spec.py tests/client/test_env.py tests/client/test_remote.py \
   tests/core/test_arguments.py tests/core/test_routing.py tests/core/test_rubric.py tests/core/test_warm.py \
   tests/core/test_rewards.py tests/serve/test_app.py tests/serve/test_control.py tests/serve/test_manager.py \
   tests/serve/test_metrics.py tests/serve/test_mcp_server.py tests/isolation/boundaries/test_inprocess.py \

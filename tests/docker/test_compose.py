@@ -17,14 +17,14 @@ import anyio
 import httpx
 import pytest
 
+from openenv_mcp.sdkcompat import mcp_http_client
 from openenv_mcp.testing import free_port
 
 from support import ROOT, need_docker
 
 pytestmark = pytest.mark.docker
-
 TOKEN = uuid.uuid4().hex
-"""The stack's --token: from inside its container the host is no local peer, so the control plane needs it."""
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,10 @@ def test_mcp_face_through_the_env_server_reaches_the_tool_container(stack):
     base, _ = stack
 
     async def main() -> tuple[list[str], object]:
-        async with streamable_http_client(base + "/mcp") as streams:
+        async with (
+            mcp_http_client(headers=AUTH) as client,
+            streamable_http_client(base + "/mcp", http_client=client) as streams,
+        ):
             async with ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
                 tools = [t.name for t in (await session.list_tools()).tools]
@@ -88,9 +91,10 @@ def test_control_plane_episode_and_attach_over_mcp(stack):
     from mcp.client.streamable_http import streamable_http_client
 
     base, _ = stack
-    refused = httpx.post(base + "/episodes", json={"seed": 0}, timeout=30)  # no token: the host is no local peer
-    assert refused.status_code == 401, refused.text
-    with httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+    with httpx.Client(base_url=base, timeout=30) as http:
+        refused = http.post("/episodes", json={"seed": 0})  # through Docker's port forwarding: not a local peer
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+        http.headers.update(AUTH)
         created = http.post("/episodes", json={"seed": 0})
         assert created.status_code == 201
         episode = created.json()

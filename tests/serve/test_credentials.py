@@ -28,6 +28,7 @@ from openenv_mcp.testing import need, running_server, serving
 from support import ROOT
 
 pytestmark = pytest.mark.anyio
+WHO = [pytest.param("other-uid"), pytest.param("sandboxed", marks=pytest.mark.sandbox)]
 
 CLIENT = (ROOT / "tests" / "support" / "untrusted_client.py").read_text()
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -75,7 +76,7 @@ def echo_app(**options):
     return create_app(load_environment("echo"), **options)
 
 
-@pytest.mark.parametrize("how", ["other-uid", "sandboxed"])
+@pytest.mark.parametrize("how", WHO)
 async def test_an_agent_address_holder_cannot_create_episodes_or_reach_the_control_plane_without_a_token(how):
     app = echo_app(max_episodes=8)
     manager = app.state.manager
@@ -102,6 +103,7 @@ async def test_an_agent_address_holder_cannot_create_episodes_or_reach_the_contr
         assert (await trainer.get(f"/episodes/{episode['episode_id']}/state", headers=mine)).status_code == 200
 
 
+@pytest.mark.sandbox
 async def test_bare_mcp_episodes_stop_at_their_cap_while_the_trainer_still_creates_episodes():
     app = echo_app(max_episodes=4, max_mcp_episodes=2)
     manager = app.state.manager
@@ -142,7 +144,7 @@ async def test_an_agent_cannot_hold_more_sessions_on_its_address_than_the_cap_an
         assert again["status"] == 200 and again["session"]
 
 
-@pytest.mark.parametrize("how", ["other-uid", "sandboxed"])
+@pytest.mark.parametrize("how", WHO)
 async def test_with_a_token_an_agent_address_holder_reaches_only_its_episode_and_its_session_cap_holds(how):
     app = echo_app(token="s3cret", max_sessions_per_episode=1)
     auth = {"Authorization": "Bearer s3cret"}
@@ -161,6 +163,7 @@ async def test_with_a_token_an_agent_address_holder_reaches_only_its_episode_and
             assert (await same_uid_without_token.post("/episodes", json={})).status_code == 401  # the token rules
 
 
+@pytest.mark.sandbox
 def test_serve_without_token_trusts_another_process_of_its_uid_and_refuses_a_sandboxed_one():
     with running_server("echo", "--max-mcp-episodes", "1", "--max-sessions-per-episode", "1") as url:
         with openenv_mcp.make(url) as env:  # the server is another process of this uid: trusted
