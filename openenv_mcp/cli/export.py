@@ -49,6 +49,7 @@ def _atif(args: argparse.Namespace) -> int:
 
     from openenv_mcp.errors import ConfigError
     from openenv_mcp.rollout.atif import to_atif
+    from openenv_mcp.rollout.branch import TREE_FORMAT
     from openenv_mcp.rollout.trajectory import TRAJECTORY_FORMAT
 
     source = Path(args.rollouts)
@@ -64,15 +65,24 @@ def _atif(args: argparse.Namespace) -> int:
             line = json.loads(raw)
         except ValueError:
             raise ConfigError(f"{source}:{n} is not JSON; give a file written by `openenv-mcp rollout --out`") from None
-        if not isinstance(line, dict) or line.get("format") != TRAJECTORY_FORMAT:
+        if not isinstance(line, dict) or line.get("format") not in (TRAJECTORY_FORMAT, TREE_FORMAT):
             raise ConfigError(f"{source}:{n} is not a rollout line (format {TRAJECTORY_FORMAT!r}); nothing was written")
-        documents[f"episode-{int(line.get('episode') or 0)}-sample-{int(line.get('sample') or 0)}.json"] = to_atif(line)
+        episode = f"episode-{int(line.get('episode') or 0)}"
+        if line["format"] == TREE_FORMAT:  # a node of a rollout --branch tree: its episode id names it
+            documents[f"{episode}-node-{_safe(line.get('node'))}.json"] = to_atif(line)
+        else:
+            documents[f"{episode}-sample-{int(line.get('sample') or 0)}.json"] = to_atif(line)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, document in documents.items():
         (out / name).write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     Console().print(f"{len(documents)} trajectories (ATIF v1.4) written to {out}")
     return 0 if documents else 1
+
+
+def _safe(name: Any) -> str:
+    """A node id as a file-name part (ids are episode ids: letters, digits and dashes)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(name))[:80] or "node"
 
 
 def _harbor(args: argparse.Namespace) -> int:

@@ -138,7 +138,9 @@ class _Prefix:
         traj.messages = messages
         traj.steps = copy.deepcopy(root.steps or [])
         traj.usage = dict(root.usage or {})
-        traj.completions = [c for c in copy.deepcopy(root.completions or []) if c["message_index"] < len(messages)]
+        # token ids of the turn being played cover calls the continuation does not make: left out
+        completions = copy.deepcopy(root.completions or [])
+        traj.completions = [c for c in completions if c["message_index"] < pause.message_index]
         traj.turns = pause.turns
         return cls(pause, traj)
 

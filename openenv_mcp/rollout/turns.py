@@ -55,6 +55,9 @@ class Pause:
     when this is its first call, the message is left out (the continuation plays that turn anew)."""
     turns: int
     """Assistant turns in ``messages``."""
+    message_index: int
+    """Where the assistant message being played is in the conversation (its ``completions`` record,
+    if any, covers calls a continuation from here does not make)."""
     call: dict[str, Any]
     """The tool call about to be sent (chat-completions form)."""
     traj: Trajectory
@@ -137,7 +140,7 @@ async def play_turns(
                             seen = [*messages[:at], {**message, "tool_calls": calls[:i]}, *messages[at + 1 :]]
                         else:
                             seen = messages[:at]
-                        await before_action(Pause(sent, seen, traj.turns - (0 if i else 1), call, traj, back))
+                        await before_action(Pause(sent, seen, traj.turns - (0 if i else 1), at, call, traj, back))
                     e0 = time.perf_counter()
                     # Unknown tool names go to the environment, which answers with an error result.
                     o = await env.step(CallTool(name=back.get(fname, fname), arguments=arguments))

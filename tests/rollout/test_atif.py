@@ -118,3 +118,25 @@ def test_export_atif_writes_one_valid_trajectory_per_line_and_refuses_other_file
     assert main(["export", "atif", str(other), "--out", str(tmp_path / "none")]) == 2
     assert "is not a rollout line" in " ".join(capsys.readouterr().err.split())
     assert not (tmp_path / "none").exists()
+
+
+def test_export_atif_writes_one_valid_trajectory_per_node_of_a_branching_rollout(tmp_path):
+    import anyio
+
+    from openenv_mcp.rollout import Branching, ScriptedPolicy, rollout_trees
+
+    environment = load_environment("files")
+    policy = ScriptedPolicy.from_solutions(environment, ["reference", "wrong"])
+
+    async def play() -> list[dict]:
+        (tree,) = await rollout_trees("files", policy, Branching.parse("1:2"), task_id="json-port-and-debug")
+        return [node.to_json() for node in tree]
+
+    nodes = anyio.run(play)
+    rollouts = tmp_path / "tree.jsonl"
+    rollouts.write_text("".join(json.dumps(line) + "\n" for line in nodes))
+    assert main(["export", "atif", str(rollouts), "--out", str(tmp_path / "atif")]) == 0
+    written = sorted((tmp_path / "atif").glob("*.json"))
+    assert sorted(p.name for p in written) == sorted(f"episode-0-node-{n['node']}.json" for n in nodes)
+    for path in written:
+        assert not _errors(json.loads(path.read_text()))

@@ -83,7 +83,7 @@ async def test_a_model_server_policy_branches_and_a_fork_inside_a_turn_keeps_onl
     task = next(t for t in files.tasks.tasks if t.id == TASK)
     read, port, debug = [call(a.name, a.arguments) for a in files.trajectory(task, "reference")]
     with ScriptedModel({task.prompt: [[read, port], [debug]]}) as server:  # two calls in the first turn
-        async with OpenAIPolicy(server.url, "scripted", backoff=0.01) as policy:
+        async with OpenAIPolicy(server.url, "scripted", backoff=0.01, logprobs=True) as policy:
             lines = await tree("files", policy, "every:2")
     assert [(c["step"], c["reward"]) for c in lines[:-1]] == [
         (s, r) for s, r in ((0, 1.0), (1, 0.5), (2, 1.0)) for _ in "ab"
@@ -96,6 +96,9 @@ async def test_a_model_server_policy_branches_and_a_fork_inside_a_turn_keeps_onl
     first = next(m for m in inside["messages"] if m["role"] == "assistant")
     assert [c["function"]["name"] for c in first["tool_calls"]] == ["fs_read"]
     assert inside["messages"][3] == {"role": "tool", "tool_call_id": first["tool_calls"][0]["id"], "content": ANY}
+    # the root's first turn generated both calls: its token record is not the trimmed message's
+    assert [c["message_index"] for c in lines[-1]["completions"]] == [2, 5]
+    assert [c["message_index"] for c in inside["completions"]] == [4, 6]
 
 
 async def test_a_served_env_forks_over_the_control_plane_into_the_same_tree(files):
