@@ -273,6 +273,16 @@ def needs_task_message(s: Scaffold) -> str:
     )
 
 
+def _runtime_row(s: Scaffold) -> str:
+    if not s.installed:
+        return ""
+    return (
+        f"| `{s.pkg}/runtime/` | {s.installed}, installed by init (versions pinned in its package.json or "
+        "requirements.txt): the env runs this copy, offline; keep the package installed editable "
+        "(`pip install -e`) |\n"
+    )
+
+
 def _wrong_for_schemaless(s: Scaffold) -> bool:
     return bool(s.tools) and _stub_arguments(_worked_tool(s))[1] is None
 
@@ -310,7 +320,7 @@ def create(s: Scaffold, description: str | None = None) -> Path:
         else f"behind the {s.isolation} boundary (`python -m {s.pkg}.server` over stdio)"
     )
     layout = (
-        f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n"
+        f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n" + _runtime_row(s)
         if wrapped
         else f"| `{s.pkg}/server.py` | the tool server: a FastMCP server; add tools with `@server.tool` |\n"
     )

@@ -123,6 +123,16 @@ def test_init_never_runs_the_wrapped_command_on_the_host_and_says_the_env_still_
     assert "still needs a task" in task["data"]["needs_task"]
     run = venv.cli("run", venv.scratch / "snoop" / "snoop", "--episodes", "1", check=False)
     assert run.returncode != 0 and "environment 'snoop' still needs a task" in _out(run), _out(run)
+    conformance = venv.cli(
+        "conformance",
+        venv.scratch / "snoop" / "snoop",
+        "--no-official",
+        "--only",
+        "env.determinism",
+        env=venv.env() | WIDE,
+        check=False,
+    )
+    assert conformance.returncode == 1 and "TaskNeeded: environment 'snoop' still needs a task" in _out(conformance)
 
 
 def test_a_wrapped_server_that_fails_to_start_shows_its_stderr(venv):
