@@ -9,7 +9,10 @@ turns such a command into a local install instead, with the version resolved onc
   ``node {env_dir}/runtime/npm/node_modules/PKG/BIN ARGS``;
 * ``uvx [--from SPEC] [--with REQ] NAME[@VER|==VER] [ARGS]`` and ``pipx run [--spec SPEC] NAME [ARGS]``:
   a virtualenv ``ENV/runtime/venv`` with ``pip install SPEC`` (``runtime/requirements.txt`` records
-  every installed version); the env file runs ``{env_dir}/runtime/venv/bin/NAME ARGS``.
+  every installed version); the env file runs ``{env_dir}/runtime/venv/bin/NAME ARGS``;
+* ``python -m MODULE [ARGS]`` when this interpreter cannot import ``MODULE``: the same virtualenv with
+  the distribution named like the module (``mcp_server_time`` -> ``mcp-server-time``), run as
+  ``{env_dir}/runtime/venv/bin/python -m MODULE ARGS``.
 
 The registries are reached here only, by the package managers, with the user's own configuration;
 the environment then runs the local copy and never fetches anything. Any other command is kept as
@@ -135,9 +138,23 @@ def plan(command: list[str]) -> Install | None:
             spec = _pypi_spec(source or rest[0])
             script = _pypi_name(_pypi_spec(rest[0])) if source else _pypi_name(spec)
             return Install("pypi", spec, _pypi_name(spec), script, rest[1:], tuple(opts.get("--with", [])))
+        if program in ("python", "python3") and rest[:1] == ["-m"] and len(rest) > 1 and not _importable(rest[1]):
+            module = rest[1]  # `pip install NAME; python -m NAME`: the distribution named like the module
+            name = module.split(".")[0].replace("_", "-")
+            return Install("pypi", name, name, "python", rest)
     except ConfigError as e:
         raise ConfigError(f"--from-command {' '.join(command)!r}: {e}") from None
     return None
+
+
+def _importable(module: str) -> bool:
+    """Whether this interpreter (the one ``python`` means in an env file) can import ``module``'s top package."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(module.split(".")[0]) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _run(argv: list[str], what: str, cwd: Path | None = None) -> str:
@@ -213,6 +230,9 @@ def _install_pypi(job: Install, folder: Path) -> None:
         name, _, version = line.partition("==")
         if re.sub(r"[-_.]+", "-", name).lower() == wanted:
             job.version = version
+    if job.program == "python":  # `python -m MODULE`: the virtualenv's interpreter runs it
+        job.command = (f"{{env_dir}}/{RUNTIME}/venv/bin/python", *job.args)
+        return
     if not (venv / "bin" / job.program).exists():
         scripts = sorted(
             p.name for p in (venv / "bin").iterdir() if not p.name.startswith(("python", "pip", "activate"))

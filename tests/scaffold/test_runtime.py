@@ -62,6 +62,14 @@ def test_package_runner_commands_become_a_local_install(command, manager, spec, 
     assert (job.manager, job.spec, job.name, job.program, job.args) == (manager, spec, name, program, args)
 
 
+def test_a_python_module_this_interpreter_lacks_is_installed_from_pypi_by_its_name():
+    job = plan(["python", "-m", "mcp_server_nowhere_here", "--local-timezone", "UTC"])
+    assert job is not None
+    assert (job.manager, job.spec, job.program) == ("pypi", "mcp-server-nowhere-here", "python")
+    assert job.args == ["-m", "mcp_server_nowhere_here", "--local-timezone", "UTC"]
+    assert plan(["python", "-m", "openenv_mcp.tool_servers.files"]) is None  # importable: run as written
+
+
 def test_other_commands_are_kept_as_they_are():
     assert plan(["python", "server.py"]) is None
     assert plan(["node", "dist/index.js"]) is None
