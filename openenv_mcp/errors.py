@@ -20,6 +20,7 @@ Catch a base to handle a kind of failure, as with httpx::
     │   ├── ToolNameError        two tools share a name, or a tool takes a reserved one
     │   ├── TaskFormatError      a Harbor / Terminal-Bench task folder that cannot be read or run
     │   ├── ToolSchemaError      tools whose inputSchema TRL cannot be given exactly
+    │   ├── TaskNeeded           a task is a stub its reference cannot solve yet (init found no working call)
     │   └── NotConformant        the environment fails conformance (publish, assert_conformant)
     │       └── ConformanceError assert_conformant's AssertionError, with the report
     ├── RequestError             a malformed request on the wire: fix the client
@@ -70,6 +71,7 @@ __all__ = [
     "ServiceError",
     "SessionLimit",
     "TaskFormatError",
+    "TaskNeeded",
     "ToolNameError",
     "ToolSchemaError",
     "ToolServerError",
@@ -175,6 +177,13 @@ class ToolSchemaError(ConfigError):
     """Tools whose ``inputSchema`` TRL cannot be given exactly (the message lists them and why)."""
 
     code = "tool_schema_error"
+
+
+class TaskNeeded(ConfigError):
+    """A task is still a stub: ``init`` found no call of the wrapped server that succeeds, so its reference
+    cannot solve it (the message says what was tried); ``run`` and ``conformance`` report it, never a 0."""
+
+    code = "task_needed"
 
 
 class NotConformant(ConfigError):

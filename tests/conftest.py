@@ -22,6 +22,7 @@ TOGETHER = {
     path: "envpkg"
     for path in (
         "tests/cli/test_init.py",
+        "tests/cli/test_init_wrapped.py",
         "tests/cli/test_discover.py",
         "tests/cli/test_build.py",
         "tests/cli/test_publish.py",

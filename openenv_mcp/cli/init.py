@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,9 @@ def add_parser(sub: Any) -> None:
         nargs=argparse.REMAINDER,
         default=None,
         metavar="CMD",
-        help="wrap this stdio MCP server (the rest of the line: program and arguments)",
+        help="wrap this stdio MCP server (the rest of the line: program and arguments). `npx PKG` and "
+        "`uvx PKG` (or `pipx run PKG`) are installed into the env folder (runtime/, versions pinned) and the "
+        "env runs that copy, offline; the tools are read from the server started behind --isolation",
     )
     src.add_argument("--from-url", default=None, metavar="URL", help="wrap this streamable-HTTP MCP server")
     p.add_argument(
@@ -36,6 +37,14 @@ def add_parser(sub: Any) -> None:
         choices=["inprocess", "process", "sandbox", "docker"],
         help="boundary of the tool server (default: inprocess for the skeleton; sandbox for a wrapped "
         "command, which is untrusted: `process` fails conformance's containment rules)",
+    )
+    p.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="VAR=VALUE",
+        help="a variable for the wrapped server (repeatable; {workspace} and {env_dir} expand), e.g. where it "
+        "keeps state: --env MEMORY_FILE_PATH={workspace}/memory.jsonl (the sandbox's root is read-only)",
     )
     p.add_argument("--description", default=None, help="one line shown by `openenv-mcp list`")
     p.add_argument("--dir", default=".", help="folder to create NAME in (default: the current folder)")
@@ -47,23 +56,41 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from openenv_mcp.errors import ConfigError
-    from openenv_mcp.scaffold import Scaffold, create, read_tools
+    from openenv_mcp.scaffold import Scaffold, create, read_tools, wrap_command
 
     if args.from_command is not None and not args.from_command:
         raise ConfigError("--from-command needs the server's command, e.g. --from-command npx -y my-mcp-server")
+    env: dict[str, str] = {}
+    for item in args.env:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"--env {item!r}: give VAR=VALUE")
+        env[key] = value
+    if env and not args.from_command:
+        raise ConfigError("--env applies to a wrapped command (--from-command)")
     s = Scaffold(
         name=args.name,
         root=Path(args.dir),
         from_command=args.from_command,
         from_url=args.from_url,
         isolation=args.isolation,
+        env=env,
     )
     console = Console()
-    if s.from_command or s.from_url:
-        where = shlex.join(s.from_command) if s.from_command else s.from_url
-        with console.status(f"reading the tools of {where}"):
-            s.tools = anyio.run(lambda: read_tools(s.from_command, s.from_url))
+    if s.from_command:
+        with console.status("installing") as status:
+            wrap_command(s, lambda text: status.update(escape(text)))
+        if s.installed:
+            console.print(f"installed {escape(s.installed)} into {escape(str(s.env_dir / 'runtime'))}")
+    elif s.from_url:
+        with console.status(f"reading the tools of {s.from_url}"):
+            s.tools = anyio.run(lambda: read_tools(None, s.from_url))
+    if s.tools:
         console.print(f"{len(s.tools)} tools: {', '.join(t.name for t in s.tools)}")
+    if s.from_command and s.worked is None:
+        console.print("[yellow]no call succeeded[/yellow] behind the boundary; the env still needs a task:")
+        for line in s.failures[:5]:
+            console.print(f"  {escape(line)}")
     target = create(s, args.description)
     shown_str = str(target) if target.is_absolute() else f"./{target}"
     console.print(

@@ -31,7 +31,7 @@ from mcp.server import Server
 
 from openenv_mcp.asgi import serving
 from openenv_mcp.core.environment import Environment
-from openenv_mcp.errors import ConfigError
+from openenv_mcp.errors import ConfigError, TaskNeeded
 from openenv_mcp.sdkcompat import lowlevel_server, mcp_http_client
 from openenv_mcp.serve.mcp_server import episode_server
 from openenv_mcp.types import CallTool, ListTools, Observation, State, Task
@@ -224,6 +224,8 @@ class LocalSubject(Subject):
             return None
         try:
             return self.environment.trajectory(task, kind)
+        except TaskNeeded:  # a stub task: the rules that replay it fail saying so
+            raise
         except ConfigError:  # no such solution, or an interactive one: its fixed samples, if any
             if kind != "reference":
                 return None

@@ -3,7 +3,9 @@
 Three starting points:
 
 * plain: a FastMCP tool-server skeleton with one tool, one worked task, its reward and solutions;
-* ``from_command``: wrap a running stdio MCP server in any language (its tools are read from it);
+* ``from_command``: wrap a stdio MCP server in any language: ``npx``/``uvx`` packages are installed
+  into the environment's folder first (:mod:`openenv_mcp.scaffold.runtime`), and the tools are read
+  from the server started behind the boundary the environment uses (:mod:`openenv_mcp.scaffold.probe`);
 * ``from_url``: wrap a remote streamable-HTTP MCP server (same).
 
 The package registers its environment in the ``openenv_mcp.envs`` entry-point group, so after
@@ -25,7 +27,7 @@ from typing import Any
 
 from openenv_mcp.errors import ConfigError
 
-__all__ = ["ISOLATIONS", "Scaffold", "create", "package_name", "read_tools"]
+__all__ = ["ISOLATIONS", "Scaffold", "create", "package_name", "read_tools", "tool_server_spec", "wrap_command"]
 
 ISOLATIONS = ("inprocess", "process", "sandbox", "docker")
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
@@ -46,10 +48,28 @@ class Scaffold:
     from_url: str | None = None
     isolation: str | None = None
     tools: list[Any] = field(default_factory=list)  # mcp.types.Tool read from the wrapped server
+    env: dict[str, str] = field(default_factory=dict)
+    """Variables for the wrapped server (``{workspace}`` and ``{env_dir}`` expand), e.g. where it keeps state."""
+    command: list[str] | None = None
+    """The env file's command: ``from_command``, or the local install's (``{env_dir}/runtime/...``)."""
+    installed: str | None = None
+    """What was installed locally (``npm @scope/name@1.2.3``), if anything."""
+    worked: tuple[str, dict[str, Any]] | None = None
+    """A call that succeeded behind the boundary: the worked task's tool and arguments."""
+    failures: list[str] = field(default_factory=list)
+    """The tried calls that failed (what each answered)."""
 
     @property
     def pkg(self) -> str:
         return package_name(self.name)
+
+    @property
+    def target(self) -> Path:
+        return self.root / self.name
+
+    @property
+    def env_dir(self) -> Path:
+        return self.target / self.pkg
 
 
 def _template(kind: str, file: str) -> str:
@@ -137,8 +157,12 @@ def _tool_server_toml(s: Scaffold) -> str:
     if s.from_url:
         return f"url = {_toml_str(s.from_url)}\n"
     if s.from_command:  # a wrapped third-party server is untrusted: sandboxed unless told otherwise
-        lines = f"command = [{', '.join(_toml_str(a) for a in s.from_command)}]\n"
-        return lines + f'isolation = "{s.isolation or "sandbox"}"\n'
+        command = s.command or s.from_command
+        lines = f"command = [{', '.join(_toml_str(a) for a in command)}]\n"
+        lines += f'isolation = "{s.isolation or "sandbox"}"\n'
+        if s.env:
+            lines += f"env = {{ {', '.join(f'{_toml_str(k)} = {_toml_str(v)}' for k, v in s.env.items())} }}\n"
+        return lines
 
     if s.isolation in (None, "inprocess"):
         return f'object = "{s.pkg}.server:server"\n'
@@ -150,36 +174,117 @@ def _env_toml(s: Scaffold, description: str) -> str:
         f"# The {s.name} environment (format: docs/env-file.md of openenv-mcp).\n"
         f"[env]\nname = {_toml_str(s.name)}\ndescription = {_toml_str(description)}\nmax_steps = 20\n"
         'tasks = "tasks.jsonl"\nreward = "reward:score"\nsolutions = "solutions"\n\n'
-        f'[[tool_servers]]\nname = "main"\nnamespace = ""\n{_tool_server_toml(s)}'
-        "limits = { call_timeout = 30 }\n"
+        f"[[tool_servers]]\n{_tool_server_table(s)}"
     )
+
+
+def _tool_server_table(s: Scaffold) -> str:
+    limits = "{ call_timeout = 30, start_timeout = 60 }" if s.from_command else "{ call_timeout = 30 }"
+    return f'name = "main"\nnamespace = ""\n{_tool_server_toml(s)}limits = {limits}\n'
+
+
+def tool_server_spec(s: Scaffold) -> Any:
+    """The wrapped tool server exactly as the env file will declare it (its boundary, variables, limits)."""
+    import tomllib
+
+    from openenv_mcp.definitions.spec import ToolServerSpec
+
+    return ToolServerSpec.model_validate(tomllib.loads(_tool_server_table(s)))
+
+
+def wrap_command(s: Scaffold, progress: Any = None) -> None:
+    """For ``--from-command``: install an ``npx``/``uvx`` package into the env folder (``runtime/``), then
+    start the server behind the boundary the env file declares, read its tools and try calls for the
+    worked task. The folder is removed again if any of it fails."""
+    import shutil
+
+    import anyio
+
+    from openenv_mcp.scaffold.probe import survey
+    from openenv_mcp.scaffold.runtime import install, plan
+
+    assert s.from_command
+    if s.target.exists():
+        raise ConfigError(f"{str(s.target)!r} already exists: choose another name or remove it")
+    say = progress or (lambda text: None)
+    try:
+        job = plan(s.from_command)
+        if job is not None:
+            say(f"installing {job.spec} into {s.env_dir}/runtime ({job.manager})")
+            s.env_dir.mkdir(parents=True)
+            install(job, s.env_dir)
+            s.command = list(job.command)
+            s.installed = f"{job.manager} {job.name} {job.version}".strip()
+        spec = tool_server_spec(s)
+        say(f"reading the tools of {shlex.join(s.command or s.from_command)} behind {spec.isolation}")
+        s.env_dir.mkdir(parents=True, exist_ok=True)
+        found = anyio.run(survey, spec, s.env_dir)
+    except BaseException:
+        shutil.rmtree(s.target, ignore_errors=True)
+        raise
+    s.tools, s.worked, s.failures = found.tools, found.worked, found.failures
 
 
 def _wrapped_tasks(s: Scaffold) -> tuple[str, str]:
     """tasks.jsonl (one worked task: call the first tool) and a commented stub per tool (for solutions.py)."""
     tasks, stubs = [], []
-    for i, tool in enumerate(s.tools):
+    first = _worked_tool(s)
+    for tool in s.tools:
         args, bad = _stub_arguments(tool)
+        if s.worked is not None and tool.name == s.worked[0]:
+            args = s.worked[1]
         if bad is None:  # a tool that accepts anything: the wrong call names a tool that does not exist
             bad = {}
-        row = {
+        row: dict[str, Any] = {
             "id": f"{tool.name}-00",
             "prompt": f"Call the {tool.name} tool with the arguments {json.dumps(args)}.",
             "data": {"tool": tool.name, "arguments": args, "wrong_arguments": bad},
         }
-        if i == 0:
+        if tool is first:
+            if s.from_command and s.worked is None:
+                row["data"]["needs_task"] = needs_task_message(s)
             tasks.append(json.dumps(row))
         desc = " ".join((tool.description or "").split())[:100]
         stubs.append(
-            f"# - {tool.name}: {desc or '(no description)'}{' (the worked task)' if i == 0 else ''}\n"
+            f"# - {tool.name}: {desc or '(no description)'}{' (the worked task)' if tool is first else ''}\n"
             f"#   input schema: {json.dumps(tool.input_schema, sort_keys=True)[:300]}\n"
             f"#   {json.dumps(row)}\n"
         )
     return "\n".join(tasks) + "\n", "".join(stubs)
 
 
+def _worked_tool(s: Scaffold) -> Any:
+    """The tool of the worked task: the one whose tried call succeeded, else the first."""
+    if s.worked is not None:
+        for tool in s.tools:
+            if tool.name == s.worked[0]:
+                return tool
+    return s.tools[0]
+
+
+def needs_task_message(s: Scaffold) -> str:
+    """Why the generated task cannot be solved: no tried call of the wrapped server succeeded."""
+    tried = "; ".join(s.failures[:3]) or "no call was tried"
+    return (
+        f"environment {s.name!r} still needs a task: no call init tried behind the "
+        f"{s.isolation or 'sandbox'} boundary succeeded ({tried}). Write a task in tasks.jsonl "
+        "and its reference in solutions.py (a server that writes next to its own files, read-only in "
+        "the sandbox, needs its state path in the workspace: init --env VAR={workspace}/FILE)"
+    )
+
+
+def _runtime_row(s: Scaffold) -> str:
+    if not s.installed:
+        return ""
+    return (
+        f"| `{s.pkg}/runtime/` | {s.installed}, installed by init (versions pinned in its package.json or "
+        "requirements.txt): the env runs this copy, offline; keep the package installed editable "
+        "(`pip install -e`) |\n"
+    )
+
+
 def _wrong_for_schemaless(s: Scaffold) -> bool:
-    return bool(s.tools) and _stub_arguments(s.tools[0])[1] is None
+    return bool(s.tools) and _stub_arguments(_worked_tool(s))[1] is None
 
 
 def create(s: Scaffold, description: str | None = None) -> Path:
@@ -197,11 +302,13 @@ def create(s: Scaffold, description: str | None = None) -> Path:
         raise ConfigError("--isolation inprocess needs a Python object; a command runs in a process or sandbox")
     if (s.from_command or s.from_url) and not s.tools:
         raise ConfigError("the wrapped MCP server lists no tools: an environment needs at least one")
-    target = s.root / s.name
-    if target.exists():
+    target = s.target
+    if target.exists() and not (s.from_command and s.env_dir.is_dir()):  # wrap_command made it
         raise ConfigError(f"{str(target)!r} already exists: choose another name or remove it")
     wrapped = bool(s.from_command or s.from_url)
     where = shlex.join(s.from_command) if s.from_command else s.from_url
+    if s.installed:
+        where = f"{where} ({s.installed}, installed in {s.pkg}/runtime/)"
     description = description or (
         f"Tools of the MCP server {where}."
         if wrapped
@@ -213,7 +320,7 @@ def create(s: Scaffold, description: str | None = None) -> Path:
         else f"behind the {s.isolation} boundary (`python -m {s.pkg}.server` over stdio)"
     )
     layout = (
-        f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n"
+        f"| (wrapped) | the tool server `{where}`: its tools are read from it at start |\n" + _runtime_row(s)
         if wrapped
         else f"| `{s.pkg}/server.py` | the tool server: a FastMCP server; add tools with `@server.tool` |\n"
     )

@@ -1,8 +1,8 @@
 """Environment packages as a user makes them: `openenv-mcp init` in a fresh virtualenv outside the checkout.
 
-Shared by test_init, test_build, test_publish and test_discover: one wheel of openenv-mcp, one virtualenv
-(no system site-packages) and the three generated packages per test session (cached in this module), so
-the cost is paid once. Commands run with the checkout nowhere on ``sys.path`` and a scratch current folder.
+Shared by test_init, test_init_wrapped, test_build, test_publish and test_discover: one wheel of openenv-mcp,
+one virtualenv (no system site-packages) and the three generated packages per test session (cached in this
+module), so the cost is paid once. Commands run with the checkout nowhere on ``sys.path`` and a scratch current folder.
 """
 
 from __future__ import annotations
