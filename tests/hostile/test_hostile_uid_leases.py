@@ -15,7 +15,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections import defaultdict
 
 import pytest
@@ -35,7 +34,7 @@ import json, random, subprocess, sys, threading, time
 from openenv_mcp.errors import BoundaryError
 from openenv_mcp.isolation.host.uids import UIDS
 
-go, rounds, tag = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rounds, tag = int(sys.argv[1]), sys.argv[2]
 holds, busy = [], []
 
 
@@ -58,8 +57,8 @@ def episode(n):
         worker.wait(timeout=10)
 
 
-while time.time() < go:
-    time.sleep(0.001)
+print("ready", flush=True)  # imported and set up: the test starts both servers' episodes at once
+sys.stdin.readline()
 threads = [threading.Thread(target=episode, args=(n,)) for n in range(3)]
 for t in threads:
     t.start()
@@ -70,10 +69,10 @@ print(json.dumps({"holds": holds, "busy": len(busy)}))
 
 _EPISODES = """
 import json, sys, threading, time
-sys.path.insert(0, sys.argv[4])
+sys.path.insert(0, sys.argv[3])
 from support.containment import call, hostile_env
 
-go, rounds, isolation = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+rounds, isolation = int(sys.argv[1]), sys.argv[2]
 holds, errors, busy = [], [], []
 
 
@@ -101,8 +100,8 @@ def episode(n):
             env.close()
 
 
-while time.time() < go:
-    time.sleep(0.001)
+print("ready", flush=True)  # imported and set up: the test starts both servers' episodes at once
+sys.stdin.readline()
 threads = [threading.Thread(target=episode, args=(n,)) for n in range(2)]
 for t in threads:
     t.start()
@@ -113,15 +112,25 @@ print(json.dumps({"holds": holds, "errors": errors, "busy": len(busy)}))
 
 
 def _two_servers(script: str, span: int, *args: str) -> list[dict]:
-    """Run ``script`` in two processes that start their episodes at the same moment; their reports."""
-    go = time.time() + 3.0  # both are up and imported by then
+    """Run ``script`` in two processes that start their episodes at the same moment (each says ``ready`` once
+    imported; then both are told to go, however slow the machine is); their reports."""
     env = {**os.environ, "OPENENV_MCP_UID_SPAN": str(span), "PYTHONPATH": str(ROOT / "tests")}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", script, str(go), *args, tag], stdout=subprocess.PIPE, text=True, env=env
+            [sys.executable, "-c", script, *args, tag],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for tag in ("a", "b")
     ]
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.poll()
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
     reports = []
     for proc in procs:
         out, _ = proc.communicate(timeout=120)
@@ -147,7 +156,7 @@ def _assert_never_shared(reports: list[dict], span: int) -> None:
 
 def test_two_servers_leasing_uids_at_once_never_give_one_uid_to_two_live_episodes():
     need(os.geteuid() == 0, "per-episode uids need root (run the tests as root, as CI does)")
-    rounds = replay_size(2, 40)
+    rounds = replay_size(6, 40)  # each hold is ~10 ms: enough rounds that uids change servers whatever the load
     reports = _two_servers(_LEASES, LEASE_SPAN, str(rounds))
     assert sum(len(r["holds"]) for r in reports) + sum(r["busy"] for r in reports) == 2 * 3 * rounds
     _assert_never_shared(reports, LEASE_SPAN)
