@@ -88,7 +88,7 @@ CHECK_TESTS := tests/test_asgi.py tests/test_errors.py tests/serve/test_statuses
   tests/envs/test_files_env.py tests/envs/test_sql_env.py tests/tool_servers/test_lean.py \
   tests/hostile/test_hostile_files_reward.py tests/hostile/test_hostile_judge.py tests/hostile/test_hostile_openenv.py \
   tests/worlds/harbor/test_taskformat.py tests/worlds/harbor/test_tamper.py tests/definitions/test_limits.py \
-  tests/hostile/test_hostile_memory.py
+  tests/hostile/test_hostile_memory.py tests/isolation/host/test_launch.py
 CHECK_MARKS := not docker and not node and not browser
 check: lint
 	env -u OPENENV_MCP_REQUIRE_ALL $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "$(CHECK_MARKS)" \
