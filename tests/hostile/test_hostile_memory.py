@@ -205,3 +205,18 @@ def test_a_runcode_writing_past_tmp_cap_gets_enospc_and_the_episode_answers(env)
     assert out["exception"] == "OSError: [Errno 27] File too large", out
     out = env.step(RunCode(code="6 * 7")).result.structured_content
     assert out["exception"] is None and out["value"] == "42", out
+
+
+def test_the_remount_capability_never_reaches_the_server_or_the_code(env):
+    """The file-count remount runs with CAP_SYS_ADMIN before ``setpriv``: the server, its commands and
+    CodeAct code hold no capability at all (none could lift a cap by remounting)."""
+    env.reset(seed=0)
+    fields = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+    for tool in ("plain_run", "shell_run"):
+        out = shell(env, tool, "grep ^Cap /proc/self/status /proc/$PPID/status; mount -o remount,size=1g /tmp")
+        caps = [line.split(":")[-2:] for line in out["stdout"].splitlines()]
+        assert len(caps) == 2 * len(fields) and all(value.strip() == "0000000000000000" for _, value in caps), out
+        assert out["exit_code"] != 0 and "size=16384k" in shell(env, tool, "grep ' /tmp ' /proc/self/mounts")["stdout"]
+    code = "[l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')]"
+    out = env.step(RunCode(code=code)).result.structured_content
+    assert out["value"] == repr(["0000000000000000"] * len(fields)), out
