@@ -220,3 +220,19 @@ def test_the_remount_capability_never_reaches_the_server_or_the_code(env):
     code = "[l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')]"
     out = env.step(RunCode(code=code)).result.structured_content
     assert out["value"] == repr(["0000000000000000"] * len(fields)), out
+
+
+def test_a_folder_the_env_file_binds_from_the_host_is_never_remounted(tmp_path):
+    """``bind = ["/var/tmp"]`` shows the host's folder: its file count is the host's business (a remount
+    would change the host's file system, or fail and keep the server from starting)."""
+    bound = server("plain", "shell", fast_start=False).model_copy(update={"bind": ["/var/tmp"]})
+    spec = EnvSpec(name="memory-bind", tool_servers=[bound], max_steps=None, base_dir=tmp_path)
+    need_boundaries(spec)
+    before = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if " /var/tmp " in line]
+    with openenv_mcp.make(spec) as env:
+        env.reset(seed=0)
+        assert_shell_answers(env, "plain_run")
+        mounts = shell(env, "plain_run", "cat /proc/self/mounts")["stdout"].splitlines()
+        tmp = [line.split()[3] for line in mounts if line.split()[1] == "/tmp"]
+        assert os.geteuid() != 0 or f"nr_inodes={INODES}" in tmp[-1].split(","), mounts
+    assert [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if " /var/tmp " in line] == before

@@ -305,7 +305,7 @@ class SandboxConnection(ProcessConnection):
         args += ["--remount-ro", "/", "--"]
         if self.privileged:
             uid = str(self.uid)
-            args += self.inode_caps()
+            args += self.inode_caps(bound)
             args += [
                 self.setpriv,
                 f"--reuid={uid}",
@@ -318,19 +318,18 @@ class SandboxConnection(ProcessConnection):
             ]
         return args + argv
 
-    def inode_caps(self) -> list[str]:
+    def inode_caps(self, bound: list[str]) -> list[str]:
         """As root: a prefix that caps the number of files of each memory-backed folder (bubblewrap sets only
         the size; empty files cost kernel memory too) by remounting it with ``nr_inodes``, then runs the rest
-        (``setpriv``, which drops every capability, then the server). ``[]`` without ``mount`` on the host."""
+        (``setpriv``, which drops every capability, then the server). ``[]`` without ``mount`` on the host.
+        A folder the env file binds from the host (``bind = ["/tmp"]``) is not ours to remount: it is left."""
         mount = shutil.which("mount")
-        if mount is None or not os.path.exists("/bin/sh"):
+        folders = [f for f in ("/tmp", "/var/tmp", "/run", "/dev/shm") if f not in bound]
+        if mount is None or not os.path.exists("/bin/sh") or not folders:
             return []
         inodes = tmpfs_inodes(self.spec.limits.tmpfs_mb)
-        script = (
-            f'for d in /tmp /var/tmp /run /dev/shm; do {mount} -o remount,nr_inodes={inodes} "$d" || exit 125; done; '
-            'exec "$@"'
-        )
-        return ["/bin/sh", "-c", script, "sh"]
+        script = f'for d in {" ".join(folders)}; do {mount} -o remount,nr_inodes={inodes} "$d" || exit 125; done; '
+        return ["/bin/sh", "-c", script + 'exec "$@"', "sh"]
 
     def launch(self, argv: list[str], executable: str | None = None) -> Launch:
         executable = executable or self.executable
