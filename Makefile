@@ -92,7 +92,8 @@ CHECK_TESTS := tests/test_asgi.py tests/test_errors.py tests/test_types.py tests
   tests/rollout/test_scripted.py tests/rollout/test_advantages.py tests/cli/test_rollout_branch.py \
   tests/definitions/test_limits.py \
   tests/hostile/test_hostile_memory.py \
-  tests/hostile/test_hostile_deep_process_tree.py
+  tests/hostile/test_hostile_deep_process_tree.py \
+  tests/isolation/host/test_launch.py
 CHECK_MARKS := not docker and not node and not browser
 check: lint
 	env -u OPENENV_MCP_REQUIRE_ALL $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "$(CHECK_MARKS)" \

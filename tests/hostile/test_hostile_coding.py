@@ -332,6 +332,22 @@ def test_a_sparse_file_is_never_copied_at_its_apparent_size(coding):
     honest_fix_scores_one(env, task)
 
 
+def test_a_project_filling_dev_shm_inside_the_reward_runner_gets_enospc_not_the_hosts_memory(coding):
+    """The reward imports the project in its own sandbox: its memory-backed folders are capped too (the
+    python server's ``tmpfs_mb``), so a top-level write loop stops at the cap instead of taking 2 GiB."""
+    env, _ = coding
+    task = start(env, "slugify-lowercase")
+    payload = (
+        "_w = 0\nwhile _w < 2048:\n    with open('/dev/shm/fill%d' % _w, 'wb') as _f:\n"
+        "        _f.write(bytes(8 << 20))\n    _w += 8\n"
+    )
+    planted, original = plant(env, task, payload)
+    obs = call(env, "shell_run", command="true")
+    assert obs.reward == 0.0
+    assert obs.info["hidden_error"] == "importing the tests failed: OSError: [Errno 28] No space left on device"
+    honest_fix_scores_one(env, task, planted, original)
+
+
 def test_a_churning_build_folder_never_makes_the_reward_raise(coding):
     env, work = coding
     task = start(env, "unique-keep-order")

@@ -7,7 +7,8 @@ fast-start fork and in a plain sandbox, ``python``, the filesystem ``write``, Co
 and asserts a clear error in the result (``No space left on device``, ``File too large``), the
 host's available memory (``MemAvailable``) not dropped by more than the caps and some slack, and
 the episode still answering. The caps here are small (:data:`TMPFS_MB`, :data:`FILE_MB`) so the
-attacks stay fast; each attack tries :data:`ATTEMPT_MB` per folder, far past cap and slack.
+attacks stay fast; each attack tries :data:`ATTEMPT_MB` per folder, far past cap and slack, or
+four times the folder's file count (``nr_inodes``) in empty files.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import openenv_mcp
 from openenv_mcp import CallTool, RunCode
 from openenv_mcp.definitions.spec import EnvSpec, Limits, ToolServerSpec
 from openenv_mcp.isolation.faststart.template import fast_starts_enabled, zygote_count
+from openenv_mcp.isolation.host.launch import tmpfs_inodes
+from openenv_mcp.testing import need
 
 from support import need_boundaries
 
@@ -36,6 +39,12 @@ CHUNK_MB = 6
 FOLDERS = ("/tmp", "/dev/shm", "/var/tmp")
 """The memory-backed folders an episode's unprivileged uid can write (``/run`` is root's, capped too)."""
 LIMITS = Limits(tmpfs_mb=TMPFS_MB, file_mb=FILE_MB)
+INODES = tmpfs_inodes(TMPFS_MB)
+"""Files one of those folders holds (``nr_inodes``)."""
+
+
+def need_root() -> None:
+    need(os.geteuid() == 0, "the file-count cap of a tmpfs (nr_inodes) needs the environment server to run as root")
 
 
 def server(name: str, module: str, *, fast_start: bool = True, limits: Limits = LIMITS) -> ToolServerSpec:
@@ -130,6 +139,7 @@ def test_shell_run_filling_tmp_dev_shm_and_var_tmp_gets_enospc_and_keeps_the_hos
     for folder in (*FOLDERS, "/run"):
         options = [line.split()[3] for line in mounts if line.split()[1] == folder]
         assert options and f"size={TMPFS_MB * 1024}k" in options[-1].split(","), (folder, options)
+        assert os.geteuid() != 0 or f"nr_inodes={INODES}" in options[-1].split(","), (folder, options)
     assert_shell_answers(env, tool)
 
 
@@ -142,12 +152,24 @@ def test_a_shell_file_past_file_mb_gets_file_too_large_not_a_silent_kill(env, to
     assert_shell_answers(env, tool)
 
 
-def test_a_fast_start_forks_tmpfs_runs_out_of_files_before_the_host_runs_out_of_memory(env):
+@pytest.mark.parametrize("tool", ["shell_run", "plain_run"], ids=["fast-start-fork", "plain-sandbox"])
+def test_empty_files_run_a_tmpfs_out_of_inodes_before_the_host_runs_out_of_memory(env, tool):
+    need_root()
     env.reset(seed=0)
-    out = shell(env, "shell_run", "i=0; while [ $i -lt 20000 ]; do : > /tmp/e$i || break; i=$((i+1)); done; echo $i")
+    out = shell(env, tool, f"i=0; while [ $i -lt {4 * INODES} ]; do : > /tmp/e$i || break; i=$((i+1)); done; echo $i")
     assert "No space left on device" in out["stderr"], out
-    assert int(out["stdout"]) < 20000, out
-    assert_shell_answers(env, "shell_run")
+    assert int(out["stdout"]) <= INODES, out
+    assert_shell_answers(env, tool)
+
+
+def test_a_runcode_creating_empty_files_runs_out_of_inodes_and_the_episode_answers(env):
+    need_root()
+    env.reset(seed=0)
+    code = f"import os\nfor i in range({4 * INODES}):\n    os.close(os.open('/tmp/e%d' % i, os.O_CREAT | os.O_WRONLY))"
+    out = env.step(RunCode(code=code)).result.structured_content
+    assert out["exception"].startswith("OSError: [Errno 28] No space left on device"), out
+    out = env.step(RunCode(code="6 * 7")).result.structured_content
+    assert out["exception"] is None and out["value"] == "42", out
 
 
 def test_python_writing_past_file_mb_or_filling_tmp_gets_a_clear_error_and_answers(env):
@@ -183,3 +205,34 @@ def test_a_runcode_writing_past_tmp_cap_gets_enospc_and_the_episode_answers(env)
     assert out["exception"] == "OSError: [Errno 27] File too large", out
     out = env.step(RunCode(code="6 * 7")).result.structured_content
     assert out["exception"] is None and out["value"] == "42", out
+
+
+def test_the_remount_capability_never_reaches_the_server_or_the_code(env):
+    """The file-count remount runs with CAP_SYS_ADMIN before ``setpriv``: the server, its commands and
+    CodeAct code hold no capability at all (none could lift a cap by remounting)."""
+    env.reset(seed=0)
+    fields = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+    for tool in ("plain_run", "shell_run"):
+        out = shell(env, tool, "grep ^Cap /proc/self/status /proc/$PPID/status; mount -o remount,size=1g /tmp")
+        caps = [line.split(":")[-2:] for line in out["stdout"].splitlines()]
+        assert len(caps) == 2 * len(fields) and all(value.strip() == "0000000000000000" for _, value in caps), out
+        assert out["exit_code"] != 0 and "size=16384k" in shell(env, tool, "grep ' /tmp ' /proc/self/mounts")["stdout"]
+    code = "[l.split()[1] for l in open('/proc/self/status') if l.startswith('Cap')]"
+    out = env.step(RunCode(code=code)).result.structured_content
+    assert out["value"] == repr(["0000000000000000"] * len(fields)), out
+
+
+def test_a_folder_the_env_file_binds_from_the_host_is_never_remounted(tmp_path):
+    """``bind = ["/var/tmp"]`` shows the host's folder: its file count is the host's business (a remount
+    would change the host's file system, or fail and keep the server from starting)."""
+    bound = server("plain", "shell", fast_start=False).model_copy(update={"bind": ["/var/tmp"]})
+    spec = EnvSpec(name="memory-bind", tool_servers=[bound], max_steps=None, base_dir=tmp_path)
+    need_boundaries(spec)
+    before = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if " /var/tmp " in line]
+    with openenv_mcp.make(spec) as env:
+        env.reset(seed=0)
+        assert_shell_answers(env, "plain_run")
+        mounts = shell(env, "plain_run", "cat /proc/self/mounts")["stdout"].splitlines()
+        tmp = [line.split()[3] for line in mounts if line.split()[1] == "/tmp"]
+        assert os.geteuid() != 0 or f"nr_inodes={INODES}" in tmp[-1].split(","), mounts
+    assert [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if " /var/tmp " in line] == before

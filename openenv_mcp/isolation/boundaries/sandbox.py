@@ -12,7 +12,8 @@ environment, whole-tree kill, bounded reads), plus:
   workspace, read-write, at ``/workspace`` (what ``{workspace}`` expands to);
 * **capped memory-backed folders**: ``/tmp``, ``/var/tmp``, ``/run`` and ``/dev/shm`` are each a
   tmpfs of ``limits.tmpfs_mb`` (a write past it fails with ``ENOSPC``), masks a tmpfs of
-  :data:`MASK_BYTES`, ``/dev`` read-only (its device nodes work); every file is capped at
+  :data:`MASK_BYTES`, ``/dev`` read-only (its device nodes work); as root, each folder also holds
+  at most ``nr_inodes`` files (:meth:`SandboxConnection.inode_caps`); every file is capped at
   ``limits.file_mb`` (``RLIMIT_FSIZE``, ``EFBIG``);
 * what the command needs from private folders, read-only at the same path (never an
   environment folder, a checkout or its ``.git``: :mod:`openenv_mcp.isolation.host.allowlist`):
@@ -47,7 +48,7 @@ from openenv_mcp.isolation.boundaries.process import ProcessConnection, _Process
 from openenv_mcp.isolation.faststart.template import fast_process
 from openenv_mcp.isolation.host.allowlist import allowlisted, inside
 from openenv_mcp.isolation.host.exposure import outermost
-from openenv_mcp.isolation.host.launch import SYSTEM_PATH, Launch, rlimits_for
+from openenv_mcp.isolation.host.launch import SYSTEM_PATH, Launch, rlimits_for, tmpfs_inodes
 from openenv_mcp.isolation.host.runtime import command_paths
 from openenv_mcp.isolation.host.uids import UIDS
 from openenv_mcp.isolation.transport.jsonlines import LINE_SLACK
@@ -250,6 +251,8 @@ class SandboxConnection(ProcessConnection):
                 "--new-session",
                 "--cap-add",
                 "CAP_SETUID,CAP_SETGID",
+                "--cap-add",
+                "CAP_SYS_ADMIN",  # for the remounts of inode_caps(), run before the server; setpriv drops it
                 "--hostname",
                 "openenv-sandbox",
             ]
@@ -302,6 +305,7 @@ class SandboxConnection(ProcessConnection):
         args += ["--remount-ro", "/", "--"]
         if self.privileged:
             uid = str(self.uid)
+            args += self.inode_caps(bound)
             args += [
                 self.setpriv,
                 f"--reuid={uid}",
@@ -313,6 +317,19 @@ class SandboxConnection(ProcessConnection):
                 "--",
             ]
         return args + argv
+
+    def inode_caps(self, bound: list[str]) -> list[str]:
+        """As root: a prefix that caps the number of files of each memory-backed folder (bubblewrap sets only
+        the size; empty files cost kernel memory too) by remounting it with ``nr_inodes``, then runs the rest
+        (``setpriv``, which drops every capability, then the server). ``[]`` without ``mount`` on the host.
+        A folder the env file binds from the host (``bind = ["/tmp"]``) is not ours to remount: it is left."""
+        mount = shutil.which("mount")
+        folders = [f for f in ("/tmp", "/var/tmp", "/run", "/dev/shm") if f not in bound]
+        if mount is None or not os.path.exists("/bin/sh") or not folders:
+            return []
+        inodes = tmpfs_inodes(self.spec.limits.tmpfs_mb)
+        script = f'for d in {" ".join(folders)}; do {mount} -o remount,nr_inodes={inodes} "$d" || exit 125; done; '
+        return ["/bin/sh", "-c", script + 'exec "$@"', "sh"]
 
     def launch(self, argv: list[str], executable: str | None = None) -> Launch:
         executable = executable or self.executable

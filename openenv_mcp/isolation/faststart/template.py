@@ -33,7 +33,7 @@ from typing import Any
 
 from openenv_mcp.isolation.faststart.forked import ZygoteProcess
 from openenv_mcp.isolation.faststart.zygote import Zygote, close_zygotes, shared_processes, zygote_count, zygote_pids
-from openenv_mcp.isolation.host.launch import rlimits_for
+from openenv_mcp.isolation.host.launch import rlimits_for, tmpfs_inodes
 
 __all__ = [
     "ZYGOTE_CAPS",
@@ -117,6 +117,7 @@ def fast_process(conn: Any, argv: list[str], plain: Any, line_limit: int, output
         "net": spec.network != "host",
         "hostname": "openenv-sandbox",
         "tmpfs_mb": spec.limits.tmpfs_mb,
+        "nr_inodes": tmpfs_inodes(spec.limits.tmpfs_mb),
         "cgroup_path": conn.group(),  # the server's cgroup (see .cgroup), or None where cgroup v2 is unusable
     }
     zygote_env = {k: v for k, v in env.items() if k in ("PATH", "LANG")}

@@ -49,8 +49,6 @@ SYS_OPEN_TREE, OPEN_TREE_CLONE, AT_RECURSIVE = 428, 0x1, 0x8000
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-INODES_PER_MB = 128
-"""Files an episode's tmpfs holds per MiB of its size (32768 in the default 256 MiB)."""
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
@@ -144,9 +142,8 @@ def child_a(cfg: dict, fds: list[int], keep: list[int]) -> None:
 
 def tmpfs_options(cfg: dict, mode: str) -> str:
     """Mount options of an episode's memory-backed folder: at most ``tmpfs_mb`` MiB of data and
-    :data:`INODES_PER_MB` files per MiB (empty files cost kernel memory too)."""
-    size = int(cfg.get("tmpfs_mb", 256))
-    return f"mode={mode},size={size}m,nr_inodes={max(1024, size * INODES_PER_MB)}"
+    ``nr_inodes`` files (empty files cost kernel memory too)."""
+    return f"mode={mode},size={int(cfg['tmpfs_mb'])}m,nr_inodes={int(cfg['nr_inodes'])}"
 
 
 def join_cgroup(fd: int, path: str) -> None:

@@ -18,7 +18,17 @@ import sys
 from openenv_mcp.definitions.spec import ToolServerSpec
 from openenv_mcp.errors import BoundaryError
 
-__all__ = ["SYSTEM_PATH", "Launch", "expand", "expand_env", "file_size_limit", "resolve_executable", "rlimits_for"]
+__all__ = [
+    "INODES_PER_MB",
+    "SYSTEM_PATH",
+    "Launch",
+    "expand",
+    "expand_env",
+    "file_size_limit",
+    "resolve_executable",
+    "rlimits_for",
+    "tmpfs_inodes",
+]
 
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 """System folders on every server's ``PATH`` (after the command's own folder)."""
@@ -98,6 +108,15 @@ def rlimits_for(spec: ToolServerSpec, limit_processes: bool) -> list[tuple[int, 
     size = file_size_limit(limits.file_mb)
     out.append((resource.RLIMIT_FSIZE, (size, size)))
     return out
+
+
+INODES_PER_MB = 128
+"""Files a sandbox's memory-backed folder holds per MiB of its size (32768 in the default 256 MiB)."""
+
+
+def tmpfs_inodes(tmpfs_mb: int) -> int:
+    """``nr_inodes`` of a memory-backed folder of ``tmpfs_mb`` MiB: empty files cost kernel memory too."""
+    return max(1024, tmpfs_mb * INODES_PER_MB)
 
 
 def file_size_limit(file_mb: int) -> int:
