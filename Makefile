@@ -18,6 +18,12 @@ ifneq ($(VENV_OK),1)
   $(shell rm -f $(STAMP) $(LIGHT_STAMP) $(DEMO_STAMP))
 endif
 
+# pip install -e: setuptools ends every editable install of this layout (packages mapped from top-level
+# folders, so a meta path finder, not a .pth) with an informational `!!` block ("Editable installation. Please
+# be careful with folders in your working directory..."), a warning by setuptools' own admission; that one
+# message is filtered. Any other warning of the build shows (and tests/test_wheel.py fails on one in a build).
+EDITABLE := PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install -q -e
+
 # A venv with a python >= 3.11 and a pip that reads dependency groups (PEP 735: pip >= 25.1).
 define new_venv
 	@$(PY) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
@@ -31,7 +37,7 @@ endef
 $(STAMP): pyproject.toml
 	$(new_venv)
 	$(BIN)/pip install -q $(TORCH_PIP)
-	$(BIN)/pip install -q -e '.[dev]' --group lint --group test
+	$(EDITABLE) '.[dev]' --group lint --group test
 	touch $(STAMP)
 
 # What `make lint` and `make check` need, without torch or Ray: the lint tools, the test runner, and the extras
@@ -44,7 +50,7 @@ $(LIGHT_STAMP): pyproject.toml
 
 install-light:
 	$(new_venv)
-	$(BIN)/pip install -q -e '.[$(LIGHT_EXTRAS)]' --group lint --group test
+	$(EDITABLE) '.[$(LIGHT_EXTRAS)]' --group lint --group test
 	touch $(LIGHT_STAMP)
 
 install: $(STAMP)
@@ -57,7 +63,7 @@ $(DEMO_STAMP): pyproject.toml
 
 install-demo:
 	$(new_venv)
-	$(BIN)/pip install -q -e .
+	$(EDITABLE) .
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)
