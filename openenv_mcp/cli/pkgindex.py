@@ -214,8 +214,9 @@ def _direct_url() -> dict:
 
 
 def _pip(*argv: str, dest: Path) -> Path:
+    into = "--wheel-dir" if argv[0] == "wheel" else "--dest"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", *argv, "--no-deps", "-d", str(dest)], capture_output=True, text=True
+        [sys.executable, "-m", "pip", *argv, "--no-deps", into, str(dest)], capture_output=True, text=True
     )
     wheels = sorted(dest.glob("openenv_mcp-*.whl"))
     if proc.returncode != 0 or not wheels:

@@ -90,6 +90,7 @@ def upload(files: list[Path], repository: str, skip_existing: bool = False) -> N
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from openenv_mcp.client.catalog import save_report
     from openenv_mcp.client.registry import find_env
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             upload([wheel], args.repository, args.skip_existing)
         console.print(f"[green]published[/green] {wheel.name} to {args.repository}")
         command = install_command(console, args, project, wheel, Path(tmp))
-    console.print(f"install it:\n  {command}", soft_wrap=True)
+    console.print(f"install it:\n  {escape(command)}", soft_wrap=True)
     return 0
 
 
@@ -132,9 +133,11 @@ def install_command(console: Any, args: argparse.Namespace, project: Project, wh
 
     simple = args.index_url or pkgindex.simple_url(args.repository)
     if simple is None:
-        console.print(
-            f"[yellow]warning:[/yellow] {args.repository!r} is no URL and no section of ~/.pypirc, so what the "
-            "index has was not checked: pass its simple API URL with --index-url"
+        _say(
+            console,
+            "warning:",
+            f"{args.repository!r} is no URL and no section of ~/.pypirc, so what the "
+            "index has was not checked: pass its simple API URL with --index-url",
         )
         return f"pip install --index-url <the index's simple URL> {project.name}"
     simple = simple if simple.endswith("/") else simple + "/"
@@ -148,15 +151,17 @@ def install_command(console: Any, args: argparse.Namespace, project: Project, wh
         with console.status(f"reading {simple} for the dependencies"):
             missing = pkgindex.missing_projects(simple, others)
     except (URLError, OSError) as e:
-        console.print(f"[yellow]warning:[/yellow] {simple} could not be read ({e}): the command below is unchecked")
+        _say(console, "warning:", f"{simple} could not be read ({e}): the command below is unchecked")
         missing = []
     parts = ["pip install"]
     if simple != pkgindex.PYPI_SIMPLE:
         parts.append(f"--index-url {simple}")
     if missing:
-        console.print(
+        _say(
+            console,
+            "",
             f"the index has no release satisfying {', '.join(map(str, missing))}: pip takes "
-            f"{'it' if len(missing) == 1 else 'them'} from PyPI (--extra-index-url)"
+            f"{'it' if len(missing) == 1 else 'them'} from PyPI (--extra-index-url)",
         )
         parts.append(f"--extra-index-url {pkgindex.PYPI_SIMPLE}")
     if find_links is not None:
@@ -179,21 +184,25 @@ def _framework_on_index(
     with console.status(f"reading {simple} for {name}"):
         found = pkgindex.satisfying(simple, req, own=True)
     if found:
-        console.print(f"the index has {name} {found[-1]}, which {project.name} needs ({req})")
+        _say(console, "", f"the index has {name} {found[-1]}, which {project.name} needs ({req})")
         return None
     installed = metadata.version(name)
     if not req.specifier.contains(installed, prereleases=True):
-        console.print(
-            f"[yellow]warning:[/yellow] {project.name} needs {req}, the index has none, and the {name} "
-            f"installed here is {installed}: publish a matching {name} there first"
+        _say(
+            console,
+            "warning:",
+            f"{project.name} needs {req}, the index has none, and the {name} "
+            f"installed here is {installed}: publish a matching {name} there first",
         )
         return None
     try:
         framework = pkgindex.framework_wheel(tmp / "framework")
     except (ConfigError, BuildError) as e:
-        console.print(
-            f"[yellow]warning:[/yellow] the index has no {name} satisfying {req}, and no wheel of the installed "
-            f"one could be had here ({e}): install {name} from source before the environment (README, Install)"
+        _say(
+            console,
+            "warning:",
+            f"the index has no {name} satisfying {req}, and no wheel of the installed "
+            f"one could be had here ({e}): install {name} from source before the environment (README: 'Install from source')",
         )
         return None
     public = pkgindex.public_index(args.repository)
@@ -202,23 +211,38 @@ def _framework_on_index(
             with console.status(f"uploading {framework.path.name} to {args.repository}"):
                 upload([framework.path], args.repository)
         except OpenEnvError as e:
-            console.print(f"[yellow]warning:[/yellow] {name} could not be uploaded too: {e}")
+            _say(console, "warning:", f"{name} could not be uploaded too: {e}")
         else:
-            console.print(
-                f"[green]uploaded[/green] {framework.path.name} too: the index had no {name} satisfying {req}, "
-                f"which {project.name} needs; that wheel is {framework.how}"
+            _say(
+                console,
+                "uploaded",
+                f"{framework.path.name} too: the index had no {name} satisfying {req}, "
+                f"which {project.name} needs; that wheel is {framework.how}",
             )
             return None
     elif args.framework == "auto":
-        console.print(
+        _say(
+            console,
+            "",
             f"{name} was not uploaded: on {args.repository} that would register the name {name} under your "
-            "account (--framework upload does it)"
+            "account (--framework upload does it)",
         )
     keep = project.root / "dist"
     keep.mkdir(exist_ok=True)
     shutil.copy2(framework.path, keep / framework.path.name)
-    console.print(
+    _say(
+        console,
+        "",
         f"{keep / framework.path.name} is {name} ({framework.how}): the command below installs it from there "
-        "(copy that wheel along to install elsewhere)"
+        "(copy that wheel along to install elsewhere)",
     )
     return keep
+
+
+def _say(console: Any, tag: str, text: str) -> None:
+    """Print ``text`` as it is (not read as rich markup: a requirement's ``[extra]`` or a path stays whole)
+    after a coloured ``tag`` (``warning:``, ``uploaded``) when there is one."""
+    from rich.markup import escape
+
+    style = {"warning:": "yellow", "uploaded": "green"}.get(tag)
+    console.print((f"[{style}]{tag}[/{style}] " if style else "") + escape(text))
