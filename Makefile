@@ -4,18 +4,25 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LIGHT_STAMP := $(VENV)/.installed-light
+DEMO_STAMP := $(VENV)/.installed-demo
 # The dev extra includes TRL, which needs torch: take the CPU build first (here a local wheel; elsewhere e.g.
 # TORCH_PIP='torch --index-url https://download.pytorch.org/whl/cpu'), or pip pulls CUDA (~3 GB more).
 TORCH_PIP ?= torch==2.13.0
 
-.PHONY: demo test check test-all-tasks test-replay test-corpus corpus browser validate-browser test-lowest lint bench conformance install install-light clean validate-terminal
+.PHONY: demo test check test-all-tasks test-replay test-corpus corpus browser validate-browser test-lowest lint bench conformance install install-light install-demo clean validate-terminal
 
 # A venv whose python is missing, broken or too old (say a first `make` ran with the wrong PY) is not
 # "installed": it is recreated on the next run (rerun with PY=python3.11 or newer; no `make clean`).
 VENV_OK := $(shell $(BIN)/python -c 'import sys; print(int(sys.version_info >= (3, 11)))' 2>/dev/null)
 ifneq ($(VENV_OK),1)
-  $(shell rm -f $(STAMP) $(LIGHT_STAMP))
+  $(shell rm -f $(STAMP) $(LIGHT_STAMP) $(DEMO_STAMP))
 endif
+
+# pip install -e: setuptools ends every editable install of this layout (packages mapped from top-level
+# folders, so a meta path finder, not a .pth) with an informational `!!` block ("Editable installation. Please
+# be careful with folders in your working directory..."), a warning by setuptools' own admission; that one
+# message is filtered. Any other warning of the build shows (and tests/test_wheel.py fails on one in a build).
+EDITABLE := PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install -q -e
 
 # A venv with a python >= 3.11 and a pip that reads dependency groups (PEP 735: pip >= 25.1).
 define new_venv
@@ -30,7 +37,7 @@ endef
 $(STAMP): pyproject.toml
 	$(new_venv)
 	$(BIN)/pip install -q $(TORCH_PIP)
-	$(BIN)/pip install -q -e '.[dev]' --group lint --group test
+	$(EDITABLE) '.[dev]' --group lint --group test
 	touch $(STAMP)
 
 # What `make lint` and `make check` need, without torch or Ray: the lint tools, the test runner, and the extras
@@ -43,12 +50,23 @@ $(LIGHT_STAMP): pyproject.toml
 
 install-light:
 	$(new_venv)
-	$(BIN)/pip install -q -e '.[$(LIGHT_EXTRAS)]' --group lint --group test
+	$(EDITABLE) '.[$(LIGHT_EXTRAS)]' --group lint --group test
 	touch $(LIGHT_STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+# What `openenv-mcp demo` needs: the package and its core dependencies, no extra (the tour serves the files
+# environment in-process and drives it with the MCP client). A venv `make install` or `make lint` filled has it.
+$(DEMO_STAMP): pyproject.toml
+	@if { [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; } || { [ -f $(LIGHT_STAMP) ] && [ $(LIGHT_STAMP) -nt pyproject.toml ]; }; \
+	then touch $(DEMO_STAMP); else $(MAKE) --no-print-directory VENV=$(VENV) install-demo; fi
+
+install-demo:
+	$(new_venv)
+	$(EDITABLE) .
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/openenv-mcp demo
 
 # Test files run in parallel (3 workers, one file per worker: a file's fixtures stay together; the corpus file's

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import ROOT, build_wheel
+from support import BUILD_OUTPUT, ROOT, build_wheel
 
 BUILTINS = ["browser", "coding", "echo", "files", "sql", "terminal"]
 TOOL_SERVERS = ["filesystem", "python", "shell", "sql"]
@@ -214,6 +214,15 @@ def checkout_data() -> dict[str, str]:
         src = next(s for s in DATA if f.startswith(s))
         out[DATA[src] + f[len(src) :]] = f
     return out
+
+
+def test_building_the_wheel_prints_no_setuptools_warning(installed):
+    """With include-package-data on, setuptools printed a `!!` warning block ("Package 'openenv_mcp.envs.files'
+    is absent from the `packages` configuration") for every data folder, on every build and install."""
+    *_, wheel = installed
+    output = BUILD_OUTPUT[wheel]
+    warnings = [line.strip() for line in output.splitlines() if "Warning:" in line or line.strip() == "!!"]
+    assert warnings == [], output[:4000]
 
 
 def test_the_wheel_is_typed(installed):

@@ -122,9 +122,14 @@ def env_params(names: list[str]) -> list:
     return [pytest.param(n, marks=pytest.mark.timeout(SLOW_WORLDS[n])) if n in SLOW_WORLDS else n for n in names]
 
 
+BUILD_OUTPUT: dict[Path, str] = {}
+"""What pip printed while :func:`build_wheel` built each wheel (the build backend's warnings included)."""
+
+
 def build_wheel(source: Path, out: Path) -> Path:
     """``pip wheel`` of ``source`` into ``out``, one build at a time across test workers (setuptools builds
-    in the source tree: two at once on one checkout break each other); pip's output in the error."""
+    in the source tree: two at once on one checkout break each other); pip's output in the error, and in
+    :data:`BUILD_OUTPUT` after a build that worked."""
     import fcntl
     import sys
     import tempfile
@@ -141,4 +146,5 @@ def build_wheel(source: Path, out: Path) -> Path:
     if proc.returncode != 0:
         raise AssertionError(f"pip wheel {source} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr[-4000:]}")
     (wheel,) = out.glob("*.whl")
+    BUILD_OUTPUT[wheel] = proc.stdout + proc.stderr
     return wheel
