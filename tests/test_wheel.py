@@ -330,8 +330,9 @@ def test_the_installed_sandbox_starts_the_installed_tool_servers(installed):
 
 
 def test_no_canary_nor_sealed_path_is_visible_from_any_sandbox_of_the_installed_wheel(installed):
-    """Issue 23 item 1 from a wheel: the envs sit in ``site-packages/openenv_mcp/envs`` inside the virtualenv
-    every sandbox binds; the canary walk (tests/hostile/test_hostile_canary_walk.py) finds none of them."""
+    """No sandbox sees another environment's folder, installed from a wheel too: the envs sit in
+    ``site-packages/openenv_mcp/envs`` inside the virtualenv every sandbox binds; the canary walk
+    (tests/hostile/test_hostile_canary_walk.py) finds none of them."""
     import shutil
 
     from openenv_mcp.testing import need

@@ -117,6 +117,10 @@ def _resolve(schema: Any, root: dict[str, Any]) -> Any:
     return schema
 
 
+_NOTHING: Any = object()
+"""What a value source returns when it has nothing for the schema (``None`` is a JSON value)."""
+
+
 def generate_value(
     schema: Any, rng: random.Random, root: dict[str, Any] | None = None, depth: int = 0, words: list[str] | None = None
 ) -> Any:
@@ -125,6 +129,18 @@ def generate_value(
     schema = _resolve(schema, root)
     if schema is True or not isinstance(schema, dict) or not schema:
         return rng.choice(["any", 1, True])
+    given = _given_value(schema, rng, root, words)
+    if given is not _NOTHING:
+        return given
+    combined = _combined_value(schema, rng, root, depth, words)
+    if combined is not _NOTHING:
+        return combined
+    return _value_of_type(_pick_type(schema, rng), schema, rng, root, depth, words)
+
+
+def _given_value(schema: dict[str, Any], rng: random.Random, root: dict[str, Any], words: list[str] | None) -> Any:
+    """A value the schema names (``const``, ``enum``, usually its ``examples``/``default``), or for a
+    keyword the generator does not honour, one of ``words`` or of the schema's pool; else :data:`_NOTHING`."""
     if "const" in schema:
         return schema["const"]
     if "enum" in schema and schema["enum"]:
@@ -143,6 +159,14 @@ def generate_value(
         pool = good or schema_pool(_inline(schema, root))
         if pool:
             return rng.choice(pool)
+    return _NOTHING
+
+
+def _combined_value(
+    schema: dict[str, Any], rng: random.Random, root: dict[str, Any], depth: int, words: list[str] | None
+) -> Any:
+    """A value for one (non-null, when it can) member of ``anyOf``/``oneOf``, or for the merged
+    ``allOf``; :data:`_NOTHING` when the schema combines nothing."""
     for key in ("anyOf", "oneOf"):
         if schema.get(key):
             options = [o for o in schema[key] if not (isinstance(o, dict) and o.get("type") == "null")]
@@ -152,30 +176,28 @@ def generate_value(
         for part in schema["allOf"]:
             merged.update(_resolve(part, root))
         return generate_value(merged, rng, root, depth + 1, words)
+    return _NOTHING
+
+
+def _pick_type(schema: dict[str, Any], rng: random.Random) -> Any:
+    """The schema's ``type`` (one of a list, not ``null`` when another is allowed); untyped: an object
+    when it has properties, else a string."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kinds = [k for k in kind if k != "null"] or kind
         kind = rng.choice(kinds)
     if kind is None:
         kind = "object" if "properties" in schema else "string"
+    return kind
+
+
+def _value_of_type(
+    kind: Any, schema: dict[str, Any], rng: random.Random, root: dict[str, Any], depth: int, words: list[str] | None
+) -> Any:
     if kind == "string":
-        lo, hi = int(schema.get("minLength", 0)), int(schema.get("maxLength", 24))
-        fitting = [w for w in (words or _WORDS) if lo <= len(w) <= hi]
-        word = rng.choice(fitting or words or _WORDS)
-        while len(word) < lo:
-            word += rng.choice("abcdefgh")
-        return word[: max(hi, lo)]
+        return _string_value(schema, rng, words)
     if kind in ("integer", "number"):
-        lo, hi = _bounds(schema)
-        if lo > hi or (kind == "number" and not all(float(schema.get(k, 0)).is_integer() for k in _NUMERIC)):
-            pool = schema_pool(_inline(schema, root))  # a range with no integer in it, fractional bounds
-            if pool:
-                return rng.choice(pool)
-        value = rng.randint(lo, hi)
-        step = schema.get("multipleOf")
-        if isinstance(step, int) and step > 0:
-            value -= value % step
-        return value if kind == "integer" else float(value)
+        return _number_value(kind, schema, rng, root)
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "null":
@@ -186,16 +208,48 @@ def generate_value(
         items = schema.get("items", {})
         return [generate_value(items, rng, root, depth + 1, words) for _ in range(n)]
     if kind == "object":
-        props: dict[str, Any] = schema.get("properties", {}) or {}
-        required = set(schema.get("required", []) or [])
-        out: dict[str, Any] = {}
-        for name, sub in props.items():
-            if name in required or (depth < _MAX_DEPTH and rng.random() < 0.5):
-                out[name] = generate_value(sub, rng, root, depth + 1, words)
-        for name in required - set(out):
-            out[name] = "x"
-        return out
+        return _object_value(schema, rng, root, depth, words)
     return None
+
+
+def _string_value(schema: dict[str, Any], rng: random.Random, words: list[str] | None) -> str:
+    """A word (of ``words``, else a built-in list) within ``minLength``/``maxLength``, padded or cut to fit."""
+    lo, hi = int(schema.get("minLength", 0)), int(schema.get("maxLength", 24))
+    fitting = [w for w in (words or _WORDS) if lo <= len(w) <= hi]
+    word = rng.choice(fitting or words or _WORDS)
+    while len(word) < lo:
+        word += rng.choice("abcdefgh")
+    return word[: max(hi, lo)]
+
+
+def _number_value(kind: str, schema: dict[str, Any], rng: random.Random, root: dict[str, Any]) -> Any:
+    """An integer within the bounds (a multiple of an integer ``multipleOf``), as a float for ``number``;
+    from the pool when the range holds no integer or a bound is fractional."""
+    lo, hi = _bounds(schema)
+    if lo > hi or (kind == "number" and not all(float(schema.get(k, 0)).is_integer() for k in _NUMERIC)):
+        pool = schema_pool(_inline(schema, root))  # a range with no integer in it, fractional bounds
+        if pool:
+            return rng.choice(pool)
+    value = rng.randint(lo, hi)
+    step = schema.get("multipleOf")
+    if isinstance(step, int) and step > 0:
+        value -= value % step
+    return value if kind == "integer" else float(value)
+
+
+def _object_value(
+    schema: dict[str, Any], rng: random.Random, root: dict[str, Any], depth: int, words: list[str] | None
+) -> dict[str, Any]:
+    """Every required property and, while shallower than the depth limit, about half the others."""
+    props: dict[str, Any] = schema.get("properties", {}) or {}
+    required = set(schema.get("required", []) or [])
+    out: dict[str, Any] = {}
+    for name, sub in props.items():
+        if name in required or (depth < _MAX_DEPTH and rng.random() < 0.5):
+            out[name] = generate_value(sub, rng, root, depth + 1, words)
+    for name in required - set(out):
+        out[name] = "x"
+    return out
 
 
 def _bounds(schema: dict[str, Any]) -> tuple[int, int]:

@@ -214,182 +214,252 @@ async def fidelity_diff(
 
     Returns a :class:`FidelityReport`: ``report.ok``, ``report.differences``, ``report.text()``.
     """
-    from mcp.client.stdio import stdio_client
-    from mcp.client.streamable_http import streamable_http_client
-
-    from openenv_mcp.asgi import serving
-    from openenv_mcp.client.env import AsyncEnv
     from openenv_mcp.client.registry import load_environment
-    from openenv_mcp.serve.app import create_app
-    from openenv_mcp.types import CallTool, ListTools
 
     environment = target if isinstance(target, Environment) else load_environment(target)
     spec = environment.spec
     tool_server = _pick_server(spec, server)
     report = FidelityReport(env=spec.name, server=tool_server.name)
-    prefix = tool_server.prefix or ""
     tmp = Path(tempfile.mkdtemp(prefix="openenv-fidelity-"))
-    norm = normalize or (lambda v: v)
     try:
         if tool_server.workspace:
             copy_seed(spec.path(tool_server.workspace), tmp)
         async with AsyncExitStack() as stack:
-            read, write = await stack.enter_async_context(stdio_client(_stdio_params(spec, tool_server, tmp)))
-            raw = await stack.enter_async_context(ClientSession(read, write))
-            raw_init = await raw.initialize()
-            url = await stack.enter_async_context(serving(create_app(environment)))
-            read, write, *_ = await stack.enter_async_context(streamable_http_client(f"{url}/mcp"))
-            mcp = await stack.enter_async_context(ClientSession(read, write))
-            mcp_init = await mcp.initialize()
-            step_env = AsyncEnv(environment)
-            stack.push_async_callback(step_env.close)
-            await step_env.reset()
-
-            def record(request: str, face: str, a: Any, b: Any) -> None:
-                found: list[tuple[str, Any, Any]] = []
-                _diff(norm(a), norm(b), "", found)
-                report.differences.extend(Difference(request, face, p, x, y) for p, x, y in found)
-
-            # initialize
-            report.requests.append("initialize")
-            report.normalized.add("initialize.serverInfo")
-            several = len(spec.tool_servers) > 1
-            face_instructions = mcp_init.instructions
-            own_names = [t.name for t in (await raw.list_tools()).tools]
-            raw_instructions = name_tools(raw_init.instructions, prefix, own_names)
-            if raw_instructions != raw_init.instructions:
-                report.normalized.add("initialize.instructions.names")
-            if several:
-                report.normalized.add("several.servers")
-                expected = f"## {tool_server.name}\n{raw_instructions}" if raw_instructions else None
-                if expected and face_instructions and f"\n\n{expected}" in f"\n\n{face_instructions}":
-                    face_instructions = expected  # this server's section is there, whole
-            else:
-                expected = compose_instructions(spec.description, [(tool_server.name, raw_instructions)])
-            if expected != raw_init.instructions:
-                report.normalized.add("initialize.instructions")
-            record("initialize", "mcp", {"instructions": expected}, {"instructions": face_instructions})
-            record("initialize", "mcp", _honoured(raw_init.capabilities, report), _face_caps(mcp_init.capabilities))
-
-            # tools/list
-            report.requests.append("tools/list")
-            raw_tools = [_wire(t) for t in (await raw.list_tools()).tools]
-            in_process = tool_server.object is not None
-
-            def library_meta(items: list[dict[str, Any]]) -> None:
-                if in_process and _drop_library_meta(items):
-                    report.normalized.add("in-process.meta")
-
-            library_meta(raw_tools)
-            if prefix:
-                report.normalized.add("tools/list.name")
-                for t in raw_tools:
-                    t["name"] = f"{prefix}_{t['name']}"
-            mine = {t["name"] for t in raw_tools}
-            mcp_tools = [_wire(t) for t in (await mcp.list_tools()).tools]
-            step_tools = [_wire(t) for t in (await step_env.step(ListTools())).tools or []]
-            if several:
-                mcp_tools = [t for t in mcp_tools if t["name"] in mine]
-                step_tools = [t for t in step_tools if t["name"] in mine]
-            record("tools/list", "mcp", raw_tools, mcp_tools)
-            record("tools/list", "step", raw_tools, step_tools)
-
-            # tools/call
-            for name, arguments in calls:
-                request = f"tools/call {name}"
-                report.requests.append(request)
-                want = await _answer(lambda n=name, a=arguments: raw.call_tool(n, a))
-                face_name = f"{prefix}_{name}" if prefix else name
-                got_mcp = await _answer(lambda n=face_name, a=arguments: mcp.call_tool(n, a))
-                obs = await step_env.step(CallTool(name=face_name, arguments=arguments))
-                got_step = {"result": _wire(obs.result)} if obs.result is not None else {}
-                record(request, "mcp", want, got_mcp)
-                record(request, "step", want, got_step)
+            faces = await _open_faces(stack, environment, tool_server, tmp, report, normalize or (lambda v: v))
+            await faces.initialize()
+            await faces.list_tools()
+            await faces.call_tools(calls)
             report.normalized.add("step.resources-prompts")
-
-            # resources
-            report.requests.append("resources/list")
-            raw_res = await _answer(raw.list_resources)
-            library_meta(raw_res.get("result", {}).get("resources", []))
-            got_res = await _answer(mcp.list_resources)
-            if "result" in got_res and environment.mode == "sim":
-                report.normalized.add("resources/list.task")
-                got_res["result"]["resources"] = [
-                    r for r in got_res["result"]["resources"] if r["uri"] != "openenv://episode/task"
-                ]
-            if "error" in raw_res and raw_init.capabilities.resources is None:
-                raw_res, got_res = _none_listed(got_res, "resources")
-            if several:
-                _only_mine(raw_res, got_res, "resources", "uri")
-            record("resources/list", "mcp", raw_res, got_res)
-            report.requests.append("resources/templates/list")
-            raw_tpl = await _answer(raw.list_resource_templates)
-            library_meta(raw_tpl.get("result", {}).get("resourceTemplates", []))
-            got_tpl = await _answer(mcp.list_resource_templates)
-            if "error" in raw_tpl:
-                raw_tpl, got_tpl = _none_listed(got_tpl, "resourceTemplates")
-            if several:
-                _only_mine(raw_tpl, got_tpl, "resourceTemplates", "uriTemplate")
-            record("resources/templates/list", "mcp", raw_tpl, got_tpl)
-            uris = [r["uri"] for r in raw_res.get("result", {}).get("resources", [])][:20] + list(resources)
-            for uri in uris:
-                request = f"resources/read {uri}"
-                report.requests.append(request)
-                record(
-                    request,
-                    "mcp",
-                    await _answer(lambda u=uri: raw.read_resource(u)),
-                    await _answer(lambda u=uri: mcp.read_resource(u)),
-                )
-
-            # prompts
-            report.requests.append("prompts/list")
-            raw_pr = await _answer(raw.list_prompts)
-            library_meta(raw_pr.get("result", {}).get("prompts", []))
-            got_pr = await _answer(mcp.list_prompts)
-            if "result" in got_pr and environment.mode == "sim":
-                report.normalized.add("prompts/list.task")
-                got_pr["result"]["prompts"] = [p for p in got_pr["result"]["prompts"] if p["name"] != "task"]
-            if "error" in raw_pr and raw_init.capabilities.prompts is None:
-                raw_pr, got_pr = _none_listed(got_pr, "prompts")
-            if prefix and "result" in raw_pr:
-                for p in raw_pr["result"]["prompts"]:
-                    p["name"] = f"{prefix}_{p['name']}"
-            if several:
-                _only_mine(raw_pr, got_pr, "prompts", "name")
-            record("prompts/list", "mcp", raw_pr, got_pr)
-            if raw_init.capabilities.prompts is not None and not prefix:
-                prompts = [*prompts, ("openenv-fidelity-no-such-prompt", {})]
-            else:
-                prompts = list(prompts)
-            for name, arguments in prompts:
-                request = f"prompts/get {name}"
-                report.requests.append(request)
-                face_name = f"{prefix}_{name}" if prefix else name
-                record(
-                    request,
-                    "mcp",
-                    await _answer(lambda n=name, a=arguments: raw.get_prompt(n, a)),
-                    await _answer(lambda n=face_name, a=arguments: mcp.get_prompt(n, a)),
-                )
-
-            # completions
-            for ref, argument in completions:
-                label = ref.name if isinstance(ref, PromptReference) else ref.uri
-                request = f"completion/complete {label}"
-                report.requests.append(request)
-                face_ref = ref
-                if prefix and isinstance(ref, PromptReference):
-                    face_ref = ref.model_copy(update={"name": f"{prefix}_{ref.name}"})
-                record(
-                    request,
-                    "mcp",
-                    await _answer(lambda r=ref, a=argument: raw.complete(r, a)),
-                    await _answer(lambda r=face_ref, a=argument: mcp.complete(r, a)),
-                )
+            listed = await faces.list_resources()
+            await faces.list_resource_templates()
+            await faces.read_resources([*listed[:20], *resources])
+            await faces.prompts(prompts)
+            await faces.completions(completions)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return report
+
+
+async def _open_faces(
+    stack: AsyncExitStack,
+    environment: Environment,
+    tool_server: ToolServerSpec,
+    workspace: Path,
+    report: FidelityReport,
+    norm: Callable[[Any], Any],
+) -> _Faces:
+    """The raw server over stdio in ``workspace``, the served environment's ``/mcp`` and a reset
+    ``step()`` episode, all closed with ``stack``."""
+    from mcp.client.stdio import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from openenv_mcp.asgi import serving
+    from openenv_mcp.client.env import AsyncEnv
+    from openenv_mcp.serve.app import create_app
+
+    read, write = await stack.enter_async_context(stdio_client(_stdio_params(environment.spec, tool_server, workspace)))
+    raw = await stack.enter_async_context(ClientSession(read, write))
+    raw_init = await raw.initialize()
+    url = await stack.enter_async_context(serving(create_app(environment)))
+    read, write, *_ = await stack.enter_async_context(streamable_http_client(f"{url}/mcp"))
+    mcp = await stack.enter_async_context(ClientSession(read, write))
+    mcp_init = await mcp.initialize()
+    step_env = AsyncEnv(environment)
+    stack.push_async_callback(step_env.close)
+    await step_env.reset()
+    return _Faces(raw, mcp, step_env, raw_init, mcp_init, environment, tool_server, report, norm)
+
+
+@dataclass
+class _Faces:
+    """The raw server and the environment's two faces, sent the same requests; each method compares
+    one kind of request and records what differs (and which legitimate differences it normalized)."""
+
+    raw: ClientSession
+    mcp: ClientSession
+    step: Any
+    raw_init: Any
+    mcp_init: Any
+    environment: Environment
+    tool_server: ToolServerSpec
+    report: FidelityReport
+    norm: Callable[[Any], Any]
+
+    @property
+    def prefix(self) -> str:
+        return self.tool_server.prefix or ""
+
+    @property
+    def several(self) -> bool:
+        return len(self.environment.spec.tool_servers) > 1
+
+    @property
+    def sim(self) -> bool:
+        return self.environment.mode == "sim"
+
+    def face_name(self, name: str) -> str:
+        return f"{self.prefix}_{name}" if self.prefix else name
+
+    def record(self, request: str, face: str, a: Any, b: Any) -> None:
+        found: list[tuple[str, Any, Any]] = []
+        _diff(self.norm(a), self.norm(b), "", found)
+        self.report.differences.extend(Difference(request, face, p, x, y) for p, x, y in found)
+
+    def library_meta(self, items: list[dict[str, Any]]) -> None:
+        if self.tool_server.object is not None and _drop_library_meta(items):
+            self.report.normalized.add("in-process.meta")
+
+    async def initialize(self) -> None:
+        """Instructions (as the face composes them) and capabilities (as the face honours them)."""
+        report, raw_init = self.report, self.raw_init
+        report.requests.append("initialize")
+        report.normalized.add("initialize.serverInfo")
+        face_instructions = self.mcp_init.instructions
+        own_names = [t.name for t in (await self.raw.list_tools()).tools]
+        raw_instructions = name_tools(raw_init.instructions, self.prefix, own_names)
+        if raw_instructions != raw_init.instructions:
+            report.normalized.add("initialize.instructions.names")
+        if self.several:
+            report.normalized.add("several.servers")
+            expected = f"## {self.tool_server.name}\n{raw_instructions}" if raw_instructions else None
+            if expected and face_instructions and f"\n\n{expected}" in f"\n\n{face_instructions}":
+                face_instructions = expected  # this server's section is there, whole
+        else:
+            expected = compose_instructions(
+                self.environment.spec.description, [(self.tool_server.name, raw_instructions)]
+            )
+        if expected != raw_init.instructions:
+            report.normalized.add("initialize.instructions")
+        self.record("initialize", "mcp", {"instructions": expected}, {"instructions": face_instructions})
+        self.record(
+            "initialize", "mcp", _honoured(raw_init.capabilities, report), _face_caps(self.mcp_init.capabilities)
+        )
+
+    async def list_tools(self) -> None:
+        """``tools/list`` on both faces: the server's tools under their namespaced names."""
+        from openenv_mcp.types import ListTools
+
+        self.report.requests.append("tools/list")
+        raw_tools = [_wire(t) for t in (await self.raw.list_tools()).tools]
+        self.library_meta(raw_tools)
+        if self.prefix:
+            self.report.normalized.add("tools/list.name")
+            for t in raw_tools:
+                t["name"] = f"{self.prefix}_{t['name']}"
+        mine = {t["name"] for t in raw_tools}
+        mcp_tools = [_wire(t) for t in (await self.mcp.list_tools()).tools]
+        step_tools = [_wire(t) for t in (await self.step.step(ListTools())).tools or []]
+        if self.several:
+            mcp_tools = [t for t in mcp_tools if t["name"] in mine]
+            step_tools = [t for t in step_tools if t["name"] in mine]
+        self.record("tools/list", "mcp", raw_tools, mcp_tools)
+        self.record("tools/list", "step", raw_tools, step_tools)
+
+    async def call_tools(self, calls: Sequence[Call]) -> None:
+        """Each call on the raw server, the MCP face and ``step()``, in order."""
+        from openenv_mcp.types import CallTool
+
+        for name, arguments in calls:
+            request = f"tools/call {name}"
+            self.report.requests.append(request)
+            want = await _answer(lambda n=name, a=arguments: self.raw.call_tool(n, a))
+            face_name = self.face_name(name)
+            got_mcp = await _answer(lambda n=face_name, a=arguments: self.mcp.call_tool(n, a))
+            obs = await self.step.step(CallTool(name=face_name, arguments=arguments))
+            got_step = {"result": _wire(obs.result)} if obs.result is not None else {}
+            self.record(request, "mcp", want, got_mcp)
+            self.record(request, "step", want, got_step)
+
+    async def list_resources(self) -> list[str]:
+        """``resources/list`` (a simulation's task resource set aside); the URIs the raw server listed."""
+        self.report.requests.append("resources/list")
+        raw_res = await _answer(self.raw.list_resources)
+        self.library_meta(raw_res.get("result", {}).get("resources", []))
+        got_res = await _answer(self.mcp.list_resources)
+        if "result" in got_res and self.sim:
+            self.report.normalized.add("resources/list.task")
+            got_res["result"]["resources"] = [
+                r for r in got_res["result"]["resources"] if r["uri"] != "openenv://episode/task"
+            ]
+        if "error" in raw_res and self.raw_init.capabilities.resources is None:
+            raw_res, got_res = _none_listed(got_res, "resources")
+        if self.several:
+            _only_mine(raw_res, got_res, "resources", "uri")
+        self.record("resources/list", "mcp", raw_res, got_res)
+        return [r["uri"] for r in raw_res.get("result", {}).get("resources", [])]
+
+    async def list_resource_templates(self) -> None:
+        self.report.requests.append("resources/templates/list")
+        raw_tpl = await _answer(self.raw.list_resource_templates)
+        self.library_meta(raw_tpl.get("result", {}).get("resourceTemplates", []))
+        got_tpl = await _answer(self.mcp.list_resource_templates)
+        if "error" in raw_tpl:
+            raw_tpl, got_tpl = _none_listed(got_tpl, "resourceTemplates")
+        if self.several:
+            _only_mine(raw_tpl, got_tpl, "resourceTemplates", "uriTemplate")
+        self.record("resources/templates/list", "mcp", raw_tpl, got_tpl)
+
+    async def read_resources(self, uris: Sequence[str]) -> None:
+        for uri in uris:
+            request = f"resources/read {uri}"
+            self.report.requests.append(request)
+            self.record(
+                request,
+                "mcp",
+                await _answer(lambda u=uri: self.raw.read_resource(u)),
+                await _answer(lambda u=uri: self.mcp.read_resource(u)),
+            )
+
+    async def prompts(self, prompts: Sequence[Call]) -> None:
+        """``prompts/list`` (a simulation's task prompt set aside), then ``prompts/get`` of each of
+        ``prompts`` and, when the server has prompts and no namespace, of an unknown one."""
+        raw_pr, got_pr = await self._listed_prompts()
+        if self.several:
+            _only_mine(raw_pr, got_pr, "prompts", "name")
+        self.record("prompts/list", "mcp", raw_pr, got_pr)
+        if self.raw_init.capabilities.prompts is not None and not self.prefix:
+            prompts = [*prompts, ("openenv-fidelity-no-such-prompt", {})]
+        for name, arguments in prompts:
+            request = f"prompts/get {name}"
+            self.report.requests.append(request)
+            face_name = self.face_name(name)
+            self.record(
+                request,
+                "mcp",
+                await _answer(lambda n=name, a=arguments: self.raw.get_prompt(n, a)),
+                await _answer(lambda n=face_name, a=arguments: self.mcp.get_prompt(n, a)),
+            )
+
+    async def _listed_prompts(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        self.report.requests.append("prompts/list")
+        raw_pr = await _answer(self.raw.list_prompts)
+        self.library_meta(raw_pr.get("result", {}).get("prompts", []))
+        got_pr = await _answer(self.mcp.list_prompts)
+        if "result" in got_pr and self.sim:
+            self.report.normalized.add("prompts/list.task")
+            got_pr["result"]["prompts"] = [p for p in got_pr["result"]["prompts"] if p["name"] != "task"]
+        if "error" in raw_pr and self.raw_init.capabilities.prompts is None:
+            raw_pr, got_pr = _none_listed(got_pr, "prompts")
+        if self.prefix and "result" in raw_pr:
+            for p in raw_pr["result"]["prompts"]:
+                p["name"] = f"{self.prefix}_{p['name']}"
+        return raw_pr, got_pr
+
+    async def completions(self, completions: Sequence[tuple[Any, dict[str, str]]]) -> None:
+        """``completion/complete`` for each ``(ref, argument)`` (a prompt reference namespaced on the face)."""
+        for ref, argument in completions:
+            label = ref.name if isinstance(ref, PromptReference) else ref.uri
+            request = f"completion/complete {label}"
+            self.report.requests.append(request)
+            face_ref = ref
+            if self.prefix and isinstance(ref, PromptReference):
+                face_ref = ref.model_copy(update={"name": f"{self.prefix}_{ref.name}"})
+            self.record(
+                request,
+                "mcp",
+                await _answer(lambda r=ref, a=argument: self.raw.complete(r, a)),
+                await _answer(lambda r=face_ref, a=argument: self.mcp.complete(r, a)),
+            )
 
 
 def _none_listed(got: dict[str, Any], key: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -127,42 +127,16 @@ def _alternatives(schema: Any, root: dict[str, Any], seen: tuple[str, ...] = ())
     bad = sorted(_UNSUPPORTED_KEYS & schema.keys())
     if bad:
         raise Unsupported(f"uses {', '.join(bad)}")
-    alts: list[dict[str, Any]] = []
     union = schema.get("anyOf", schema.get("oneOf"))
     if union is not None:
-        for member in union:
-            sub = _alternatives(member, root, seen)
-            if sub is None:
-                return None
-            alts.extend(sub)
+        alts = _union_alternatives(union, root, seen)
+        if alts is None:
+            return None
     elif "enum" in schema or "const" in schema:
-        values = schema["enum"] if "enum" in schema else [schema["const"]]
-        by_type: dict[str, list[Any]] = {}
-        for value in values:
-            kind = _json_type(value)
-            if kind not in _JSON_TYPES:
-                raise Unsupported(f"enum value {value!r} is not a JSON scalar")
-            by_type.setdefault(kind, []).append(value)
-        alts.extend({"type": kind, "enum": sorted(vals, key=json.dumps)} for kind, vals in by_type.items())
+        alts = _enum_alternatives(schema["enum"] if "enum" in schema else [schema["const"]])
     elif "type" in schema:
         types = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        for kind in types:
-            alt: dict[str, Any] = {"type": kind}
-            if kind == "array":
-                items = _alternatives(schema.get("items", {}), root, seen)
-                if items is not None:
-                    alt["items"] = items
-            elif kind == "object":
-                if schema.get("properties"):
-                    raise Unsupported("a nested object with its own properties")
-                extra = schema.get("additionalProperties")
-                if isinstance(extra, dict):
-                    values_alts = _alternatives(extra, root, seen)
-                    if values_alts is not None:
-                        alt["values"] = values_alts
-            elif kind not in _JSON_TYPES:
-                raise Unsupported(f"unknown JSON type {kind!r}")
-            alts.append(alt)
+        alts = [_typed_alternative(kind, schema, root, seen) for kind in types]
     else:
         leftover = set(schema) - _IGNORED - {"nullable", "additionalProperties", "properties", "required"}
         if leftover:
@@ -172,6 +146,51 @@ def _alternatives(schema: Any, root: dict[str, Any], seen: tuple[str, ...] = ())
         alts.append({"type": "null"})
     unique = {json.dumps(a, sort_keys=True): a for a in alts}
     return [unique[k] for k in sorted(unique)]
+
+
+def _union_alternatives(union: Any, root: dict[str, Any], seen: tuple[str, ...]) -> list[dict[str, Any]] | None:
+    """The members' alternatives of an ``anyOf``/``oneOf``, together; ``None`` when a member accepts anything."""
+    alts: list[dict[str, Any]] = []
+    for member in union:
+        sub = _alternatives(member, root, seen)
+        if sub is None:
+            return None
+        alts.extend(sub)
+    return alts
+
+
+def _enum_alternatives(values: list[Any]) -> list[dict[str, Any]]:
+    """One alternative per JSON type of an ``enum``'s (or a ``const``'s) values, each listing its values sorted."""
+    by_type: dict[str, list[Any]] = {}
+    for value in values:
+        kind = _json_type(value)
+        if kind not in _JSON_TYPES:
+            raise Unsupported(f"enum value {value!r} is not a JSON scalar")
+        by_type.setdefault(kind, []).append(value)
+    return [{"type": kind, "enum": sorted(vals, key=json.dumps)} for kind, vals in by_type.items()]
+
+
+def _typed_alternative(
+    kind: str, schema: dict[str, Any], root: dict[str, Any], seen: tuple[str, ...]
+) -> dict[str, Any]:
+    """The alternative for one ``type`` of ``schema``: an array's items, a map's values (never a nested
+    object's own properties)."""
+    alt: dict[str, Any] = {"type": kind}
+    if kind == "array":
+        items = _alternatives(schema.get("items", {}), root, seen)
+        if items is not None:
+            alt["items"] = items
+    elif kind == "object":
+        if schema.get("properties"):
+            raise Unsupported("a nested object with its own properties")
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            values_alts = _alternatives(extra, root, seen)
+            if values_alts is not None:
+                alt["values"] = values_alts
+    elif kind not in _JSON_TYPES:
+        raise Unsupported(f"unknown JSON type {kind!r}")
+    return alt
 
 
 def _json_type(value: Any) -> str:

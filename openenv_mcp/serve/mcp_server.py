@@ -135,99 +135,114 @@ def build_server(
     ``surface()`` gives what the wrapped tool servers declared (instructions, capabilities);
     ``instructions`` is used while it is ``None``."""
 
-    async def list_tools(ctx: Any, params: Any) -> ListToolsResult:
-        episode = await resolve(ctx)
-        await episode.refresh_tools()
-        return ListToolsResult(tools=episode.mcp_tools)
-
-    async def call_tool(ctx: Any, params: Any) -> CallToolResult:
-        episode = await resolve(ctx)
-        arguments = params.arguments or {}
-        if params.name == RUN_CODE and episode.env.spec.codeact:
-            code = arguments.get("code")
-            if not isinstance(code, str) or set(arguments) != {"code"}:
-                return error_result("run_code takes one argument, 'code' (a string of Python source)")
-            if len(code) > CODE_LIMIT:
-                return error_result(f"run_code: the code is {len(code)} characters, over the {CODE_LIMIT} limit")
-            action: CallTool | RunCode = RunCode.model_construct(code=code)
-        else:
-            action = CallTool.model_construct(name=params.name, arguments=arguments)
-        try:
-            obs = await episode.act(action)
-        except EpisodeEnded:
-            return error_result(EPISODE_ENDED_MESSAGE)
-        assert obs.result is not None  # a CallTool step always carries its result
-        return obs.result
-
-    async def list_resources(ctx: Any, params: Any) -> ListResourcesResult:
-        episode = await resolve(ctx)
-        own = [_task_resource(episode)] if _offers_task(episode) else []
-        return ListResourcesResult(resources=[*own, *await episode.list_resources()])
-
-    async def read_resource(ctx: Any, params: Any) -> ReadResourceResult:
-        uri = str(params.uri)
-        episode = await resolve(ctx)
-        if uri == TASK_URI and _offers_task(episode):
-            return ReadResourceResult(
-                contents=[TextResourceContents(uri=TASK_URI, mime_type="application/json", text=_task_json(episode))]
-            )
-        try:
-            return await episode.read_resource(uri)
-        except ToolServerError as e:
-            raise _server_error(e) from None
-        except KeyError:
-            raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}", data={"uri": uri}) from None
-
-    async def list_resource_templates(ctx: Any, params: Any) -> ListResourceTemplatesResult:
-        episode = await resolve(ctx)
-        return ListResourceTemplatesResult(resource_templates=await episode.list_resource_templates())
-
-    async def complete(ctx: Any, params: Any) -> CompleteResult:
-        episode = await resolve(ctx)
-        context = params.context.arguments if params.context is not None else None
-        argument = {"name": params.argument.name, "value": params.argument.value}
-        try:
-            return await episode.complete(params.ref, argument, context)
-        except ToolServerError as e:
-            raise _server_error(e) from None
-        except KeyError:
-            return CompleteResult.model_validate({"completion": {"values": []}})
-
-    async def list_prompts(ctx: Any, params: Any) -> ListPromptsResult:
-        episode = await resolve(ctx)
-        own = [_task_prompt(episode)] if _offers_task(episode) else []
-        return ListPromptsResult(prompts=[*own, *(p for p in await episode.list_prompts() if p.name != TASK_PROMPT)])
-
-    async def get_prompt(ctx: Any, params: Any) -> GetPromptResult:
-        episode = await resolve(ctx)
-        if params.name == TASK_PROMPT and _offers_task(episode):
-            return GetPromptResult(
-                description=_task_prompt(episode).description,
-                messages=[
-                    PromptMessage(role="user", content=TextContent(type="text", text=episode.public_task.prompt))
-                ],
-            )
-        try:
-            return await episode.get_prompt(params.name, params.arguments)
-        except ToolServerError as e:
-            raise _server_error(e) from None
-        except KeyError:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name!r}") from None
-
     return FaceServer(
         name,
         surface,
         version=version,
         instructions=instructions,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_resource_templates,
-        on_read_resource=read_resource,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
-        on_completion=complete,
+        on_list_tools=_on_episode(resolve, _list_tools),
+        on_call_tool=_on_episode(resolve, _call_tool),
+        on_list_resources=_on_episode(resolve, _list_resources),
+        on_list_resource_templates=_on_episode(resolve, _list_resource_templates),
+        on_read_resource=_on_episode(resolve, _read_resource),
+        on_list_prompts=_on_episode(resolve, _list_prompts),
+        on_get_prompt=_on_episode(resolve, _get_prompt),
+        on_completion=_on_episode(resolve, _complete),
     )
+
+
+def _on_episode(resolve: Resolver, handler: Callable[[Episode, Any], Awaitable[Any]]) -> Callable[..., Any]:
+    """An SDK request handler: ``handler(episode, params)`` on the episode ``resolve(ctx)`` names."""
+
+    async def on_request(ctx: Any, params: Any) -> Any:
+        return await handler(await resolve(ctx), params)
+
+    return on_request
+
+
+async def _list_tools(episode: Episode, params: Any) -> ListToolsResult:
+    await episode.refresh_tools()
+    return ListToolsResult(tools=episode.mcp_tools)
+
+
+async def _call_tool(episode: Episode, params: Any) -> CallToolResult:
+    """A tool call through :meth:`Episode.act`; ``run_code`` (CodeAct) takes exactly one string
+    argument ``code`` within the size limit, checked before the episode sees it."""
+    arguments = params.arguments or {}
+    if params.name == RUN_CODE and episode.env.spec.codeact:
+        code = arguments.get("code")
+        if not isinstance(code, str) or set(arguments) != {"code"}:
+            return error_result("run_code takes one argument, 'code' (a string of Python source)")
+        if len(code) > CODE_LIMIT:
+            return error_result(f"run_code: the code is {len(code)} characters, over the {CODE_LIMIT} limit")
+        action: CallTool | RunCode = RunCode.model_construct(code=code)
+    else:
+        action = CallTool.model_construct(name=params.name, arguments=arguments)
+    try:
+        obs = await episode.act(action)
+    except EpisodeEnded:
+        return error_result(EPISODE_ENDED_MESSAGE)
+    assert obs.result is not None  # a CallTool step always carries its result
+    return obs.result
+
+
+async def _list_resources(episode: Episode, params: Any) -> ListResourcesResult:
+    own = [_task_resource(episode)] if _offers_task(episode) else []
+    return ListResourcesResult(resources=[*own, *await episode.list_resources()])
+
+
+async def _read_resource(episode: Episode, params: Any) -> ReadResourceResult:
+    """The task resource (simulation only), else the wrapped servers' resource; an unknown URI is
+    ``RESOURCE_NOT_FOUND``, a server's own error passes through."""
+    uri = str(params.uri)
+    if uri == TASK_URI and _offers_task(episode):
+        return ReadResourceResult(
+            contents=[TextResourceContents(uri=TASK_URI, mime_type="application/json", text=_task_json(episode))]
+        )
+    try:
+        return await episode.read_resource(uri)
+    except ToolServerError as e:
+        raise _server_error(e) from None
+    except KeyError:
+        raise MCPError(code=RESOURCE_NOT_FOUND, message=f"Resource not found: {uri}", data={"uri": uri}) from None
+
+
+async def _list_resource_templates(episode: Episode, params: Any) -> ListResourceTemplatesResult:
+    return ListResourceTemplatesResult(resource_templates=await episode.list_resource_templates())
+
+
+async def _complete(episode: Episode, params: Any) -> CompleteResult:
+    """The wrapped servers' completions; a reference none of them knows completes to nothing."""
+    context = params.context.arguments if params.context is not None else None
+    argument = {"name": params.argument.name, "value": params.argument.value}
+    try:
+        return await episode.complete(params.ref, argument, context)
+    except ToolServerError as e:
+        raise _server_error(e) from None
+    except KeyError:
+        return CompleteResult.model_validate({"completion": {"values": []}})
+
+
+async def _list_prompts(episode: Episode, params: Any) -> ListPromptsResult:
+    """The task prompt (simulation only) first; a wrapped server's prompt of the same name is hidden."""
+    own = [_task_prompt(episode)] if _offers_task(episode) else []
+    return ListPromptsResult(prompts=[*own, *(p for p in await episode.list_prompts() if p.name != TASK_PROMPT)])
+
+
+async def _get_prompt(episode: Episode, params: Any) -> GetPromptResult:
+    """The task prompt (simulation only: the task's public prompt as a user message), else the
+    wrapped servers' prompt; an unknown name is ``INVALID_PARAMS``."""
+    if params.name == TASK_PROMPT and _offers_task(episode):
+        return GetPromptResult(
+            description=_task_prompt(episode).description,
+            messages=[PromptMessage(role="user", content=TextContent(type="text", text=episode.public_task.prompt))],
+        )
+    try:
+        return await episode.get_prompt(params.name, params.arguments)
+    except ToolServerError as e:
+        raise _server_error(e) from None
+    except KeyError:
+        raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {params.name!r}") from None
 
 
 def episode_server(episode: Episode) -> Server:

@@ -419,89 +419,110 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 # -- HTTP: /reset /step /state (simulation), /metadata /schema /openapi.json ------------------
 def openenv_routes(control: ControlPlane, environment: Environment, mode: str) -> list[BaseRoute]:
     """OpenEnv's HTTP routes onto the control plane (``/reset``, ``/step``, ``/state`` in simulation only)."""
-    from openenv_mcp.serve.control import Caller
-    from openenv_mcp.serve.openapi import metadata, openapi_document, schemas
+    http = _OpenEnvHttp(control, environment, mode)
+    routes: list[BaseRoute] = [
+        Route("/metadata", http.metadata, methods=["GET"], name="openenv-metadata"),
+        Route("/schema", http.schema, methods=["GET"], name="openenv-schema"),
+        Route("/openapi.json", http.openapi, methods=["GET"], name="openapi"),
+    ]
+    if mode == "sim":
+        routes += [
+            Route("/reset", http.reset, methods=["POST"], name="openenv-reset"),
+            Route("/step", http.step, methods=["POST"], name="openenv-step"),
+            Route("/state", http.state, methods=["GET"], name="openenv-state"),
+        ]
+    return routes
 
-    def error(e: OpenEnvError) -> Response:
-        return JSONResponse({"error": {"code": e.code, "message": str(e)}}, status_code=http_status(e))
 
-    async def body(request: Request) -> dict[str, Any]:
-        raw = await request.body()
-        if not raw.strip():
-            return {}
+class _OpenEnvHttp:
+    """The endpoints of :func:`openenv_routes`; an error is answered ``{"error": {"code", "message"}}``
+    with its HTTP status."""
+
+    def __init__(self, control: ControlPlane, environment: Environment, mode: str) -> None:
+        self.control, self.environment, self.mode = control, environment, mode
+
+    async def metadata(self, request: Request) -> Response:
+        from openenv_mcp.serve.openapi import metadata
+
+        return JSONResponse(metadata(self.environment))
+
+    async def schema(self, request: Request) -> Response:
+        from openenv_mcp.serve.openapi import schemas
+
+        return JSONResponse(schemas())
+
+    async def openapi(self, request: Request) -> Response:
+        from openenv_mcp.serve.openapi import openapi_document
+
+        return JSONResponse(openapi_document(self.environment, self.mode, request.app.routes))
+
+    async def reset(self, request: Request) -> Response:
+        async def first(episode: Episode) -> Observation:
+            return episode.first_observation()
+
         try:
-            msg = json.loads(raw)
-        except ValueError as e:
-            raise BadRequest(f"request body is not valid JSON: {e}") from None
-        if not isinstance(msg, dict):
-            raise BadRequest("request body must be a JSON object")
-        return msg
-
-    async def one_shot(request: Request, create: dict[str, Any], use: Any) -> Any:
-        """A fresh episode for this request only (OpenEnv's HTTP routes keep no session), closed before the answer."""
-        caller = Caller(None, None, bool(request.scope.get(ADMIN_SCOPE_KEY)))
-        episode = await control.create_episode(create, caller)
-        try:
-            return await use(episode)
-        finally:
-            await control.manager.close(episode.id)
-
-    async def reset(request: Request) -> Response:
-        try:
-            msg = _reset_message(await body(request))
-
-            async def first(episode: Episode) -> Observation:
-                return episode.first_observation()
-
-            return JSONResponse(openenv_observation(await one_shot(request, msg, first)))
+            msg = _reset_message(await _json_body(request))
+            return JSONResponse(openenv_observation(await self._one_shot(request, msg, first)))
         except OpenEnvError as e:
-            return error(e)
+            return _http_error(e)
 
-    async def step(request: Request) -> Response:
+    async def step(self, request: Request) -> Response:
         try:
-            msg = await body(request)
-            if "action" not in msg:
-                raise BadRequest(
-                    "'action' (an object) is required, e.g. "
-                    '{"action": {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "hi"}}}'
-                )
-            action = openenv_action(msg["action"])
-            create = {"call_timeout": msg["timeout_s"]} if msg.get("timeout_s") is not None else {}
+            action, create = _step_message(await _json_body(request))
 
             async def act(episode: Episode) -> Observation:
-                return await control.act(episode, action, "control")
+                return await self.control.act(episode, action, "control")
 
-            return JSONResponse(openenv_observation(await one_shot(request, create, act)))
+            return JSONResponse(openenv_observation(await self._one_shot(request, create, act)))
         except OpenEnvError as e:
-            return error(e)
+            return _http_error(e)
 
-    async def state(request: Request) -> Response:
+    async def state(self, request: Request) -> Response:
         async def read(episode: Episode) -> Any:
             return episode.state().model_dump(mode="json")
 
         try:
-            return JSONResponse(await one_shot(request, {}, read))
+            return JSONResponse(await self._one_shot(request, {}, read))
         except OpenEnvError as e:
-            return error(e)
+            return _http_error(e)
 
-    async def metadata_route(request: Request) -> Response:
-        return JSONResponse(metadata(environment))
+    async def _one_shot(self, request: Request, create: dict[str, Any], use: Any) -> Any:
+        """A fresh episode for this request only (OpenEnv's HTTP routes keep no session), closed before the answer."""
+        from openenv_mcp.serve.control import Caller
 
-    async def schema_route(request: Request) -> Response:
-        return JSONResponse(schemas())
+        caller = Caller(None, None, bool(request.scope.get(ADMIN_SCOPE_KEY)))
+        episode = await self.control.create_episode(create, caller)
+        try:
+            return await use(episode)
+        finally:
+            await self.control.manager.close(episode.id)
 
-    async def openapi_route(request: Request) -> Response:
-        return JSONResponse(openapi_document(environment, mode, request.app.routes))
 
-    routes: list[BaseRoute] = [
-        Route("/metadata", metadata_route, methods=["GET"], name="openenv-metadata"),
-        Route("/schema", schema_route, methods=["GET"], name="openenv-schema"),
-        Route("/openapi.json", openapi_route, methods=["GET"], name="openapi"),
-    ]
-    if mode == "sim":
-        routes += [
-            Route("/reset", reset, methods=["POST"], name="openenv-reset"),
-            Route("/step", step, methods=["POST"], name="openenv-step"),
-            Route("/state", state, methods=["GET"], name="openenv-state"),
-        ]
-    return routes
+def _http_error(e: OpenEnvError) -> Response:
+    return JSONResponse({"error": {"code": e.code, "message": str(e)}}, status_code=http_status(e))
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object (an empty body is ``{}``)."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        msg = json.loads(raw)
+    except ValueError as e:
+        raise BadRequest(f"request body is not valid JSON: {e}") from None
+    if not isinstance(msg, dict):
+        raise BadRequest("request body must be a JSON object")
+    return msg
+
+
+def _step_message(msg: dict[str, Any]) -> tuple[CallTool | ListTools | RunCode, dict[str, Any]]:
+    """A ``/step`` body's action and what its episode is created with (``timeout_s``: the call timeout)."""
+    if "action" not in msg:
+        raise BadRequest(
+            "'action' (an object) is required, e.g. "
+            '{"action": {"type": "call_tool", "tool_name": "echo", "arguments": {"text": "hi"}}}'
+        )
+    action = openenv_action(msg["action"])
+    create = {"call_timeout": msg["timeout_s"]} if msg.get("timeout_s") is not None else {}
+    return action, create

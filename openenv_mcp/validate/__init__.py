@@ -21,6 +21,7 @@ The result is a :class:`ValidationReport`: ``to_json()``, a rich table
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,60 +230,21 @@ async def validate(
     task; ``task_ids``: only these tasks (default: every task, in order).
     ``on_check``: called after each scripted episode (progress).
     """
-    unknown = {p for p in probes if p not in ALL_PROBES and not p.startswith(HACK_PREFIX)}
-    if unknown:
-        raise ConfigError(f"unknown probe(s) {sorted(unknown)}; known: {', '.join(ALL_PROBES)}, hack:NAME")
+    _check_probe_names(probes)
     environment = load_environment(env, **options)
-    tasks = list(environment.tasks.tasks)
-    if task_ids is not None:
-        known = {t.id: t for t in tasks}
-        missing = [i for i in task_ids if i not in known]
-        if missing:
-            raise ConfigError(f"unknown task id(s) {missing}; known: {', '.join(list(known)[:10])}...")
-        tasks = [known[i] for i in task_ids]
+    tasks = _selected_tasks(environment, task_ids)
     report = ValidationReport(env=environment.name, tasks=[t.id for t in tasks])
-    make_env = lambda: AsyncEnv(environment)  # noqa: E731 - one fresh episode per check
 
     def record(result: CheckResult) -> None:
         report.checks.append(result)
         if on_check is not None:
             on_check(result)
 
+    checks = _ScriptedChecks(environment, probes, seed, record)
     success = environment.spec.success_score
-    tools = None
-    earlier: list[list[CallTool]] = []
     try:
         for index, task in enumerate(tasks):
-            reference = None
-            for kind in ("reference", "wrong"):
-                try:
-                    script = environment.script(task, kind, seed)
-                except OpenEnvError as e:
-                    record(CheckResult(task_id=task.id, check=kind, error=str(e)))
-                    continue
-                result = await play_script(make_env, task.id, kind, script, seed, success)
-                record(result)
-                if kind == "reference":
-                    reference = result.played
-            if tools is None:
-                probe_env = make_env()
-                try:
-                    tools = (await probe_env.reset(seed=seed, task_id=task.id)).tools or []
-                finally:
-                    await probe_env.close()
-            for probe in probes:
-                if probe == "replay" and not earlier:
-                    continue
-                if probe == "hack" or probe.startswith(HACK_PREFIX):
-                    continue
-                actions = probe_actions(probe, tools, index, earlier, environment.max_steps)
-                record(await play_script(make_env, task.id, probe, actions, seed, success))
-            for name, script in environment.probes(task, seed).items():
-                check = f"{HACK_PREFIX}{name}"
-                if "hack" in probes or check in probes:
-                    record(await play_script(make_env, task.id, check, script, seed, success))
-            if reference:
-                earlier.append(reference)
+            await checks.play_task(index, task)
     finally:
         await environment.aclose()
     if policy is not None:
@@ -291,6 +253,86 @@ async def validate(
             await _rollouts(env, policy, [t.id for t in tasks], k, concurrency, max_steps, seed, options), success
         )
     return report
+
+
+def _check_probe_names(probes: tuple[str, ...]) -> None:
+    unknown = {p for p in probes if p not in ALL_PROBES and not p.startswith(HACK_PREFIX)}
+    if unknown:
+        raise ConfigError(f"unknown probe(s) {sorted(unknown)}; known: {', '.join(ALL_PROBES)}, hack:NAME")
+
+
+def _selected_tasks(environment: Any, task_ids: list[str] | None) -> list[Any]:
+    """The environment's tasks in order, or those of ``task_ids`` in that order (an unknown id refused)."""
+    tasks = list(environment.tasks.tasks)
+    if task_ids is None:
+        return tasks
+    known = {t.id: t for t in tasks}
+    missing = [i for i in task_ids if i not in known]
+    if missing:
+        raise ConfigError(f"unknown task id(s) {missing}; known: {', '.join(list(known)[:10])}...")
+    return [known[i] for i in task_ids]
+
+
+@dataclass
+class _ScriptedChecks:
+    """The scripted episodes of one validation, task after task, each in a fresh episode: the
+    ``reference`` and ``wrong`` solutions, the generic probes (over the tools the first task lists;
+    ``replay`` replays earlier tasks' reference trajectories, so it waits for one), then the
+    environment's own ``hack:NAME`` probes."""
+
+    environment: Any
+    probes: tuple[str, ...]
+    seed: int
+    record: Callable[[CheckResult], None]
+    earlier: list[list[CallTool]] = field(default_factory=list)
+    tools: list[Any] | None = None
+
+    def make_env(self) -> AsyncEnv:
+        return AsyncEnv(self.environment)
+
+    async def play(self, task_id: str, check: str, actions: Any) -> CheckResult:
+        return await play_script(self.make_env, task_id, check, actions, self.seed, self.environment.spec.success_score)
+
+    async def play_task(self, index: int, task: Any) -> None:
+        reference = await self.solutions(task)
+        if self.tools is None:
+            self.tools = await self.listed_tools(task)
+        for probe in self.probes:
+            if probe == "replay" and not self.earlier:
+                continue
+            if probe == "hack" or probe.startswith(HACK_PREFIX):
+                continue
+            actions = probe_actions(probe, self.tools, index, self.earlier, self.environment.max_steps)
+            self.record(await self.play(task.id, probe, actions))
+        for name, script in self.environment.probes(task, self.seed).items():
+            check = f"{HACK_PREFIX}{name}"
+            if "hack" in self.probes or check in self.probes:
+                self.record(await self.play(task.id, check, script))
+        if reference:
+            self.earlier.append(reference)
+
+    async def solutions(self, task: Any) -> list[CallTool] | None:
+        """Play the task's ``reference`` and ``wrong`` scripts (one the environment cannot give is a
+        failed check); the reference's played calls."""
+        reference = None
+        for kind in ("reference", "wrong"):
+            try:
+                script = self.environment.script(task, kind, self.seed)
+            except OpenEnvError as e:
+                self.record(CheckResult(task_id=task.id, check=kind, error=str(e)))
+                continue
+            result = await self.play(task.id, kind, script)
+            self.record(result)
+            if kind == "reference":
+                reference = result.played
+        return reference
+
+    async def listed_tools(self, task: Any) -> list[Any]:
+        probe_env = self.make_env()
+        try:
+            return (await probe_env.reset(seed=self.seed, task_id=task.id)).tools or []
+        finally:
+            await probe_env.close()
 
 
 async def _rollouts(

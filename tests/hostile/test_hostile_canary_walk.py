@@ -1,8 +1,9 @@
-"""Issue 23 item 1, proved from inside: canaries planted in every bundled environment's folder, in the
-checkout, in its ``.git`` (a loose and a packed object), beside the checkout and under ``/opt``; the whole
-visible filesystem walked from inside every kind of sandbox (CodeAct in coding, files and sql; coding's
-shell and python fast-start forks, a plain-start shell, the fs server's sandbox and the reward runner's),
-every readable file grepped, zlib streams decompressed (:mod:`support.walker`, :mod:`support.canary_walk`).
+"""No sandbox sees another environment's folder nor the checkout, proved from inside: canaries planted
+in every bundled environment's folder, in the checkout, in its ``.git`` (a loose and a packed object),
+beside the checkout and under ``/opt``; the whole visible filesystem walked from inside every kind of
+sandbox (CodeAct in coding, files and sql; coding's shell and python fast-start forks, a plain-start
+shell, the fs server's sandbox and the reward runner's), every readable file grepped, zlib streams
+decompressed (:mod:`support.walker`, :mod:`support.canary_walk`).
 
 On main before the allowlist each sandbox found 10 canaries (the other environments' folders) and showed
 ``.git`` and ``envs/``. Here: editable (this checkout), and a checkout under ``/tmp`` with its own editable

@@ -1,4 +1,4 @@
-"""Hostile agents against production on the user's own folder (``--mode prod --workspace DIR``, issue 15).
+"""Hostile agents against production on the user's own folder (``--mode prod --workspace DIR``).
 
 The agent holds only the MCP face. The folder is the user's real project: links inside it that point
 out, a read-only deployment, and a production server's missing control plane are each attacked the

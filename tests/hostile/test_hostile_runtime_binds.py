@@ -1,6 +1,6 @@
 """A tool server whose runtime lives in a home folder (a virtualenv or a Node package with a
 ``package.json`` in ``/home/NAME``): the agent, through the server's tools, tries to read the
-home's keys and to change the bound runtime (issue 12 items 4 and 7). The runtime is bound
+home's keys and to change the bound runtime. The runtime is bound
 read-only, nothing else of the home is visible, and the server runs as the episode's uid."""
 
 from __future__ import annotations

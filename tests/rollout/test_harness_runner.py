@@ -1,4 +1,5 @@
-"""Rollouts played by real agent harnesses over the episode's MCP address (issue 15, item 4).
+"""Rollouts played by real agent harnesses over the episode's MCP address: one solves a task, a crashing
+one is recorded, one past its time is stopped and its episode closed.
 
 Each harness talks to the scripted OpenAI-compatible server (tests/support/scripted_model.py), which answers
 with the `files` environment's reference solution; the environment's reward is read on the control plane.

@@ -1,4 +1,4 @@
-"""Deploying what was trained (issue 15): the task on the MCP face in simulation, the same names everywhere."""
+"""Deploying what was trained: the task on the MCP face in simulation, the same names everywhere."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The canary walk (issue 23 item 1): plant canaries where no sandbox may look, then walk the whole visible
+"""The canary walk: plant canaries where no sandbox may look, then walk the whole visible
 filesystem from inside every kind of sandbox of the built-in environments and report what was found.
 
 Run by the tests in-process (editable install) and as a program by another installation's interpreter

@@ -113,8 +113,8 @@ def _check_time(world: World) -> None:
 
 
 def _server(world: World) -> FastMCP:
+    """The episode's tools, registered with their schemas; the bodies are the module's ``_TOOL`` functions."""
     server = FastMCP("terminal", instructions=INSTRUCTIONS)
-    container = world.container
 
     @server.tool(
         name="shell_run",
@@ -133,20 +133,7 @@ def _server(world: World) -> FastMCP:
             ),
         ] = None,
     ) -> ToolResult:
-        _check_time(world)
-        if not command.strip():
-            raise ToolError("command is empty; give a shell command such as 'ls -la'")
-        if len(command) > MAX_COMMAND:
-            raise ToolError(f"command is {len(command)} characters; the limit is {MAX_COMMAND}: write a script file")
-        seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
-        if seconds > MAX_TIMEOUT:
-            raise ToolError(f"timeout {seconds:g} s is above the limit of {MAX_TIMEOUT:g} s")
-        seconds = max(0.1, min(seconds, world.remaining()))
-        result = await anyio.to_thread.run_sync(
-            lambda: container.exec([*container.shell(), command], timeout=seconds, output_bytes=OUTPUT_BYTES)
-        )
-        data = result.to_json()
-        return ToolResult(content=render(data, seconds), structured_content=data, is_error=result.timed_out)
+        return await _shell_run(world, command, timeout)
 
     @server.tool(
         name="fs_read",
@@ -158,20 +145,7 @@ def _server(world: World) -> FastMCP:
         path: Annotated[str, Field(description="Absolute, or relative to the working folder.")],
         encoding: Annotated[Literal["text", "base64"], Field(description="text (default) or base64")] = "text",
     ) -> str:
-        _check_time(world)
-        full = join_path(container.workdir, path)
-        got = await anyio.to_thread.run_sync(lambda: _follow(container, full))
-        if got.kind != "file":
-            raise ToolError(_not_a_file(full, got))
-        if encoding == "base64":
-            text = base64.b64encode(got.data).decode()
-        else:
-            if b"\0" in got.data[:8192]:
-                raise ToolError(f"{full} looks binary ({got.size} bytes): read it with encoding='base64'")
-            text = got.data.decode("utf-8", errors="replace")
-        if got.truncated:
-            text += f"\n[... truncated: the file has {got.size} bytes; the first {len(got.data)} are shown ...]"
-        return text
+        return await _fs_read(world, path, encoding)
 
     @server.tool(
         name="fs_write",
@@ -185,13 +159,7 @@ def _server(world: World) -> FastMCP:
         encoding: Annotated[Literal["text", "base64"], Field(description="text (default) or base64")] = "text",
         mode: Annotated[str | None, Field(description="Octal permissions, e.g. '755' (default 644).")] = None,
     ) -> str:
-        _check_time(world)
-        full = join_path(container.workdir, path)
-        data = _decode(content, encoding)
-        bits = _mode(mode)
-        uid, gid = world.agent_ids
-        await anyio.to_thread.run_sync(lambda: container.write(full, data, mode=bits, uid=uid, gid=gid))
-        return f"wrote {len(data)} bytes to {full}"
+        return await _fs_write(world, path, content, encoding, mode)
 
     @server.tool(
         name="fs_edit",
@@ -206,23 +174,7 @@ def _server(world: World) -> FastMCP:
         new_text: Annotated[str, Field(description="What to put instead.")],
         replace_all: Annotated[bool, Field(description="Replace every occurrence.")] = False,
     ) -> str:
-        _check_time(world)
-        full = join_path(container.workdir, path)
-        got = await anyio.to_thread.run_sync(lambda: _follow(container, full))
-        if got.kind != "file" or got.truncated:
-            raise ToolError(_not_a_file(full, got) if got.kind != "file" else f"{full} is too large to edit")
-        text = got.data.decode("utf-8", errors="strict") if _utf8(got.data) else None
-        if text is None:
-            raise ToolError(f"{full} is not UTF-8 text")
-        count = text.count(old_text)
-        if count == 0:
-            raise ToolError(f"old_text does not occur in {full}")
-        if count > 1 and not replace_all:
-            raise ToolError(f"old_text occurs {count} times in {full}: give more context, or replace_all=true")
-        updated = text.replace(old_text, new_text).encode()
-        uid, gid = world.agent_ids
-        await anyio.to_thread.run_sync(lambda: container.write(full, updated, mode=got.mode & 0o7777, uid=uid, gid=gid))
-        return f"replaced {count if replace_all else 1} occurrence(s) in {full}"
+        return await _fs_edit(world, path, old_text, new_text, replace_all)
 
     @server.tool(
         name="fs_list",
@@ -234,18 +186,7 @@ def _server(world: World) -> FastMCP:
         path: Annotated[str, Field(description="Absolute, or relative to the working folder.")] = ".",
         depth: Annotated[int, Field(ge=1, le=5, description="Levels below the folder (default 1).")] = 1,
     ) -> str:
-        _check_time(world)
-        full = join_path(container.workdir, path)
-        listed = await anyio.to_thread.run_sync(
-            lambda: container.list(full, max_entries=1000, max_depth=depth, byte_limit=64 << 20)
-        )
-        if listed is None:
-            raise ToolError(f"no such folder: {full}")
-        entries, cut = listed
-        lines = [_entry_line(e) for e in sorted(entries, key=lambda e: e.path)]
-        if cut:
-            lines.append("[... the listing was cut: list a deeper folder, or use shell_run with find ...]")
-        return f"{full}:\n" + ("\n".join(lines) if lines else "(empty)")
+        return await _fs_list(world, path, depth)
 
     @server.tool(
         name=SUBMIT,
@@ -254,11 +195,105 @@ def _server(world: World) -> FastMCP:
         description="Submit: the task is done as it stands. It is graded now and the episode ends.",
     )
     async def submit() -> str:
-        if world.grade is not None:
-            raise ToolError("already submitted")
-        return "Submitted: the task is graded now; the episode ends."
+        return await _submit(world)
 
     return server
+
+
+async def _shell_run(world: World, command: str, timeout: float | None) -> ToolResult:
+    """``shell_run``: the command in a fresh shell of the container, killed at its timeout (capped by the time left)."""
+    container = world.container
+    _check_time(world)
+    if not command.strip():
+        raise ToolError("command is empty; give a shell command such as 'ls -la'")
+    if len(command) > MAX_COMMAND:
+        raise ToolError(f"command is {len(command)} characters; the limit is {MAX_COMMAND}: write a script file")
+    seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    if seconds > MAX_TIMEOUT:
+        raise ToolError(f"timeout {seconds:g} s is above the limit of {MAX_TIMEOUT:g} s")
+    seconds = max(0.1, min(seconds, world.remaining()))
+    result = await anyio.to_thread.run_sync(
+        lambda: container.exec([*container.shell(), command], timeout=seconds, output_bytes=OUTPUT_BYTES)
+    )
+    data = result.to_json()
+    return ToolResult(content=render(data, seconds), structured_content=data, is_error=result.timed_out)
+
+
+async def _fs_read(world: World, path: str, encoding: str) -> str:
+    """``fs_read``: a file (links followed inside the container) as text, or any file as base64."""
+    container = world.container
+    _check_time(world)
+    full = join_path(container.workdir, path)
+    got = await anyio.to_thread.run_sync(lambda: _follow(container, full))
+    if got.kind != "file":
+        raise ToolError(_not_a_file(full, got))
+    if encoding == "base64":
+        text = base64.b64encode(got.data).decode()
+    else:
+        if b"\0" in got.data[:8192]:
+            raise ToolError(f"{full} looks binary ({got.size} bytes): read it with encoding='base64'")
+        text = got.data.decode("utf-8", errors="replace")
+    if got.truncated:
+        text += f"\n[... truncated: the file has {got.size} bytes; the first {len(got.data)} are shown ...]"
+    return text
+
+
+async def _fs_write(world: World, path: str, content: str, encoding: str, mode: str | None) -> str:
+    """``fs_write``: replace a file's content, owned by the task's agent user."""
+    container = world.container
+    _check_time(world)
+    full = join_path(container.workdir, path)
+    data = _decode(content, encoding)
+    bits = _mode(mode)
+    uid, gid = world.agent_ids
+    await anyio.to_thread.run_sync(lambda: container.write(full, data, mode=bits, uid=uid, gid=gid))
+    return f"wrote {len(data)} bytes to {full}"
+
+
+async def _fs_edit(world: World, path: str, old_text: str, new_text: str, replace_all: bool) -> str:
+    """``fs_edit``: replace ``old_text`` (exactly once unless ``replace_all``), keeping the file's mode."""
+    container = world.container
+    _check_time(world)
+    full = join_path(container.workdir, path)
+    got = await anyio.to_thread.run_sync(lambda: _follow(container, full))
+    if got.kind != "file" or got.truncated:
+        raise ToolError(_not_a_file(full, got) if got.kind != "file" else f"{full} is too large to edit")
+    text = got.data.decode("utf-8", errors="strict") if _utf8(got.data) else None
+    if text is None:
+        raise ToolError(f"{full} is not UTF-8 text")
+    count = text.count(old_text)
+    if count == 0:
+        raise ToolError(f"old_text does not occur in {full}")
+    if count > 1 and not replace_all:
+        raise ToolError(f"old_text occurs {count} times in {full}: give more context, or replace_all=true")
+    updated = text.replace(old_text, new_text).encode()
+    uid, gid = world.agent_ids
+    await anyio.to_thread.run_sync(lambda: container.write(full, updated, mode=got.mode & 0o7777, uid=uid, gid=gid))
+    return f"replaced {count if replace_all else 1} occurrence(s) in {full}"
+
+
+async def _fs_list(world: World, path: str, depth: int) -> str:
+    """``fs_list``: a folder's entries down to ``depth`` levels, sorted by path, cut at 1000."""
+    container = world.container
+    _check_time(world)
+    full = join_path(container.workdir, path)
+    listed = await anyio.to_thread.run_sync(
+        lambda: container.list(full, max_entries=1000, max_depth=depth, byte_limit=64 << 20)
+    )
+    if listed is None:
+        raise ToolError(f"no such folder: {full}")
+    entries, cut = listed
+    lines = [_entry_line(e) for e in sorted(entries, key=lambda e: e.path)]
+    if cut:
+        lines.append("[... the listing was cut: list a deeper folder, or use shell_run with find ...]")
+    return f"{full}:\n" + ("\n".join(lines) if lines else "(empty)")
+
+
+async def _submit(world: World) -> str:
+    """``submit``: refused once the task is graded; the grading itself follows the call (see :mod:`.reward`)."""
+    if world.grade is not None:
+        raise ToolError("already submitted")
+    return "Submitted: the task is graded now; the episode ends."
 
 
 def render(result: dict[str, Any], timeout: float) -> str:

@@ -297,7 +297,7 @@ def test_nothing_outlives_a_killed_environment_server():
     assert survivors_of_killed_server("process") == []
 
 
-# -- issue 10 items 4 and 11: never root by accident, uvloop, host-wide uid leases
+# -- never root by accident; a dropped server runs under uvloop; uid leases are host-wide
 def _under_a_private_folder(path: str) -> bool:
     from openenv_mcp.isolation.host.exposure import private_ancestor
 

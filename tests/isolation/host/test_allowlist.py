@@ -1,5 +1,5 @@
 """What a sandbox binds: never a sealed path (an environment's folder, a checkout's ``.git``) nor a
-checkout or a folder above it, even when a needed folder holds them (issue 23 items 1-2)."""
+checkout or a folder above it, even when a needed folder holds them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Env files that work as documented (issue 12 item 7, item 4's "never silently root").
+"""Env files that work as documented, and a runtime in a private folder never makes a server run as root.
 
 Placeholders expand everywhere (program path, arguments, ``env`` values, reward command) and a
 command's runtime (its virtualenv, a script's Node package with its ``node_modules``) is reachable

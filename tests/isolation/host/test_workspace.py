@@ -1,5 +1,5 @@
 """Workspaces: private (0700), removed at any depth without following links by a reaper that
-cannot die, and what a dead server left behind swept at start (issue 10 items 10, 12, 18)."""
+cannot die, and what a dead server left behind swept at start."""
 
 from __future__ import annotations
 
