@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Lowest-versions job: install openenv-mcp with every direct dependency at its declared lower bound
 # (uv's lowest-direct resolution) in its own venv, then run the tests that need only the core dependencies.
-# Proves the lower bounds in pyproject.toml are real. Usage: bash .ci/lowest.sh (or make test-lowest).
+# Proves the lower bounds in pyproject.toml are real.
+# Usage: bash .ci/lowest.sh [install|test] (or make test-lowest: both; .ci/run installs while other installs run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-python3}
 VENV=${LOWEST_VENV:-.venv-lowest}
-[ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-"$VENV/bin/pip" install -q --upgrade pip uv
-"$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --resolution lowest-direct --reinstall-package openenv-mcp \
-  -e '.[postgres]' 'pytest>=9.2' 'pytest-timeout>=2.3' 'pytest-xdist>=3.6'
+PHASE=${1:-all}
+if [ "$PHASE" != test ]; then
+  [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip uv
+  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --resolution lowest-direct --reinstall-package openenv-mcp \
+    -e '.[postgres]' 'pytest>=9.2' 'pytest-timeout>=2.3' 'pytest-xdist>=3.6'
+fi
+[ "$PHASE" != install ] || exit 0
 echo "lowest-direct versions of the core dependencies:"
 "$VENV/bin/python" - <<'PY'
 import importlib.metadata as m, re
