@@ -318,7 +318,7 @@ class SandboxConnection(ProcessConnection):
     def _drop_privileges_args(self, bound: list[str]) -> list[str]:
         """Without a user namespace: the inode-cap remounts, then ``setpriv`` to the server's uid with
         no capabilities; nothing otherwise."""
-        if not self.privileged:
+        if not self.privileged or self.setpriv is None:  # privileged: setpriv was found
             return []
         uid = str(self.uid)
         return [
