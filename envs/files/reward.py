@@ -130,29 +130,40 @@ def check(item: dict[str, Any], workspace: Path, seed: Path) -> bool:
         lines = {line.strip() for line in text.splitlines()}
         return all(want in lines for want in item["lines_include"])
     if "ini" in item:
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read_string(text)
-        except configparser.Error:
-            return False
-        return all(
-            parser.has_option(sec, key) and parser.get(sec, key) == val
-            for sec, keys in item["ini"].items()
-            for key, val in keys.items()
-        )
+        return _ini_holds(text, item["ini"])
     if "json" in item or "json_at" in item:
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
-            return False
-        if "json" in item:
-            return value == item["json"]
-        for part in item["json_at"].split("."):
-            if not isinstance(value, dict) or part not in value:
-                return False
-            value = value[part]
-        return _same_type_equal(value, item["value"])
+        return _json_holds(text, item)
     raise ValueError(f"unknown check {item!r}")
+
+
+def _ini_holds(text: str, want: dict[str, dict[str, str]]) -> bool:
+    """Whether ``text`` parses as INI with every ``{section: {key: value}}`` of ``want``."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return False
+    return all(
+        parser.has_option(sec, key) and parser.get(sec, key) == val
+        for sec, keys in want.items()
+        for key, val in keys.items()
+    )
+
+
+def _json_holds(text: str, item: dict[str, Any]) -> bool:
+    """A ``json`` check (the whole document equals) or a ``json_at`` one (the value at a dotted path,
+    of the same JSON type)."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
+        return False
+    if "json" in item:
+        return value == item["json"]
+    for part in item["json_at"].split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return _same_type_equal(value, item["value"])
 
 
 _KINDS = ("equals", "same_as_seed", "answer", "json", "json_at", "ini", "lines_include")

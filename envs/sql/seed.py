@@ -226,6 +226,15 @@ def rows() -> dict[str, list[tuple[Any, ...]]]:
     out: dict[str, list[tuple[Any, ...]]] = {t: [] for t in TABLES}
     for i, (name, budget) in enumerate(DEPARTMENTS, 1):
         out["departments"].append((i, name, Decimal(budget)))
+    # one random stream: each table's rows drawn in this order
+    _employees(r, out)
+    _customers(r, out)
+    products = _products(r, out)
+    _orders(r, out, products)
+    return out
+
+
+def _employees(r: random.Random, out: dict[str, list[tuple[Any, ...]]]) -> None:
     # employees: one head per department (manager NULL), then staff reporting to their head
     eid = 0
     heads: dict[int, int] = {}
@@ -252,6 +261,9 @@ def rows() -> dict[str, list[tuple[Any, ...]]]:
                     hire.isoformat(),
                 )
             )
+
+
+def _customers(r: random.Random, out: dict[str, list[tuple[Any, ...]]]) -> None:
     # customers (dirty: e-mail case/whitespace, duplicates, country spellings)
     for cid in range(1, 601):
         first, last = r.choice(FIRST), r.choice(LAST)
@@ -271,7 +283,10 @@ def rows() -> dict[str, list[tuple[Any, ...]]]:
     for dup_of, cid in [(10, 595), (20, 596), (30, 597), (40, 598)]:
         c = out["customers"][cid - 1]
         out["customers"][cid - 1] = c[:3] + (out["customers"][dup_of - 1][3].strip().lower(),) + c[4:]
-    # products
+
+
+def _products(r: random.Random, out: dict[str, list[tuple[Any, ...]]]) -> int:
+    """The products (a few without a category, some discontinued); returns how many."""
     pid = 0
     for cat, kinds in CATEGORIES.items():
         for kind in kinds:
@@ -280,6 +295,10 @@ def rows() -> dict[str, list[tuple[Any, ...]]]:
                 category = None if pid % 23 == 0 else cat
                 status = "discontinued" if pid % 13 == 0 else "active"
                 out["products"].append((pid, f"{adj} {kind}", category, _money(r, 4, 400), r.randint(0, 250), status))
+    return pid
+
+
+def _orders(r: random.Random, out: dict[str, list[tuple[Any, ...]]], pid: int) -> None:
     prices = {p[0]: p[3] for p in out["products"]}
     sales_reps = [e[0] for e in out["employees"] if e[4] == 1]
     # orders and their lines; a few products are never ordered (two of them discontinued)
@@ -305,7 +324,6 @@ def rows() -> dict[str, list[tuple[Any, ...]]]:
             if item_id % 307 == 0:
                 unit_price = Decimal("0.00")  # dirty: price lost
             out["order_items"].append((item_id, oid, product, quantity, unit_price))
-    return out
 
 
 def _sqlite_value(v: Any) -> Any:

@@ -167,58 +167,7 @@ async def play_tree(
         env = await env
     if not callable(getattr(env, "fork", None)):
         raise ConfigError(f"--branch forks episodes: {type(env).__name__} has no fork()")
-    children: list[Node] = []
-    errors: list[dict[str, Any]] = []
-    reached: set[int] = set()
-    pending: tuple[Any, _Prefix] | None = None  # reward: a fork of the last step until the reward changes
-    settled = False
-
-    async def grow(source: Any, prefix: _Prefix, count: int, own: Any = None) -> None:
-        """``count`` forks of ``source`` (and ``own``, a fork already made), each played on and closed."""
-        step = prefix.pause.actions
-        forks: list[Any] = [] if own is None else [own]
-        try:
-            forks += list(await source.fork(count)) if count else []
-        except OpenEnvError as e:
-            errors.append({"step": step, "branch": None, "code": e.code, "error": str(e)})
-        first = _FirstTurns(policy, len(forks), prefix.pause.turns)
-        for k, fork in enumerate(forks):
-            try:
-                children.append(await _continue(fork, first.member(k), prefix, k, step, max_steps))
-            except PolicyError:
-                raise
-            except OpenEnvError as e:
-                errors.append({"step": step, "branch": k, "code": e.code, "error": str(e)})
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await fork.close()
-
-    async def settle(pause: Pause | None, steps: list[dict[str, Any]]) -> None:
-        """``reward``: once a call changed the reward, branch from the fork taken just before it;
-        until then keep one fork of the latest step."""
-        nonlocal pending, settled
-        held, pending = pending, None
-        if any(s["reward"] != 0 for s in steps if executed(s)):
-            settled = True
-            if held is not None:
-                await grow(held[0], held[1], branching.k - 1, own=held[0])
-            return
-        if held is not None:
-            with anyio.CancelScope(shield=True):
-                await held[0].close()
-        if pause is not None:
-            try:
-                pending = ((await env.fork(1))[0], _Prefix.take(pause))
-            except OpenEnvError as e:
-                errors.append({"step": pause.actions, "branch": None, "code": e.code, "error": str(e)})
-
-    async def before_action(pause: Pause) -> None:
-        reached.add(pause.actions)
-        if branching.where == "every" or (branching.where == "steps" and pause.actions in branching.steps):
-            await grow(env, _Prefix.take(pause), branching.k)
-        elif branching.where == "reward" and not settled:
-            await settle(pause, pause.traj.steps or [])
-
+    tree = _Tree(env, policy, branching, max_steps)
     try:
         traj = await play_episode(
             lambda: env,
@@ -230,27 +179,91 @@ async def play_tree(
             max_steps=max_steps,
             close=False,
             key=key,
-            before_action=before_action,
+            before_action=tree.before_action,
             **episode_options,
         )
-        if branching.where == "reward" and not settled:
-            await settle(None, traj.steps or [])
+        if branching.where == "reward" and not tree.settled:
+            await tree.settle(None, traj.steps or [])
     finally:
         with anyio.CancelScope(shield=True):
-            if pending is not None:
-                await pending[0].close()
+            if tree.pending is not None:
+                await tree.pending[0].close()
             if close:
                 await env.close()
-    total = sum(1 for s in traj.steps or [] if executed(s))
-    for step in branching.steps:
-        if step not in reached:
-            why = f"the root sent {total} tool call(s): it never stood before call {step + 1}"
-            errors.append({"step": step, "branch": None, "code": "not_reached", "error": why})
-    root = Node(traj.episode_id or f"{index}", None, 0, 0, traj, errors)
-    children.sort(key=lambda n: (n.step, n.branch))
-    for child in children:
-        child.parent = root.id
-    return [*children, root]
+    return tree.nodes(traj, index)
+
+
+class _Tree:
+    """One tree while its root plays: the continuations grown so far, the errors, the steps the root
+    stood before, and (``reward``) the fork of the latest step held until a call changes the reward."""
+
+    def __init__(self, env: Any, policy: Policy, branching: Branching, max_steps: int) -> None:
+        self.env, self.policy, self.branching, self.max_steps = env, policy, branching, max_steps
+        self.children: list[Node] = []
+        self.errors: list[dict[str, Any]] = []
+        self.reached: set[int] = set()
+        self.pending: tuple[Any, _Prefix] | None = None  # reward: a fork of the last step until the reward changes
+        self.settled = False
+
+    async def grow(self, source: Any, prefix: _Prefix, count: int, own: Any = None) -> None:
+        """``count`` forks of ``source`` (and ``own``, a fork already made), each played on and closed."""
+        step = prefix.pause.actions
+        forks: list[Any] = [] if own is None else [own]
+        try:
+            forks += list(await source.fork(count)) if count else []
+        except OpenEnvError as e:
+            self.errors.append({"step": step, "branch": None, "code": e.code, "error": str(e)})
+        first = _FirstTurns(self.policy, len(forks), prefix.pause.turns)
+        for k, fork in enumerate(forks):
+            try:
+                self.children.append(await _continue(fork, first.member(k), prefix, k, step, self.max_steps))
+            except PolicyError:
+                raise
+            except OpenEnvError as e:
+                self.errors.append({"step": step, "branch": k, "code": e.code, "error": str(e)})
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await fork.close()
+
+    async def settle(self, pause: Pause | None, steps: list[dict[str, Any]]) -> None:
+        """``reward``: once a call changed the reward, branch from the fork taken just before it;
+        until then keep one fork of the latest step."""
+        held, self.pending = self.pending, None
+        if any(s["reward"] != 0 for s in steps if executed(s)):
+            self.settled = True
+            if held is not None:
+                await self.grow(held[0], held[1], self.branching.k - 1, own=held[0])
+            return
+        if held is not None:
+            with anyio.CancelScope(shield=True):
+                await held[0].close()
+        if pause is not None:
+            try:
+                self.pending = ((await self.env.fork(1))[0], _Prefix.take(pause))
+            except OpenEnvError as e:
+                self.errors.append({"step": pause.actions, "branch": None, "code": e.code, "error": str(e)})
+
+    async def before_action(self, pause: Pause) -> None:
+        branching = self.branching
+        self.reached.add(pause.actions)
+        if branching.where == "every" or (branching.where == "steps" and pause.actions in branching.steps):
+            await self.grow(self.env, _Prefix.take(pause), branching.k)
+        elif branching.where == "reward" and not self.settled:
+            await self.settle(pause, pause.traj.steps or [])
+
+    def nodes(self, traj: Trajectory, index: int) -> list[Node]:
+        """The continuations in (step, branch) order, then the root (with an error for each asked
+        step it never stood before)."""
+        total = sum(1 for s in traj.steps or [] if executed(s))
+        for step in self.branching.steps:
+            if step not in self.reached:
+                why = f"the root sent {total} tool call(s): it never stood before call {step + 1}"
+                self.errors.append({"step": step, "branch": None, "code": "not_reached", "error": why})
+        root = Node(traj.episode_id or f"{index}", None, 0, 0, traj, self.errors)
+        self.children.sort(key=lambda n: (n.step, n.branch))
+        for child in self.children:
+            child.parent = root.id
+        return [*self.children, root]
 
 
 class _FirstTurns:

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.types import CallToolResult
+
 from openenv_mcp.errors import PolicyError
 from openenv_mcp.rollout.messages import error_result, normalize_message, parse_arguments, result_text
 from openenv_mcp.rollout.policy import Policy, Turn
@@ -135,26 +137,9 @@ async def play_turns(
                     step.update(malformed=problem, reward=0.0, done=False, truncated=False)
                 else:
                     if before_action is not None:
-                        sent = sum(1 for s in steps if executed(s))
-                        if i:
-                            seen = [*messages[:at], {**message, "tool_calls": calls[:i]}, *messages[at + 1 :]]
-                        else:
-                            seen = messages[:at]
-                        await before_action(Pause(sent, seen, traj.turns - (0 if i else 1), at, call, traj, back))
+                        await before_action(_pause(traj, messages, at, calls, i, back))
                     e0 = time.perf_counter()
-                    # Unknown tool names go to the environment, which answers with an error result.
-                    o = await env.step(CallTool(name=back.get(fname, fname), arguments=arguments))
-                    result = o.result or error_result("the environment returned no result")
-                    step.update(reward=o.reward, done=o.done, truncated=o.truncated)
-                    for key in ("criteria", "reward_error"):  # a rubric's per-criterion scores
-                        if key in o.info:
-                            step[key] = o.info[key]
-                    traj.reward += o.reward
-                    traj.done, traj.truncated = o.done, o.truncated
-                    if o.done:
-                        traj.stop_reason = "done"
-                    elif o.truncated:
-                        traj.stop_reason = "truncated"
+                    result = await _send(env, traj, step, back.get(fname, fname), arguments)
                 elapsed = time.perf_counter() - e0
                 clock.env_s += elapsed
                 step["elapsed_ms"] = round(elapsed * 1000, 3)
@@ -163,6 +148,38 @@ async def play_turns(
             steps.append(step)
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result_text(result)})
     return clock
+
+
+def _pause(
+    traj: Trajectory, messages: list[dict[str, Any]], at: int, calls: list[dict[str, Any]], i: int, back: dict[str, str]
+) -> Pause:
+    """Where the loop stands before sending ``calls[i]`` of the assistant message at ``messages[at]``."""
+    sent = sum(1 for s in traj.steps or [] if executed(s))
+    if i:
+        seen = [*messages[:at], {**messages[at], "tool_calls": calls[:i]}, *messages[at + 1 :]]
+    else:
+        seen = messages[:at]
+    return Pause(sent, seen, traj.turns - (0 if i else 1), at, calls[i], traj, back)
+
+
+async def _send(
+    env: Any, traj: Trajectory, step: dict[str, Any], name: str, arguments: dict[str, Any]
+) -> CallToolResult:
+    """Send one tool call to ``env``; its reward and end go into ``step`` and ``traj``. Returns its result."""
+    # Unknown tool names go to the environment, which answers with an error result.
+    o = await env.step(CallTool(name=name, arguments=arguments))
+    result = o.result or error_result("the environment returned no result")
+    step.update(reward=o.reward, done=o.done, truncated=o.truncated)
+    for key in ("criteria", "reward_error"):  # a rubric's per-criterion scores
+        if key in o.info:
+            step[key] = o.info[key]
+    traj.reward += o.reward
+    traj.done, traj.truncated = o.done, o.truncated
+    if o.done:
+        traj.stop_reason = "done"
+    elif o.truncated:
+        traj.stop_reason = "truncated"
+    return result
 
 
 def executed(step: dict[str, Any]) -> bool:

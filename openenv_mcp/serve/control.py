@@ -19,7 +19,7 @@ import asyncio
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -296,60 +296,9 @@ class ControlPlane:
             return
         host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "localhost")
         base = f"{'https' if scope.get('scheme') == 'wss' else 'http'}://{host}"
-        locks: dict[str, asyncio.Lock] = {}
+        conn = _WsConnection(caller, base, openenv, send, self.max_request_bytes)
         tasks: set[asyncio.Task[None]] = set()
         loop = asyncio.get_running_loop()
-        limit = self.max_request_bytes
-
-        async def handle(raw: str) -> None:
-            rid: Any = None
-            parsed = False
-            try:
-                if limit is not None and len(raw) > limit:
-                    raise RequestTooLarge(
-                        f"message of {len(raw)} bytes exceeds the limit of {limit} bytes (--max-request-bytes)"
-                    )
-                try:
-                    msg = json.loads(raw)
-                except ValueError as e:
-                    raise BadRequest(f"message is not valid JSON: {e}") from None
-                parsed = True
-                if is_openenv_message(msg):
-                    answer, close = await openenv.handle(msg)
-                    if answer is not None:
-                        await send({"type": "websocket.send", "text": answer})
-                    if close:
-                        await send({"type": "websocket.close", "code": 1000})
-                    return
-                if isinstance(msg, dict):
-                    rid = msg.get("id")
-                    key = msg.get("episode_id")
-                else:
-                    key = None
-                if isinstance(key, str) and msg.get("op") != "batch":
-                    lock = locks.get(key)
-                    if lock is None:
-                        lock = locks[key] = asyncio.Lock()
-                    async with lock:
-                        text = await self.run(msg, caller, base)
-                    if msg.get("op") == "close" and not lock.locked():
-                        locks.pop(key, None)
-                else:
-                    text = await self.run(msg, caller, base)
-                out = f'{{"id":{_dumps(rid)},"ok":true,"result":{text}}}'
-            except OpenEnvError as e:
-                out = None if parsed else openenv.bad_json(e)  # unreadable: answer in the client's protocol
-                out = out or f'{{"id":{_dumps(rid)},"ok":false,"error":{_dumps(error_body(e))}}}'
-            except Exception as e:  # a bug must not kill the connection; say what happened
-                out = (
-                    f'{{"id":{_dumps(rid)},"ok":false,"error":'
-                    f"{_dumps({'code': 'internal_error', 'message': f'{type(e).__name__}: {e}'})}}}"
-                )
-            try:
-                await send({"type": "websocket.send", "text": out})
-            except Exception:  # the client went away; its episodes are closed below
-                pass
-
         try:
             while True:
                 message = await receive()
@@ -358,7 +307,7 @@ class ControlPlane:
                     raw = message.get("text")
                     if raw is None:
                         raw = (message.get("bytes") or b"").decode("utf-8", errors="replace")
-                    task = loop.create_task(handle(raw))
+                    task = loop.create_task(self._ws_handle(conn, raw))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
                 elif kind == "websocket.disconnect":
@@ -370,6 +319,50 @@ class ControlPlane:
                 await asyncio.gather(*tasks, return_exceptions=True)
             with anyio.CancelScope(shield=True):
                 await self.manager.close_owner(owner, "disconnect")
+
+    async def _ws_handle(self, conn: _WsConnection, raw: str) -> None:
+        """Answer one WebSocket message: an OpenEnv one in OpenEnv's protocol, else ``{"id", "ok", ...}``."""
+        rid: Any = None
+        parsed = False
+        try:
+            msg = conn.parse(raw)
+            parsed = True
+            if is_openenv_message(msg):
+                answer, close = await conn.openenv.handle(msg)
+                if answer is not None:
+                    await conn.send({"type": "websocket.send", "text": answer})
+                if close:
+                    await conn.send({"type": "websocket.close", "code": 1000})
+                return
+            if isinstance(msg, dict):
+                rid = msg.get("id")
+            out = f'{{"id":{_dumps(rid)},"ok":true,"result":{await self._ws_run(conn, msg)}}}'
+        except OpenEnvError as e:
+            out = None if parsed else conn.openenv.bad_json(e)  # unreadable: answer in the client's protocol
+            out = out or f'{{"id":{_dumps(rid)},"ok":false,"error":{_dumps(error_body(e))}}}'
+        except Exception as e:  # a bug must not kill the connection; say what happened
+            out = (
+                f'{{"id":{_dumps(rid)},"ok":false,"error":'
+                f"{_dumps({'code': 'internal_error', 'message': f'{type(e).__name__}: {e}'})}}}"
+            )
+        try:
+            await conn.send({"type": "websocket.send", "text": out})
+        except Exception:  # the client went away; its episodes are closed when it disconnects
+            pass
+
+    async def _ws_run(self, conn: _WsConnection, msg: Any) -> str:
+        """Run one operation; those naming an episode (batches aside) in the order they arrived."""
+        key = msg.get("episode_id") if isinstance(msg, dict) else None
+        if not isinstance(key, str) or msg.get("op") == "batch":
+            return await self.run(msg, conn.caller, conn.base)
+        lock = conn.locks.get(key)
+        if lock is None:
+            lock = conn.locks[key] = asyncio.Lock()
+        async with lock:
+            text = await self.run(msg, conn.caller, conn.base)
+        if msg.get("op") == "close" and not lock.locked():
+            conn.locks.pop(key, None)
+        return text
 
     # -- HTTP ----------------------------------------------------------------------
     async def _http(self, request: Request, op: str, with_body: bool = True, status: int = 200) -> Response:
@@ -465,3 +458,26 @@ class ControlPlane:
             Route("/episodes/{episode_id}/state", state, methods=["GET"], name="control-state"),
             Route("/episodes/{episode_id}", close, methods=["DELETE"], name="control-close"),
         ]
+
+
+@dataclass
+class _WsConnection:
+    """One WebSocket connection: who it is, its base URL, its OpenEnv side, its ``send``, the message
+    size limit, and a lock per episode its messages name."""
+
+    caller: Caller
+    base: str
+    openenv: OpenEnvSocket
+    send: Send
+    limit: int | None
+    locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def parse(self, raw: str) -> Any:
+        if self.limit is not None and len(raw) > self.limit:
+            raise RequestTooLarge(
+                f"message of {len(raw)} bytes exceeds the limit of {self.limit} bytes (--max-request-bytes)"
+            )
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise BadRequest(f"message is not valid JSON: {e}") from None

@@ -140,109 +140,112 @@ class Edge:
         if self.public(path):
             await self.app(scope, receive, send)
             return
-        host = origin = auth = length = None
-        for key, value in scope["headers"]:
-            if key == b"host":
-                host = value
-            elif key == b"origin":
-                origin = value
-            elif key == b"authorization":
-                auth = value
-            elif key == b"content-length":
-                length = value
-        if host is None or not self._host_ok(host.decode("latin-1")):
-            shown = host.decode("latin-1") if host is not None else "(none)"
-            await self._refuse(
-                scope,
-                receive,
-                send,
-                421,
-                "invalid_host",
-                f"Invalid Host header {shown!r}: this server answers for {self.allowed_text} "
-                "(DNS-rebinding protection); start it with --allowed-host NAME to allow another",
-                "host",
-            )
+        host, origin, auth, length = _edge_headers(scope)
+        refused = self._rebinding_refusal(host, origin)
+        if refused is not None:
+            await self._refuse(scope, receive, send, *refused)
             return
-        if origin is not None and not self._origin_ok(origin.decode("latin-1")):
-            await self._refuse(
-                scope,
-                receive,
-                send,
-                403,
-                "invalid_origin",
-                f"Invalid Origin header {origin.decode('latin-1')!r} (DNS-rebinding protection); "
-                "start the server with --allowed-origin ORIGIN to allow it",
-                "origin",
-            )
+        admin, trusted, refused = await self._access(scope, path, auth)
+        if refused is not None:
+            await self._refuse(scope, receive, send, *refused)
             return
-        admin = self.admin is not None and auth is not None and hmac.compare_digest(auth, self.admin)
-        trusted = admin or (self.auth is not None and auth is not None and hmac.compare_digest(auth, self.auth))
-        if not trusted and not self._holds_capability(path):
-            if self.auth is not None:
-                await self._refuse(
-                    scope,
-                    receive,
-                    send,
-                    401,
-                    "unauthorized",
-                    "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
-                    "(the --token the server was started with)",
-                    "token",
-                    {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'},
-                )
-                return
-            # bare /mcp is open to anyone; OpenEnv's session create on it asks the peer judge itself
-            bare = path == "/mcp" or path == "/mcp/"
-            trusted = not bare and self.peers is not None and await self.peers.trusted(scope)
-            if not trusted and not bare:
-                await self._refuse(
-                    scope,
-                    receive,
-                    send,
-                    403,
-                    "untrusted_peer",
-                    refusal(path),
-                    "untrusted",
-                )
-                return
         if admin or trusted:
             scope = dict(scope)
             scope[TRUSTED_SCOPE_KEY] = True
             if admin:
                 scope[ADMIN_SCOPE_KEY] = True
         if kind == "http" and length is not None:
-            try:
-                size = int(length)
-            except ValueError:
-                size = 0
-            if size > self.max_bytes:
-                await self._refuse(
-                    scope,
-                    receive,
-                    send,
-                    413,
-                    "request_too_large",
-                    f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes (--max-request-bytes)",
-                    "too_large",
-                )
+            refused = self._size_refusal(length)
+            if refused is not None:
+                await self._refuse(scope, receive, send, *refused)
                 return
         elif kind == "http":  # a streamed body: count it as it comes
-            started = False
-
-            async def watch(message: Message) -> None:
-                nonlocal started
-                if message["type"] == "http.response.start":
-                    started = True
-                await send(message)
-
-            try:
-                await self._dispatch(scope, self._capped(receive), watch, path)
-            except RequestTooLarge as e:
-                if started:
-                    raise
-                await self._refuse(scope, receive, send, 413, "request_too_large", str(e), "too_large")
+            await self._streamed(scope, receive, send, path)
             return
         await self._dispatch(scope, receive, send, path)
+
+    def _rebinding_refusal(self, host: bytes | None, origin: bytes | None) -> _Refusal | None:
+        """Why a request is refused for its ``Host`` or ``Origin`` header (DNS rebinding), if it is."""
+        if host is None or not self._host_ok(host.decode("latin-1")):
+            shown = host.decode("latin-1") if host is not None else "(none)"
+            return (
+                421,
+                "invalid_host",
+                f"Invalid Host header {shown!r}: this server answers for {self.allowed_text} "
+                "(DNS-rebinding protection); start it with --allowed-host NAME to allow another",
+                "host",
+                None,
+            )
+        if origin is not None and not self._origin_ok(origin.decode("latin-1")):
+            return (
+                403,
+                "invalid_origin",
+                f"Invalid Origin header {origin.decode('latin-1')!r} (DNS-rebinding protection); "
+                "start the server with --allowed-origin ORIGIN to allow it",
+                "origin",
+                None,
+            )
+        return None
+
+    async def _access(self, scope: Scope, path: str, auth: bytes | None) -> tuple[bool, bool, _Refusal | None]:
+        """``(admin, trusted, refusal)``: the admin token, the token or a trusted peer, else why not
+        (a capability address and bare ``/mcp`` pass untrusted)."""
+        admin = self.admin is not None and auth is not None and hmac.compare_digest(auth, self.admin)
+        trusted = admin or (self.auth is not None and auth is not None and hmac.compare_digest(auth, self.auth))
+        if trusted or self._holds_capability(path):
+            return admin, trusted, None
+        if self.auth is not None:
+            return (
+                admin,
+                trusted,
+                (
+                    401,
+                    "unauthorized",
+                    "missing or wrong bearer token: send 'Authorization: Bearer <token>' "
+                    "(the --token the server was started with)",
+                    "token",
+                    {"WWW-Authenticate": 'Bearer realm="openenv-mcp"'},
+                ),
+            )
+        # bare /mcp is open to anyone; OpenEnv's session create on it asks the peer judge itself
+        bare = path == "/mcp" or path == "/mcp/"
+        trusted = not bare and self.peers is not None and await self.peers.trusted(scope)
+        if not trusted and not bare:
+            return admin, trusted, (403, "untrusted_peer", refusal(path), "untrusted", None)
+        return admin, trusted, None
+
+    def _size_refusal(self, length: bytes) -> _Refusal | None:
+        """A declared ``Content-Length`` over the cap (an unreadable one counts as 0)."""
+        try:
+            size = int(length)
+        except ValueError:
+            size = 0
+        if size <= self.max_bytes:
+            return None
+        return (
+            413,
+            "request_too_large",
+            f"request body of {size} bytes exceeds the limit of {self.max_bytes} bytes (--max-request-bytes)",
+            "too_large",
+            None,
+        )
+
+    async def _streamed(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
+        """Dispatch a request whose body is streamed, refused once it passes the cap (while no answer began)."""
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self._dispatch(scope, self._capped(receive), watch, path)
+        except RequestTooLarge as e:
+            if started:
+                raise
+            await self._refuse(scope, receive, send, 413, "request_too_large", str(e), "too_large")
 
     def _holds_capability(self, path: str) -> bool:
         """``/episodes/{id}/{key}/mcp`` with a live episode's key: the address is its own credential."""
@@ -285,6 +288,25 @@ class Edge:
             return message
 
         return capped
+
+
+# (status, code, message, metrics reason, extra headers) of a refused request
+_Refusal = tuple[int, str, str, str, dict[str, str] | None]
+
+
+def _edge_headers(scope: Scope) -> tuple[bytes | None, bytes | None, bytes | None, bytes | None]:
+    """The request's ``Host``, ``Origin``, ``Authorization`` and ``Content-Length`` headers (the last of each)."""
+    host = origin = auth = length = None
+    for key, value in scope["headers"]:
+        if key == b"host":
+            host = value
+        elif key == b"origin":
+            origin = value
+        elif key == b"authorization":
+            auth = value
+        elif key == b"content-length":
+            length = value
+    return host, origin, auth, length
 
 
 def _episode_mcp_path(path: str) -> tuple[str, str | None] | None:

@@ -114,6 +114,27 @@ class ScriptedModel:
             self.status_counts[status] = self.status_counts.get(status, 0) + 1
         return JSONResponse(body, status_code=status, headers=headers)
 
+    def _judged(self, body: dict[str, Any], judge: Any) -> JSONResponse:
+        """A judge request (no tools): the judge's reply to the last message, or the status it fails with."""
+        prompt = body["messages"][-1]["content"]
+        with self._lock:
+            self.requests.append(body)
+            self.judge_prompts.append(prompt)
+        reply = judge(prompt)
+        if isinstance(reply, int):  # an HTTP status: the judge endpoint fails
+            return self._answer(reply, {"error": {"message": f"judge failure {reply}"}})
+        return self._answer(
+            200,
+            {
+                "id": "judge",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+        )
+
     async def completions(self, request: Request) -> JSONResponse:
         if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return self._answer(
@@ -129,26 +150,7 @@ class ScriptedModel:
         body = await request.json()
         messages = body["messages"]
         if self.judge is not None and not body.get("tools"):
-            prompt = messages[-1]["content"]
-            with self._lock:
-                self.requests.append(body)
-                self.judge_prompts.append(prompt)
-            reply = self.judge(prompt)
-            if isinstance(reply, int):  # an HTTP status: the judge endpoint fails
-                return self._answer(reply, {"error": {"message": f"judge failure {reply}"}})
-            return self._answer(
-                200,
-                {
-                    "id": "judge",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}
-                    ],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                },
-            )
+            return self._judged(body, self.judge)
         prompt = next(m["content"] for m in messages if m["role"] == "user")
         turn = sum(1 for m in messages if m["role"] == "assistant")
         with self._lock:
@@ -201,19 +203,7 @@ class ScriptedModel:
                     for i, (name, raw) in enumerate(calls)
                 ]
         finish = "tool_calls" if message.get("tool_calls") else "stop"
-        text = json.dumps(message, sort_keys=True)
-        choices = []
-        for i in range(int(body.get("n") or 1)):
-            choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish}
-            if body.get("logprobs"):
-                choice["logprobs"] = {
-                    "content": [
-                        {"token": ch, "logprob": round(-0.1 * k, 3), "top_logprobs": []} for k, ch in enumerate(text)
-                    ]
-                }
-            if body.get("return_token_ids"):
-                choice["token_ids"] = [ord(ch) for ch in text]
-            choices.append(choice)
+        choices = _choices(body, message, finish)
         extra = {"prompt_token_ids": [ord(ch) for ch in prompt]} if body.get("return_token_ids") else {}
         return self._answer(
             200,
@@ -231,3 +221,21 @@ class ScriptedModel:
                 },
             },
         )
+
+
+def _choices(body: dict[str, Any], message: dict[str, Any], finish: str) -> list[dict[str, Any]]:
+    """``n`` copies of ``message``, with logprobs and token ids (one a character) when asked."""
+    text = json.dumps(message, sort_keys=True)
+    choices = []
+    for i in range(int(body.get("n") or 1)):
+        choice: dict[str, Any] = {"index": i, "message": message, "finish_reason": finish}
+        if body.get("logprobs"):
+            choice["logprobs"] = {
+                "content": [
+                    {"token": ch, "logprob": round(-0.1 * k, 3), "top_logprobs": []} for k, ch in enumerate(text)
+                ]
+            }
+        if body.get("return_token_ids"):
+            choice["token_ids"] = [ord(ch) for ch in text]
+        choices.append(choice)
+    return choices

@@ -36,7 +36,7 @@ from mcp.types import TextContent
 from pydantic import Field
 
 from ..lean import hints
-from .backend import Backend, RowSet, SqlError, check_sql_size
+from .backend import Backend, RowSet, SqlError, StatementResult, TableDescription, check_sql_size
 
 __all__ = ["ANNOTATIONS", "DEFAULT_MAX_ROWS", "build_server", "create_server", "render_table"]
 
@@ -115,6 +115,61 @@ def _ok(text: str, structured: dict[str, Any]) -> ToolResult:
     return ToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
+def _executed(results: list[StatementResult], max_rows: int) -> ToolResult:
+    """``execute``'s answer: one line (and table, for rows) per statement, then the commit; the rows
+    changed by INSERT, UPDATE and DELETE summed."""
+    statements, lines, changed = [], [], 0
+    for i, r in enumerate(results, 1):
+        entry: dict[str, Any] = {"statement": i, "command": r.command, "rowcount": r.rowcount}
+        if r.rows is not None:
+            entry.update({"columns": r.rows.columns, "rows": r.rows.rows, "truncated": r.rows.truncated})
+            lines.append(f"statement {i}: {r.command} returned {r.rowcount} row(s)\n" + render_table(r.rows, max_rows))
+        else:
+            what = "done" if r.rowcount is None else f"{r.rowcount} row(s) affected"
+            lines.append(f"statement {i}: {r.command} {what}")
+        if r.command in ("INSERT", "UPDATE", "DELETE") and r.rowcount:
+            changed += r.rowcount
+        statements.append(entry)
+    lines.append(f"Committed ({len(results)} statement{'' if len(results) == 1 else 's'}).")
+    return _ok("\n".join(lines), {"statements": statements, "rowcount": changed})
+
+
+def _tables_text(tables: list[dict[str, Any]]) -> str:
+    """``list_tables``' text: a line per table or view with its columns (or why it cannot be read)."""
+    if not tables:
+        return "(no tables)"
+    return "\n".join(
+        f"{t['name']}{' (view)' if t['kind'] == 'view' else ''}: "
+        + (f"cannot be read: {t['error']}" if "error" in t else ", ".join(t["columns"]))
+        for t in tables
+    )
+
+
+def _description_text(d: TableDescription) -> str:
+    """``describe_table``'s text: the table, then its columns, foreign keys and indexes, one a line."""
+    lines = [f"{d.kind} {d.name}"]
+    for c in d.columns:
+        flags = [c.type]
+        if c.primary_key:
+            flags.append("PRIMARY KEY")
+        if not c.nullable and not c.primary_key:
+            flags.append("NOT NULL")
+        if c.default is not None:
+            flags.append(f"DEFAULT {c.default}")
+        lines.append(f"  {c.name} {' '.join(flags)}")
+    for fk in d.foreign_keys:
+        lines.append(
+            f"  FOREIGN KEY ({', '.join(fk['columns'])}) REFERENCES "
+            f"{fk['references']} ({', '.join(fk['referenced_columns'])})"
+        )
+    for ix in d.indexes:
+        lines.append(
+            f"  {'PARTIAL ' if ix['partial'] else ''}{'UNIQUE ' if ix['unique'] else ''}INDEX "
+            f"{ix['name']} ({', '.join(ix['columns'])})"
+        )
+    return "\n".join(lines)
+
+
 def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: str = "sql") -> FastMCP:
     """A FastMCP server exposing ``query``, ``execute``, ``list_tables``, ``describe_table`` on ``backend``."""
     server = FastMCP(name, instructions=INSTRUCTIONS.format(max_rows=max_rows, engine=backend.engine))
@@ -150,22 +205,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             results = await backend.execute(sql, max_rows)
         except SqlError as e:
             return _error(e)
-        statements, lines, changed = [], [], 0
-        for i, r in enumerate(results, 1):
-            entry: dict[str, Any] = {"statement": i, "command": r.command, "rowcount": r.rowcount}
-            if r.rows is not None:
-                entry.update({"columns": r.rows.columns, "rows": r.rows.rows, "truncated": r.rows.truncated})
-                lines.append(
-                    f"statement {i}: {r.command} returned {r.rowcount} row(s)\n" + render_table(r.rows, max_rows)
-                )
-            else:
-                what = "done" if r.rowcount is None else f"{r.rowcount} row(s) affected"
-                lines.append(f"statement {i}: {r.command} {what}")
-            if r.command in ("INSERT", "UPDATE", "DELETE") and r.rowcount:
-                changed += r.rowcount
-            statements.append(entry)
-        lines.append(f"Committed ({len(results)} statement{'' if len(results) == 1 else 's'}).")
-        return _ok("\n".join(lines), {"statements": statements, "rowcount": changed})
+        return _executed(results, max_rows)
 
     @server.tool(title=ANNOTATIONS["list_tables"]["title"], annotations=ANNOTATIONS["list_tables"])
     async def list_tables() -> ToolResult:
@@ -174,15 +214,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             tables = await backend.list_tables()
         except SqlError as e:
             return _error(e)
-        if not tables:
-            text = "(no tables)"
-        else:
-            text = "\n".join(
-                f"{t['name']}{' (view)' if t['kind'] == 'view' else ''}: "
-                + (f"cannot be read: {t['error']}" if "error" in t else ", ".join(t["columns"]))
-                for t in tables
-            )
-        return _ok(text, {"tables": tables})
+        return _ok(_tables_text(tables), {"tables": tables})
 
     @server.tool(title=ANNOTATIONS["describe_table"]["title"], annotations=ANNOTATIONS["describe_table"])
     async def describe_table(
@@ -193,28 +225,7 @@ def build_server(backend: Backend, *, max_rows: int = DEFAULT_MAX_ROWS, name: st
             d = await backend.describe_table(table)
         except SqlError as e:
             return _error(e)
-        structured = asdict(d)
-        lines = [f"{d.kind} {d.name}"]
-        for c in d.columns:
-            flags = [c.type]
-            if c.primary_key:
-                flags.append("PRIMARY KEY")
-            if not c.nullable and not c.primary_key:
-                flags.append("NOT NULL")
-            if c.default is not None:
-                flags.append(f"DEFAULT {c.default}")
-            lines.append(f"  {c.name} {' '.join(flags)}")
-        for fk in d.foreign_keys:
-            lines.append(
-                f"  FOREIGN KEY ({', '.join(fk['columns'])}) REFERENCES "
-                f"{fk['references']} ({', '.join(fk['referenced_columns'])})"
-            )
-        for ix in d.indexes:
-            lines.append(
-                f"  {'PARTIAL ' if ix['partial'] else ''}{'UNIQUE ' if ix['unique'] else ''}INDEX "
-                f"{ix['name']} ({', '.join(ix['columns'])})"
-            )
-        return _ok("\n".join(lines), structured)
+        return _ok(_description_text(d), asdict(d))
 
     return server
 

@@ -82,6 +82,38 @@ def text_result(text: str, *, error: bool = False, structured: Any = None) -> Ca
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error, structured_content=structured)
 
 
+def _resource_handlers(resources: Callable[[], list[tuple[str, str]]]) -> dict[str, Any]:
+    """The ``Server`` handlers listing and reading ``resources()`` (``[(uri, text)]``)."""
+
+    async def list_resources(ctx: Any, params: Any) -> ListResourcesResult:
+        return ListResourcesResult(resources=[Resource(uri=u, name=u.split("/")[-1]) for u, _ in resources()])
+
+    async def read_resource(ctx: Any, params: Any) -> ReadResourceResult:
+        for uri, text in resources():
+            if uri == str(params.uri):
+                return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=text)])
+        raise ValueError(f"no resource {params.uri}")
+
+    return {"on_list_resources": list_resources, "on_read_resource": read_resource}
+
+
+def _prompt_handlers(prompts: Callable[[], list[tuple[str, str]]]) -> dict[str, Any]:
+    """The ``Server`` handlers listing and getting ``prompts()`` (``[(name, text)]``)."""
+
+    async def list_prompts(ctx: Any, params: Any) -> ListPromptsResult:
+        return ListPromptsResult(prompts=[Prompt(name=n, description=f"Recall {n}") for n, _ in prompts()])
+
+    async def get_prompt(ctx: Any, params: Any) -> GetPromptResult:
+        for n, text in prompts():
+            if n == params.name:
+                return GetPromptResult(
+                    messages=[PromptMessage(role="user", content=TextContent(type="text", text=text))]
+                )
+        raise ValueError(f"no prompt {params.name}")
+
+    return {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
+
+
 def serve(
     name: str,
     tools: list[tuple[Tool, ToolFn]],
@@ -110,31 +142,9 @@ def serve(
 
     handlers: dict[str, Any] = {}
     if resources is not None:
-
-        async def list_resources(ctx: Any, params: Any) -> ListResourcesResult:
-            return ListResourcesResult(resources=[Resource(uri=u, name=u.split("/")[-1]) for u, _ in resources()])
-
-        async def read_resource(ctx: Any, params: Any) -> ReadResourceResult:
-            for uri, text in resources():
-                if uri == str(params.uri):
-                    return ReadResourceResult(contents=[TextResourceContents(uri=uri, text=text)])
-            raise ValueError(f"no resource {params.uri}")
-
-        handlers |= {"on_list_resources": list_resources, "on_read_resource": read_resource}
+        handlers |= _resource_handlers(resources)
     if prompts is not None:
-
-        async def list_prompts(ctx: Any, params: Any) -> ListPromptsResult:
-            return ListPromptsResult(prompts=[Prompt(name=n, description=f"Recall {n}") for n, _ in prompts()])
-
-        async def get_prompt(ctx: Any, params: Any) -> GetPromptResult:
-            for n, text in prompts():
-                if n == params.name:
-                    return GetPromptResult(
-                        messages=[PromptMessage(role="user", content=TextContent(type="text", text=text))]
-                    )
-            raise ValueError(f"no prompt {params.name}")
-
-        handlers |= {"on_list_prompts": list_prompts, "on_get_prompt": get_prompt}
+        handlers |= _prompt_handlers(prompts)
     server = Server(name, on_list_tools=list_tools, on_call_tool=call_tool, **handlers)
     server.add = lambda tool, fn: table.__setitem__(tool.name, (tool, fn))  # type: ignore[attr-defined]
     serve.server = server  # type: ignore[attr-defined]

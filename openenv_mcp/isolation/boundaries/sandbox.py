@@ -238,8 +238,8 @@ class SandboxConnection(ProcessConnection):
                 out.append(path)
         return out
 
-    def bwrap_args(self, argv: list[str]) -> list[str]:
-        """The full ``bwrap ... -- argv`` command line."""
+    def _namespace_args(self) -> list[str]:
+        """``bwrap`` and its namespace, session and capability options (the network shared or not)."""
         if self.privileged:  # no user namespace: the uid change below is a real host uid
             args = [
                 self.bwrap,
@@ -258,19 +258,25 @@ class SandboxConnection(ProcessConnection):
             ]
             if self.spec.network != "host":
                 args.append("--unshare-net")
-        else:
-            args = [
-                self.bwrap,
-                "--unshare-all",
-                "--die-with-parent",
-                "--new-session",
-                "--cap-drop",
-                "ALL",
-                "--hostname",
-                "openenv-sandbox",
-            ]
-            if self.spec.network == "host":
-                args.append("--share-net")
+            return args
+        args = [
+            self.bwrap,
+            "--unshare-all",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "openenv-sandbox",
+        ]
+        if self.spec.network == "host":
+            args.append("--share-net")
+        return args
+
+    def _system_args(self) -> list[str]:
+        """The system folders read-only, the ``/etc`` secrets masked, ``/proc``, a read-only ``/dev``
+        with a capped ``/dev/shm``, and the hidden top-level folders as capped tmpfs."""
+        args: list[str] = []
         for name in SYSTEM:
             path = "/" + name
             if os.path.islink(path):
@@ -288,6 +294,12 @@ class SandboxConnection(ProcessConnection):
         args += ["--remount-ro", "/dev"]
         for name in HIDDEN:
             args += ["--size", size, "--perms", "1777" if "tmp" in name else "0755", "--tmpfs", "/" + name]
+        return args
+
+    def _bind_args(self, argv: list[str]) -> tuple[list[str], list[str]]:
+        """The binds of what the command needs (read-only) and of ``bind`` (read-write), each after the
+        folders bwrap must create for it, then the masks of ``hide``; with the bound host paths."""
+        args: list[str] = []
         made: set[str] = set()
         writable = allowlisted(self._env_paths(self.spec.bind), own_env=str(self.base_dir))
         bound = self.needed_paths(argv) + writable
@@ -301,22 +313,34 @@ class SandboxConnection(ProcessConnection):
             if not any(inside(path, b) for b in bound):
                 continue  # not there anyway: masking it would only make its mount point (and show its name)
             args += _mask(path)
+        return args, bound
+
+    def _drop_privileges_args(self, bound: list[str]) -> list[str]:
+        """Without a user namespace: the inode-cap remounts, then ``setpriv`` to the server's uid with
+        no capabilities; nothing otherwise."""
+        if not self.privileged or self.setpriv is None:  # privileged: setpriv was found
+            return []
+        uid = str(self.uid)
+        return [
+            *self.inode_caps(bound),
+            self.setpriv,
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]
+
+    def bwrap_args(self, argv: list[str]) -> list[str]:
+        """The full ``bwrap ... -- argv`` command line."""
+        args = self._namespace_args() + self._system_args()
+        binds, bound = self._bind_args(argv)
+        args += binds
         args += ["--bind", str(self.ctx.workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
         args += ["--remount-ro", "/", "--"]
-        if self.privileged:
-            uid = str(self.uid)
-            args += self.inode_caps(bound)
-            args += [
-                self.setpriv,
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--inh-caps=-all",
-                "--bounding-set=-all",
-                "--no-new-privs",
-                "--",
-            ]
-        return args + argv
+        return args + self._drop_privileges_args(bound) + argv
 
     def inode_caps(self, bound: list[str]) -> list[str]:
         """As root: a prefix that caps the number of files of each memory-backed folder (bubblewrap sets only

@@ -318,105 +318,128 @@ def preload(module: str) -> None:
         importlib.import_module(name)
 
 
-def serve(control: socket.socket, module: str) -> None:
-    last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())  # noqa: SIM115
-    me = os.getpid()
-    waker_r, waker_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.set_wakeup_fd(waker_w)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    selector = selectors.DefaultSelector()
-    selector.register(control, selectors.EVENT_READ)
-    selector.register(waker_r, selectors.EVENT_READ)
-    episodes: dict[int, socket.socket] = {}  # A's pid -> the episode's report socket
-    reports: dict[int, int] = {}  # report socket's fd -> A's pid, while the host holds its end
-    control.sendall(json.dumps({"ready": me}).encode())
+class _Zygote:
+    """The server loop's state: the control socket, the running episodes and their report sockets."""
 
-    def reap() -> None:
-        while episodes:
+    def __init__(self, control: socket.socket) -> None:
+        self.control = control
+        self.last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())  # noqa: SIM115
+        self.me = os.getpid()
+        self.waker_r, waker_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        signal.set_wakeup_fd(waker_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(control, selectors.EVENT_READ)
+        self.selector.register(self.waker_r, selectors.EVENT_READ)
+        self.episodes: dict[int, socket.socket] = {}  # A's pid -> the episode's report socket
+        self.reports: dict[int, int] = {}  # report socket's fd -> A's pid, while the host holds its end
+
+    def run(self) -> None:
+        """Answer ``ready``, then serve until the host closes the control socket."""
+        self.control.sendall(json.dumps({"ready": self.me}).encode())
+        while True:
+            for key, _ in self.selector.select():
+                if key.fileobj == self.waker_r:
+                    self.woken()
+                elif key.fileobj is not self.control:
+                    self.abandoned(key.fileobj)  # type: ignore[arg-type]
+                elif not self.receive():
+                    return  # the host closed the socket (or died): end; children die with us
+            self.reap()
+
+    def woken(self) -> None:
+        """A signal (SIGCHLD) arrived: empty the wakeup pipe and reap."""
+        try:
+            os.read(self.waker_r, 4096)
+        except BlockingIOError:
+            pass
+        self.reap()
+
+    def reap(self) -> None:
+        """Collect the exited children; each one's exit status goes to its report socket, then it is closed."""
+        while self.episodes:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            report = episodes.pop(pid, None)
+            report = self.episodes.pop(pid, None)
             if report is not None:
-                if report.fileno() in reports:
-                    del reports[report.fileno()]
-                    selector.unregister(report)
+                if report.fileno() in self.reports:
+                    del self.reports[report.fileno()]
+                    self.selector.unregister(report)
                 try:
                     report.send(json.dumps({"exit": status}).encode())
                 except OSError:
                     pass
                 report.close()
 
-    def abandoned(report: socket.socket) -> None:
+    def abandoned(self, report: socket.socket) -> None:
         """The host closed an episode's socket (it stopped the episode, or gave up waiting for it):
         kill the child, so no server outlives its host side, even one forked while it was being closed."""
-        pid = reports.pop(report.fileno(), None)
-        selector.unregister(report)
+        pid = self.reports.pop(report.fileno(), None)
+        self.selector.unregister(report)
         if pid is not None:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
-    while True:
-        for key, _ in selector.select():
-            if key.fileobj == waker_r:
-                try:
-                    os.read(waker_r, 4096)
-                except BlockingIOError:
-                    pass
-                reap()
-                continue
-            if key.fileobj is not control:
-                abandoned(key.fileobj)  # type: ignore[arg-type]
-                continue
-            try:
-                data, fds, _, _ = socket.recv_fds(control, 65536, 8)
-            except InterruptedError:
-                continue
-            if not data:
-                for report in episodes.values():
-                    report.close()
-                return  # the host closed the socket (or died): end; children die with us
-            try:
-                cfg = json.loads(data)
-                report_fd, *stdio = fds
-                if len(stdio) != (5 if cfg.get("cgroup_path") else 4):
-                    raise ValueError("unexpected number of descriptors")
-            except ValueError:
-                for fd in fds:
-                    os.close(fd)
-                continue
-            report = socket.socket(fileno=report_fd)
-            cfg["zygote"], cfg["last_cap"] = me, last_cap
-            try:
-                pid = os.fork()
-            except OSError as e:
-                report.send(json.dumps({"error": f"fork failed: {e.strerror}"}).encode())
+    def receive(self) -> bool:
+        """Read one episode request and start it (a malformed one is dropped, its descriptors closed).
+        False when the host closed the control socket (the report sockets are closed then)."""
+        try:
+            data, fds, _, _ = socket.recv_fds(self.control, 65536, 8)
+        except InterruptedError:
+            return True
+        if not data:
+            for report in self.episodes.values():
                 report.close()
-                pid = -1
-            if pid == 0:
-                signal.set_wakeup_fd(-1)
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                selector.close()
-                for sock in (control, report, *episodes.values()):
-                    sock.detach()  # the descriptors are closed in child_a, the objects must not close them later
-                child_a(cfg, stdio, [])
-                os._exit(1)
-            for fd in stdio:
+            return False
+        try:
+            cfg = json.loads(data)
+            report_fd, *stdio = fds
+            if len(stdio) != (5 if cfg.get("cgroup_path") else 4):
+                raise ValueError("unexpected number of descriptors")
+        except ValueError:
+            for fd in fds:
                 os.close(fd)
-            if pid > 0:
-                episodes[pid] = report
-                try:
-                    report.send(json.dumps({"pid": pid}).encode())
-                except OSError:
-                    pass
-                reports[report.fileno()] = pid
-                selector.register(report, selectors.EVENT_READ)
-        reap()
+            return True
+        self.start(cfg, socket.socket(fileno=report_fd), stdio)
+        return True
+
+    def start(self, cfg: dict, report: socket.socket, stdio: list[int]) -> None:
+        """Fork the episode's child A; its pid (or why the fork failed) goes to ``report``."""
+        cfg["zygote"], cfg["last_cap"] = self.me, self.last_cap
+        try:
+            pid = os.fork()
+        except OSError as e:
+            report.send(json.dumps({"error": f"fork failed: {e.strerror}"}).encode())
+            report.close()
+            pid = -1
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            self.selector.close()
+            for sock in (self.control, report, *self.episodes.values()):
+                sock.detach()  # the descriptors are closed in child_a, the objects must not close them later
+            child_a(cfg, stdio, [])
+            os._exit(1)
+        for fd in stdio:
+            os.close(fd)
+        if pid > 0:
+            self.episodes[pid] = report
+            try:
+                report.send(json.dumps({"pid": pid}).encode())
+            except OSError:
+                pass
+            self.reports[report.fileno()] = pid
+            self.selector.register(report, selectors.EVENT_READ)
+
+
+def serve(control: socket.socket, module: str) -> None:
+    _Zygote(control).run()
 
 
 def main() -> None:
