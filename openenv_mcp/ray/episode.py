@@ -38,6 +38,10 @@ class PoolEpisode:
         self.remote: RemoteAsyncEnv | None = None
         self.first_observation: Observation | None = None
         self.last_episode_id: str | None = None
+        self._forks: list[PoolEpisode] = []
+        """The forks on this episode's connection (one list shared by them all, forks of forks too)."""
+        self._owns_connection = True
+        """False for a fork: its connection is its original's, and ends with it."""
 
     @property
     def name(self) -> str:
@@ -94,6 +98,7 @@ class PoolEpisode:
             if fresh:
                 self.replica = await self.pool.choose()
                 self.remote = RemoteAsyncEnv(self.replica.url, token=self.pool.token, **self.options)
+                self._forks, self._owns_connection = [], True  # a connection of its own
                 self.last_episode_id = None
             replica = self.replica
             assert self.remote is not None and replica is not None
@@ -129,7 +134,8 @@ class PoolEpisode:
 
         The forks share this episode's connection, as the remote client's forks do: closing this
         episode closes that connection, and the replica ends the forks with it (close the forks first,
-        or keep the original open while they run). A dead replica fails the fork with
+        or keep the original open while they run); each then raises ResetNeeded, and its ``reset()``
+        starts a fresh episode on a connection of its own. A dead replica fails the fork with
         :class:`EpisodeLost`; raises :class:`~openenv_mcp.errors.ResetNeeded` before ``reset()``."""
         if self.remote is None:
             self.episode_id  # noqa: B018 - raises ResetNeeded
@@ -145,9 +151,20 @@ class PoolEpisode:
             forked = PoolEpisode(self.pool, **self.options)
             forked.replica, forked.remote = replica, forked_remote
             forked.first_observation, forked.last_episode_id = self.first_observation, forked_remote.episode_id
+            forked._forks, forked._owns_connection = self._forks, False
             replica.episodes += 1
             forks.append(forked)
+        self._forks[:] = [f for f in self._forks if f.remote is not None] + forks
         return forks
+
+    def _end_forks(self) -> None:
+        """The forks on this episode's connection ended with it (the replica closes a connection's episodes):
+        each is uncounted once and never reopens the connection (its next call raises ResetNeeded)."""
+        forks, self._forks = self._forks, []
+        for forked in forks:
+            forked_replica, forked.remote, forked.replica = forked.replica, None, None
+            if forked_replica is not None:
+                forked_replica.episodes = max(0, forked_replica.episodes - 1)
 
     async def close(self) -> None:
         """End the episode (idempotent; a lost episode closes without error)."""
@@ -162,6 +179,8 @@ class PoolEpisode:
             self.remote = self.replica = None
             if replica is not None:
                 replica.episodes = max(0, replica.episodes - 1)
+            if self._owns_connection:
+                self._end_forks()
 
     async def __aenter__(self) -> PoolEpisode:
         return self

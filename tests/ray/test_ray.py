@@ -293,8 +293,20 @@ def test_a_pool_episode_forks_on_its_replica_into_independent_worlds_and_the_vec
         assert [s.step_count for s in env.run_async(forked_venv.state)] == [2, 2, 2, 2]
         env.run_async(forked_venv.close)
         assert [s.step_count for s in env.run_async(venv.state)] == [1, 1]  # the originals go on unchanged
-        env.run_async(venv.close)
+        (orphan,) = env.run_async(venv.envs[0].fork)
+        (grandchild,) = env.run_async(orphan.fork)  # a fork of a fork: the same connection
+        assert replica.episodes == 5
+        env.run_async(venv.close)  # closing an original's connection ends its forks (and theirs)
         assert replica.episodes == 1
+        deadline = time.monotonic() + 15  # the replica closes a connection's episodes once it sees it close
+        while ray.get(replica.actor.ping.remote(), timeout=30) != 1:
+            assert time.monotonic() < deadline, "the replica kept the forks of a closed connection"
+            time.sleep(0.1)
+        for ended in (orphan, grandchild):
+            with pytest.raises(ResetNeeded):
+                env.run_async(ended.step, _fs("read", path="who.txt"))
+            env.run_async(ended.close)
+        assert replica.episodes == 1  # each ended fork was uncounted once
     finally:
         env.close()
         openenv_mcp.ray.shutdown()
