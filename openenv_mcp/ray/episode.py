@@ -3,7 +3,8 @@
 A :class:`PoolEpisode` talks to its replica's control plane directly (Ray is not on the data path);
 when the replica stops answering, the pool drops it and the episode fails with
 :class:`~openenv_mcp.errors.EpisodeLost` within ``request_timeout``. :class:`PoolVectorEnv` steps
-``num_envs`` of them together, in the shape of ``AsyncVectorEnv``.
+``num_envs`` of them together, in the shape of ``AsyncVectorEnv``. Both fork (docs/fork.md): the
+forks run on the original's replica, over the original's connection.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from openenv_mcp.client.remote import RemoteAsyncEnv
 from openenv_mcp.errors import BoundaryError, ConfigError, EpisodeLost, OpenEnvError
-from openenv_mcp.types import CallTool, ListTools, Observation, RunCode, State
+from openenv_mcp.types import CallTool, ForkStrategy, ListTools, Observation, RunCode, State
 
 if TYPE_CHECKING:
     from openenv_mcp.ray.pool import RayPool, ReplicaInfo
@@ -37,6 +38,10 @@ class PoolEpisode:
         self.remote: RemoteAsyncEnv | None = None
         self.first_observation: Observation | None = None
         self.last_episode_id: str | None = None
+        self._forks: list[PoolEpisode] = []
+        """The forks on this episode's connection (one list shared by them all, forks of forks too)."""
+        self._owns_connection = True
+        """False for a fork: its connection is its original's, and ends with it."""
 
     @property
     def name(self) -> str:
@@ -93,6 +98,7 @@ class PoolEpisode:
             if fresh:
                 self.replica = await self.pool.choose()
                 self.remote = RemoteAsyncEnv(self.replica.url, token=self.pool.token, **self.options)
+                self._forks, self._owns_connection = [], True  # a connection of its own
                 self.last_episode_id = None
             replica = self.replica
             assert self.remote is not None and replica is not None
@@ -122,6 +128,44 @@ class PoolEpisode:
         assert self.remote is not None
         return await self._guard("state", self.remote.state())
 
+    async def fork(self, n: int = 1, strategy: ForkStrategy | None = None) -> list[PoolEpisode]:
+        """``n`` episodes equal to this one now (docs/fork.md), made by its replica's control plane and
+        pinned to that replica (each counts in its load until closed); this one goes on unchanged.
+
+        The forks share this episode's connection, as the remote client's forks do: closing this
+        episode closes that connection, and the replica ends the forks with it (close the forks first,
+        or keep the original open while they run); each then raises ResetNeeded, and its ``reset()``
+        starts a fresh episode on a connection of its own. A dead replica fails the fork with
+        :class:`EpisodeLost`; raises :class:`~openenv_mcp.errors.ResetNeeded` before ``reset()``."""
+        if self.remote is None:
+            self.episode_id  # noqa: B018 - raises ResetNeeded
+        remote, replica = self.remote, self.replica
+        assert remote is not None and replica is not None
+        replica.starting += max(n, 0)  # counted in its load while they start
+        try:
+            made: list[RemoteAsyncEnv] = await self._guard("fork", remote.fork(n, strategy))
+        finally:
+            replica.starting -= max(n, 0)
+        forks = []
+        for forked_remote in made:
+            forked = PoolEpisode(self.pool, **self.options)
+            forked.replica, forked.remote = replica, forked_remote
+            forked.first_observation, forked.last_episode_id = self.first_observation, forked_remote.episode_id
+            forked._forks, forked._owns_connection = self._forks, False
+            replica.episodes += 1
+            forks.append(forked)
+        self._forks[:] = [f for f in self._forks if f.remote is not None] + forks
+        return forks
+
+    def _end_forks(self) -> None:
+        """The forks on this episode's connection ended with it (the replica closes a connection's episodes):
+        each is uncounted once and never reopens the connection (its next call raises ResetNeeded)."""
+        forks, self._forks = self._forks, []
+        for forked in forks:
+            forked_replica, forked.remote, forked.replica = forked.replica, None, None
+            if forked_replica is not None:
+                forked_replica.episodes = max(0, forked_replica.episodes - 1)
+
     async def close(self) -> None:
         """End the episode (idempotent; a lost episode closes without error)."""
         remote, replica = self.remote, self.replica
@@ -135,6 +179,8 @@ class PoolEpisode:
             self.remote = self.replica = None
             if replica is not None:
                 replica.episodes = max(0, replica.episodes - 1)
+            if self._owns_connection:
+                self._end_forks()
 
     async def __aenter__(self) -> PoolEpisode:
         return self
@@ -189,6 +235,23 @@ class PoolVectorEnv:
 
     async def state(self, *, return_exceptions: bool = False) -> list[Any]:
         return await self._all([e.state() for e in self.envs], return_exceptions)
+
+    async def fork(self, n: int = 1, strategy: ForkStrategy | None = None) -> PoolVectorEnv:
+        """Fork every episode ``n`` times, concurrently (docs/fork.md): a vector of ``num_envs * n``
+        episodes, episode ``i``'s forks at ``i * n ... i * n + n - 1``, each on its original's replica
+        and connection (see :meth:`PoolEpisode.fork`). A failed fork closes the others and raises."""
+        results = await asyncio.gather(*(e.fork(n, strategy) for e in self.envs), return_exceptions=True)
+        made = [f for r in results if not isinstance(r, BaseException) for f in r]
+        failed = [(i, r) for i, r in enumerate(results) if isinstance(r, BaseException)]
+        if failed:  # do not keep half a vector
+            await asyncio.gather(*(f.close() for f in made), return_exceptions=True)
+            i, error = failed[0]
+            if isinstance(error, OpenEnvError):
+                raise type(error)(f"episode {i}: {error}")
+            raise error
+        forked = PoolVectorEnv.__new__(PoolVectorEnv)
+        forked.num_envs, forked.envs = len(made), made
+        return forked
 
     async def close(self) -> None:
         await asyncio.gather(*(e.close() for e in self.envs), return_exceptions=True)

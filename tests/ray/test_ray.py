@@ -44,7 +44,7 @@ from websockets.asyncio.client import connect
 
 import openenv_mcp
 from openenv_mcp.client.remote import AsyncVectorEnv
-from openenv_mcp.errors import EpisodeLost
+from openenv_mcp.errors import EpisodeLost, ResetNeeded
 from openenv_mcp.ray import RayPool
 from openenv_mcp.ray.address import pool_for
 from openenv_mcp.serve.manager import EPISODE_KEY_HEADER
@@ -219,6 +219,125 @@ def test_pool_autoscales_between_its_bounds_and_stops_idle_replicas(cluster):
             assert len(pool.live()) == 1
 
     asyncio.run(main())
+
+
+def _fs(name: str, **arguments) -> CallTool:
+    return CallTool(name=f"fs_{name}", arguments=arguments)
+
+
+def test_a_pool_episode_forks_on_its_replica_into_independent_worlds_and_the_vector_forks_in_order(cluster):
+    """Through ``make("ray://...")`` (the sync ``Env`` over a pool episode): forks of a ``files`` episode
+    after a write and a rewarded move see both, carry the step count and cumulative reward, and change
+    nothing of the original or of each other; the pool's vector forks episode ``i`` at ``i*n .. i*n+n-1``;
+    the replica refuses a fork asked with an agent key."""
+    # health_interval: no background health check refreshes the replica's load figure mid-test
+    url = f"ray://{cluster.address}/files?num_replicas=1&num_cpus=0.5&health_interval=600"
+    env = openenv_mcp.make(url)
+    try:
+        with pytest.raises(ResetNeeded):
+            env.fork()
+        env.reset(task_id="archive-old-reports")
+        env.step(_fs("write", path="scratch.txt", content="before the fork"))
+        assert env.step(_fs("move", source="report-2022.csv", destination="archive/report-2022.csv")).reward == 0.5
+        pool, replica = pool_for(url), env.unwrapped.replica
+        assert replica.episodes == 1
+        left, right = env.fork(2)
+        assert [f.unwrapped.replica for f in (left, right)] == [replica, replica]
+        assert replica.episodes == 3  # the forks count in the replica's load
+        assert left.unwrapped.remote.connection is env.unwrapped.remote.connection  # one connection
+        original = env.state()
+        for forked in (left, right):
+            state = forked.state()
+            assert state.episode_id != original.episode_id
+            assert (state.step_count, state.cumulative_reward, state.task_id, state.seed) == (
+                2,
+                0.5,
+                original.task_id,
+                original.seed,
+            )
+            assert _text(forked.step(_fs("read", path="scratch.txt"))) == "before the fork"
+        done = left.step(_fs("move", source="report-2023.csv", destination="archive/report-2023.csv"))
+        assert (done.reward, done.done, left.state().cumulative_reward) == (0.5, True, 1.0)
+        for other in (env, right):  # the move in one fork is in neither the original nor the other fork
+            assert "report-2023.csv" in _text(other.step(_fs("list", path=".")))
+            assert other.state().cumulative_reward == 0.5 and not other.state().done
+        # an agent key (in the fork's MCP address) cannot fork, even with the pool's cluster token
+        agent_key = right.unwrapped.mcp_url.split("/")[-2]
+        fork_url = f"{replica.url}/episodes/{right.unwrapped.episode_id}/fork"
+        for headers, body in [
+            ({"Authorization": f"Bearer {pool.token}"}, {"episode_key": agent_key}),
+            ({"Authorization": f"Bearer {pool.token}", EPISODE_KEY_HEADER: agent_key}, {}),
+            ({EPISODE_KEY_HEADER: agent_key}, {"episode_key": agent_key}),
+        ]:
+            refused = httpx.post(fork_url, json=body, headers=headers, timeout=30)
+            assert refused.status_code in (401, 404), refused.text
+        assert ray.get(replica.actor.ping.remote(), timeout=30) == 3  # no fork was made
+        trainer = {"Authorization": f"Bearer {pool.token}", EPISODE_KEY_HEADER: right.unwrapped.remote.episode_key}
+        made = httpx.post(fork_url, json={}, headers=trainer, timeout=30)  # the trainer key on the same route does
+        assert made.status_code == 201, made.text
+        (extra,) = made.json()["forks"]
+        extra_key = {"Authorization": f"Bearer {pool.token}", EPISODE_KEY_HEADER: extra["episode_key"]}
+        assert httpx.delete(f"{replica.url}/episodes/{extra['episode_id']}", headers=extra_key, timeout=30).is_success
+        assert ray.get(replica.actor.ping.remote(), timeout=30) == 3
+        left.close()
+        right.close()
+        assert replica.episodes == 1
+
+        venv = env.run_async(pool.vector, 2, task_ids=["archive-old-reports"] * 2)
+        for i, episode in enumerate(venv.envs):
+            env.run_async(episode.step, _fs("write", path="who.txt", content=f"episode {i}"))
+        forked_venv = env.run_async(venv.fork, 2)
+        assert forked_venv.num_envs == 4 and replica.episodes == 7
+        reads = env.run_async(forked_venv.step, [_fs("read", path="who.txt")] * 4)
+        assert [_text(o) for o in reads] == ["episode 0", "episode 0", "episode 1", "episode 1"]
+        assert [s.step_count for s in env.run_async(forked_venv.state)] == [2, 2, 2, 2]
+        env.run_async(forked_venv.close)
+        assert [s.step_count for s in env.run_async(venv.state)] == [1, 1]  # the originals go on unchanged
+        (orphan,) = env.run_async(venv.envs[0].fork)
+        (grandchild,) = env.run_async(orphan.fork)  # a fork of a fork: the same connection
+        assert replica.episodes == 5
+        env.run_async(venv.close)  # closing an original's connection ends its forks (and theirs)
+        assert replica.episodes == 1
+        deadline = time.monotonic() + 15  # the replica closes a connection's episodes once it sees it close
+        while ray.get(replica.actor.ping.remote(), timeout=30) != 1:
+            assert time.monotonic() < deadline, "the replica kept the forks of a closed connection"
+            time.sleep(0.1)
+        for ended in (orphan, grandchild):
+            with pytest.raises(ResetNeeded):
+                env.run_async(ended.step, _fs("read", path="who.txt"))
+            env.run_async(ended.close)
+        assert replica.episodes == 1  # each ended fork was uncounted once
+    finally:
+        env.close()
+        openenv_mcp.ray.shutdown()
+
+
+def test_a_vector_fork_that_fails_on_one_episode_closes_the_forks_it_made_and_names_the_episode():
+    from openenv_mcp.ray import PoolVectorEnv
+
+    closed: list[str] = []
+
+    class Forked:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def close(self) -> None:
+            closed.append(self.name)
+
+    class Original:
+        def __init__(self, i: int) -> None:
+            self.i = i
+
+        async def fork(self, n: int, strategy=None) -> list[Forked]:
+            if self.i == 1:
+                raise EpisodeLost("its replica is gone")
+            return [Forked(f"{self.i}.{k}") for k in range(n)]
+
+    venv = PoolVectorEnv.__new__(PoolVectorEnv)
+    venv.num_envs, venv.envs = 3, [Original(i) for i in range(3)]
+    with pytest.raises(EpisodeLost, match=r"^episode 1: its replica is gone$"):
+        asyncio.run(venv.fork(2))
+    assert sorted(closed) == ["0.0", "0.1", "2.0", "2.1"]  # no half vector is left open
 
 
 def test_front_door_serves_both_faces_and_routes_each_episode_to_its_replica(cluster, door):
