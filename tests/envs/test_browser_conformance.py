@@ -1,11 +1,18 @@
 """The ``browser`` environment is CONFORMANT: determinism with seeded data (the Playwright server's
 output names follow the world's clock), reset restores, isolation between concurrent episodes, both
-faces alike, production with the same tools, containment. One task (``max_tasks=1``) keeps it short."""
+faces alike, production with the same tools, containment. One task (``max_tasks=1``) keeps it short.
+
+One finding is the Playwright MCP server's own and is accepted with its reason (envs/browser/known-failures.toml):
+``browser_navigate_back`` right after a call that closed or navigated the page races Chromium's history navigation,
+so its answer varies run to run. It is accepted only when that call is the one that differed."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
+from openenv_mcp.client.registry import find_env
 from openenv_mcp.conformance import check_env_async
 
 from support.browser_world import need_browser
@@ -17,14 +24,28 @@ pytestmark = [pytest.mark.browser, pytest.mark.sandbox]
 @pytest.mark.timeout(900)
 async def test_the_browser_environment_is_conformant():
     need_browser()
-    report = await check_env_async("browser", official=False, max_tasks=1)
-    bad = [(r.rule, r.status, r.message[:300]) for r in report.results if r.status not in ("passed", "skipped")]
+    known = find_env("browser").base_dir / "known-failures.toml"
+    report = await check_env_async("browser", official=False, max_tasks=1, known_failures=known)
+    bad = [
+        (r.rule, r.status, r.message[:300])
+        for r in report.results
+        if r.status not in ("passed", "skipped") and not _the_navigate_back_race(r)
+    ]
     assert report.ok and not bad, bad
+    assert report.result("env.reset_restores").status in ("passed", "known")
     for rule in (
         "env.determinism",
-        "env.reset_restores",
         "env.episode_isolation",
         "env.prod_identity",
         "containment.network",
     ):
         assert report.result(rule).status == "passed", rule
+
+
+def _the_navigate_back_race(result) -> bool:
+    """The accepted finding, and only it: reset_restores differing on a ``browser_navigate_back`` call."""
+    return (
+        result.rule == "env.reset_restores"
+        and result.status == "known"
+        and re.search(r"step \d+ tools/call 'browser_navigate_back'", result.message) is not None
+    )
